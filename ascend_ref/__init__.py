@@ -1,0 +1,22 @@
+"""ascend_ref — a bit-exact, vectorised JAX reference of Ascend vector reductions.
+
+>>> import ascend_ref as ar
+>>> "atlas_a2" in ar.chips()
+True
+
+Public API (SPEC §8): :func:`chips`, :func:`chip`, :func:`new_ub`, :func:`store`,
+:func:`load`, :class:`Tensor`, :mod:`ascendc`, :mod:`tik`, :class:`ReduceOrder`,
+:class:`ReduceType`, :class:`ConstraintError`.
+"""
+
+from . import ascendc, oracle, tik
+from .chips import ChipProfile, chip, chips
+from .constraints import Code, ConstraintError, explain
+from .engine import CallInfo
+from .enums import ReduceOrder, ReduceType
+from .ub import Tensor, load, new_ub, store
+
+__version__ = "0.1.0"
+__all__ = ["chips", "chip", "ChipProfile", "new_ub", "store", "load", "Tensor", "ascendc", "tik",
+           "oracle", "ReduceOrder", "ReduceType", "ConstraintError", "Code", "explain",
+           "CallInfo"]

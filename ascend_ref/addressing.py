@@ -1,0 +1,89 @@
+"""Repeat / block-stride / rep-stride addressing as gather tables (SPEC §1.1, seed 004).
+
+Lane ``i`` of repeat ``r`` reads the element at byte::
+
+    addr(r, i) = base + r*rep_stride*32 + (i // epb)*blk_stride*32 + (i % epb)*s
+
+Tables have a static shape ``(r_max, L)``; every numeric argument may be traced, so one
+compiled kernel serves every repeat count, stride and address. Block offsets are clamped at
+2**22 DataBlocks (far past any UB) so that int32 never wraps: a clamped address is out of
+bounds and the bounds rules reject it.
+
+>>> import numpy as np
+>>> from ascend_ref.addressing import read_table
+>>> t = np.asarray(read_table(0, 8, 2, r_max=2, size=2))   # half, blkStride 2, repStride 8
+>>> t[0, :2].tolist(), t[0, 16].tolist(), t[1, 0].tolist()
+([0, 2], 64, 256)
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+BLOCK = 32
+_CLAMP_BLOCKS = 1 << 22
+
+
+def _blocks(count, stride):
+    """``count * stride`` DataBlocks as bytes, clamped (both non-negative, int32-safe)."""
+    count = jnp.asarray(count, jnp.int32)
+    stride = jnp.asarray(stride, jnp.int32)
+    return jnp.minimum(count * stride, _CLAMP_BLOCKS) * BLOCK
+
+
+def lane_offsets(blk_stride, size: int, lanes: int):
+    """Byte offset of each lane within a repeat: ``(i // epb)*blk_stride*32 + (i % epb)*s``."""
+    epb = BLOCK // size
+    i = jnp.arange(lanes, dtype=jnp.int32)
+    return _blocks(i // epb, blk_stride) + (i % epb) * size
+
+
+def read_table(base, rep_stride, blk_stride, *, r_max: int, size: int):
+    """Byte address of lane i in repeat r, shape ``(r_max, 256 // size)``."""
+    r = jnp.arange(r_max, dtype=jnp.int32)
+    lanes = 256 // size
+    return (jnp.asarray(base, jnp.int32) + _blocks(r, rep_stride)[:, None]
+            + lane_offsets(blk_stride, size, lanes)[None, :])
+
+
+def repeat_valid(repeat, r_max: int):
+    """``r < repeat`` for each of the ``r_max`` table rows."""
+    return jnp.arange(r_max, dtype=jnp.int32) < jnp.asarray(repeat, jnp.int32)
+
+
+def write_table(base, rep_stride_bytes, repeat, *, r_max: int, fields: int, size: int):
+    """Byte address of field f of repeat r's result slot, shape ``(r_max, fields)``.
+
+    Slot r starts at ``base + r*rep_stride_bytes``; field f at ``+ f*size``. Returns
+    ``(addr, issued, final)``: ``issued`` — the repeat exists (r < repeat); ``final`` — its
+    bytes survive. When the slots of all repeats coincide (a zero destination stride) every
+    repeat writes but the last repeat's write wins, so only its row is final.
+    """
+    r = jnp.arange(r_max, dtype=jnp.int32)
+    step = jnp.asarray(rep_stride_bytes, jnp.int32)
+    start = jnp.asarray(base, jnp.int32) + jnp.minimum(r * step, _CLAMP_BLOCKS * BLOCK)
+    addr = start[:, None] + jnp.arange(fields, dtype=jnp.int32)[None, :] * size
+    repeat = jnp.asarray(repeat, jnp.int32)
+    issued = r < repeat
+    final = issued & ((step != 0) | (r == repeat - 1))
+    shape = addr.shape
+    return addr, jnp.broadcast_to(issued[:, None], shape), jnp.broadcast_to(final[:, None], shape)
+
+
+def read_after_write(write_addr, write_valid, write_repeat, base, rep_stride, blk_stride,
+                     lane_mask, repeat, *, size: int):
+    """True when a word written by repeat r is read by an active lane of a later repeat.
+
+    ``write_addr`` holds ``size``-aligned word addresses (any shape, same as ``write_valid``
+    and ``write_repeat``). Reads are ``size``-aligned too, so a conflict is an exact address
+    match: ``write = lane_base(i) + r'*rep_stride*32`` with ``r < r' < repeat``.
+    """
+    lanes = lane_mask.shape[0]
+    lane_base = jnp.asarray(base, jnp.int32) + lane_offsets(blk_stride, size, lanes)
+    d = write_addr.reshape(-1)[:, None] - lane_base[None, :]
+    step = _blocks(1, rep_stride)
+    w_rep = write_repeat.reshape(-1)[:, None]
+    r_read = jnp.where(step > 0, d // jnp.maximum(step, 1), repeat - 1)
+    hit = (d >= 0) & (d == r_read * step) & (r_read > w_rep) & (r_read < repeat)
+    hit &= write_valid.reshape(-1)[:, None] & lane_mask[None, :]
+    return jnp.any(hit)

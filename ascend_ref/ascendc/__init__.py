@@ -1,0 +1,26 @@
+"""Ascend C vector reductions (SPEC §4): one short file per instruction family."""
+
+from ..enums import ReduceType, parse_enum
+from ..constraints import Code
+from .reduce_data_block import (block_reduce_max, block_reduce_min, block_reduce_sum,
+                                reduce_data_block)
+from .whole_reduce import whole_reduce_max, whole_reduce_min, whole_reduce_sum
+
+
+def reduce_repeat(ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_stride,
+                  src_rep_stride, order="ORDER_VALUE_INDEX", *, reduce_type, chip,
+                  saturate=None, return_info=False):
+    """The newer CANN name: ReduceRepeat<MIN|MAX|SUM> = WholeReduceMin / Max / Sum."""
+    rt = parse_enum(ReduceType, reduce_type, api="reduce_repeat", param="reduce_type",
+                    code=Code.REDUCE_TYPE)
+    if rt is ReduceType.SUM:
+        return whole_reduce_sum(ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_stride,
+                                src_rep_stride, chip=chip, saturate=saturate,
+                                return_info=return_info)
+    fn = whole_reduce_min if rt is ReduceType.MIN else whole_reduce_max
+    return fn(ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_stride, src_rep_stride,
+              order, chip=chip, return_info=return_info)
+
+
+__all__ = ["whole_reduce_min", "whole_reduce_max", "whole_reduce_sum", "reduce_data_block",
+           "reduce_repeat", "block_reduce_sum", "block_reduce_max", "block_reduce_min"]

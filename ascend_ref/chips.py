@@ -1,0 +1,142 @@
+"""Product (chip) profiles: every behavioural difference between products, as data.
+
+One TOML file per product lives in ``configs/chips/``; :func:`chip` loads it into a frozen
+:class:`ChipProfile`. Instruction code asks the profile (``chip.dtypes("whole_reduce_min")``,
+``chip.block_fill``, ...) and never tests a product id.
+
+>>> import ascend_ref as ar
+>>> p = ar.chip("atlas_a2")
+>>> p.ub_bytes, p.block_fill, "minmax_rules" in p.assumed
+(196608, 'keep', True)
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping, Union
+
+import numpy as np
+
+try:  # Python >= 3.11
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+from .constraints import Code, ConstraintError
+
+#: Every API name a profile can list under ``[apis]``.
+API_NAMES = (
+    "whole_reduce_min",
+    "whole_reduce_max",
+    "whole_reduce_sum",
+    "reduce_data_block",
+    "vec_reduce_min",
+    "vec_reduce_max",
+    "vec_reduce_add",
+)
+_ZERO_RULES = ("nop", "undefined", "error")
+_FILL_RULES = ("keep", "fill", "undefined")
+
+
+def config_dir() -> Path:
+    """Folder holding ``chips/*.toml``: ``$ASCEND_REF_CONFIGS`` or the repository's ``configs/``."""
+    env = os.environ.get("ASCEND_REF_CONFIGS")
+    return Path(env) if env else Path(__file__).resolve().parent.parent / "configs"
+
+
+@dataclass(frozen=True)
+class ChipProfile:
+    """A product's behaviour, loaded from ``configs/chips/<id>.toml`` (see that folder)."""
+
+    id: str
+    product: str
+    ub_bytes: int
+    saturate_default: bool
+    fp32_ftz: bool
+    default_nan_f16: int
+    default_nan_f32: int
+    zero_mask: str
+    zero_repeat: str
+    dst_rep_stride_zero: bool
+    block_fill: str
+    apis: Mapping[str, tuple]
+    orders: tuple
+    block_fill_values: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    assumed: tuple = ()
+
+    def dtypes(self, api: str) -> tuple:
+        """Element dtypes the product supports for ``api`` (empty: API not on this product)."""
+        return self.apis.get(api, ())
+
+    def fill_bits(self, reduce_type: str, dtype: str) -> int:
+        """Raw bits written into a ReduceDataBlock result whose block has no active lane."""
+        return self.block_fill_values[reduce_type][dtype]
+
+    def default_nan(self, dtype: str) -> int:
+        return self.default_nan_f16 if np.dtype(dtype).itemsize == 2 else self.default_nan_f32
+
+    def __repr__(self) -> str:
+        apis = ", ".join(f"{a}:{'/'.join(d)}" for a, d in self.apis.items() if d) or "none"
+        return (f"ChipProfile({self.id!r}, {self.product!r}, ub_bytes={self.ub_bytes}, "
+                f"apis=[{apis}], assumed={list(self.assumed)})")
+
+    def __hash__(self) -> int:  # usable as a static jit argument
+        return hash(self.id)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, ChipProfile) and other.id == self.id
+
+
+def _value_bits(text: str, dtype: str) -> int:
+    width = np.dtype(dtype).itemsize
+    return int(np.array(float(text), dtype=dtype).view(f"uint{8 * width}"))
+
+
+def _load(path: Path) -> ChipProfile:
+    raw = tomllib.loads(path.read_text())
+    apis = {a: tuple(raw.get("apis", {}).get(a, ())) for a in API_NAMES}
+    fills = {rt: {dt: _value_bits(v, dt) for dt, v in vals.items()}
+             for rt, vals in raw.get("block_fill_values", {}).items()}
+    prof = ChipProfile(
+        id=raw["id"], product=raw["product"], ub_bytes=int(raw["ub_bytes"]),
+        saturate_default=bool(raw["saturate_default"]), fp32_ftz=bool(raw["fp32_ftz"]),
+        default_nan_f16=int(raw["default_nan_f16"]), default_nan_f32=int(raw["default_nan_f32"]),
+        zero_mask=raw["zero_mask"], zero_repeat=raw["zero_repeat"],
+        dst_rep_stride_zero=bool(raw["dst_rep_stride_zero"]), block_fill=raw["block_fill"],
+        apis=apis, orders=tuple(raw.get("orders", {}).get("whole_reduce", ())),
+        block_fill_values=fills, assumed=tuple(raw.get("assumed", ())),
+    )
+    if prof.id != path.stem:
+        raise ValueError(f"{path}: id {prof.id!r} does not match the file name")
+    if prof.zero_mask not in _ZERO_RULES or prof.zero_repeat not in _ZERO_RULES:
+        raise ValueError(f"{path}: zero_mask/zero_repeat must be one of {_ZERO_RULES}")
+    if prof.block_fill not in _FILL_RULES:
+        raise ValueError(f"{path}: block_fill must be one of {_FILL_RULES}")
+    if prof.block_fill == "fill" and set(fills) != {"SUM", "MAX", "MIN"}:
+        raise ValueError(f"{path}: block_fill = 'fill' needs block_fill_values for SUM, MAX, MIN")
+    return prof
+
+
+@functools.lru_cache(maxsize=None)
+def _profiles() -> dict:
+    folder = config_dir() / "chips"
+    return {p.stem: _load(p) for p in sorted(folder.glob("*.toml"))}
+
+
+def chips() -> list:
+    """Ids of every product profile, sorted."""
+    return list(_profiles())
+
+
+def chip(id_or_profile: Union[str, ChipProfile]) -> ChipProfile:
+    """The frozen profile for a product id (a profile passes through unchanged)."""
+    if isinstance(id_or_profile, ChipProfile):
+        return id_or_profile
+    profs = _profiles()
+    if id_or_profile not in profs:
+        raise ConstraintError(Code.CHIP_UNKNOWN, api="chip", param="chip", value=id_or_profile,
+                              allowed=f"one of {sorted(profs)}")
+    return profs[id_or_profile]

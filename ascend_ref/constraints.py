@@ -1,0 +1,138 @@
+"""Constraint codes, the error type, and rules that evaluate eagerly *and* inside jit.
+
+Every documented constraint has a stable :class:`Code`. A rule is written once, as a
+predicate over the call's parameters that works on Python ints, numpy and traced JAX values
+alike (only ``&``, ``|``, ``~`` and comparisons). Eager calls evaluate the rules on concrete
+values and raise :class:`ConstraintError`; traced and batched calls evaluate the same rules
+into an int32 status (``0`` = ok, else the first failing code).
+
+>>> from ascend_ref.constraints import Code, explain
+>>> int(Code.MASK_RANGE), explain(int(Code.MASK_RANGE)).split(":")[0]
+(7, 'MASK_RANGE')
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+from typing import Any, Callable, Optional, Sequence
+
+
+class Code(enum.IntEnum):
+    """Stable constraint codes (also the int32 per-case status of batched runs). Never renumber."""
+
+    OK = 0
+    CHIP_UNKNOWN = 1
+    API_UNSUPPORTED = 2
+    DTYPE_UNSUPPORTED = 3
+    DTYPE_MISMATCH = 4
+    ORDER_UNSUPPORTED = 5
+    REDUCE_TYPE = 6
+    MASK_RANGE = 7
+    MASK_BITS = 8
+    MASK_ZERO = 9
+    REPEAT_RANGE = 10
+    STRIDE_RANGE = 11
+    DST_STRIDE_ZERO = 12
+    ALIGN = 13
+    UB_BOUNDS = 14
+    TENSOR_BOUNDS = 15
+    OVERLAP = 16
+    WORK_SIZE = 17
+    INDEX_OVERFLOW = 18
+    SATURATE_DTYPE = 19
+    BAD_ARGUMENT = 20
+
+    def __str__(self) -> str:
+        return self.name
+
+
+DESCRIPTIONS = {
+    Code.OK: "no constraint violated",
+    Code.CHIP_UNKNOWN: "the product id has no profile in configs/chips/",
+    Code.API_UNSUPPORTED: "the API does not exist on this product",
+    Code.DTYPE_UNSUPPORTED: "the element type is not supported by this API on this product",
+    Code.DTYPE_MISMATCH: "operands of one call must share one element type",
+    Code.ORDER_UNSUPPORTED: "this ReduceOrder is not supported on this product",
+    Code.REDUCE_TYPE: "reduce_type must be SUM, MAX or MIN",
+    Code.MASK_RANGE: "continuous mask outside [1, lanes per repeat]",
+    Code.MASK_BITS: "bit mask has the wrong number of words or a word outside [0, 2^64-1] "
+                    "or lanes that do not exist for this type",
+    Code.MASK_ZERO: "mask 0 (or an all-zero bit mask) is outside the documented range here",
+    Code.REPEAT_RANGE: "repeat count outside its documented range",
+    Code.STRIDE_RANGE: "stride outside [0, 65535]",
+    Code.DST_STRIDE_ZERO: "dstRepStride = 0 is not supported on this product",
+    Code.ALIGN: "operand start address not aligned as documented",
+    Code.UB_BOUNDS: "a tensor's declared extent leaves the Unified Buffer",
+    Code.TENSOR_BOUNDS: "an access leaves the declared extent of its tensor",
+    Code.OVERLAP: "operands overlap in a way the documentation forbids",
+    Code.WORK_SIZE: "work_tensor is smaller than the documented need",
+    Code.INDEX_OVERFLOW: "the result index does not fit in 16 bits (above 65535)",
+    Code.SATURATE_DTYPE: "saturation mode exists for half only",
+    Code.BAD_ARGUMENT: "an argument has the wrong Python type or shape",
+}
+
+
+def explain(code: int) -> str:
+    """One line naming a status code and what it means (for batched status arrays)."""
+    c = Code(int(code))
+    return f"{c.name}: {DESCRIPTIONS[c]}"
+
+
+class ConstraintError(ValueError):
+    """A documented constraint is violated. ``code`` is stable; the message says how to fix it."""
+
+    def __init__(self, code: Code, *, api: str, param: str, value: Any, allowed: str,
+                 chip: Optional[str] = None, hint: str = "") -> None:
+        self.code = Code(code)
+        self.api, self.param, self.value, self.allowed, self.chip = api, param, value, allowed, chip
+        where = f" on {chip}" if chip else ""
+        msg = f"[{self.code.name}] {api}: {param} = {value!r} is not allowed{where}; allowed: {allowed}"
+        if hint:
+            msg += f". {hint}"
+        super().__init__(msg)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One documented constraint, evaluable on concrete or traced values.
+
+    ``ok(p)`` returns a bool (or a traced bool) saying the rule holds for parameters ``p``;
+    ``value(p)`` and ``allowed(p)`` produce the message parts when it fails (concrete only).
+    """
+
+    code: Code
+    param: str
+    ok: Callable[[Any], Any]
+    value: Callable[[Any], Any]
+    allowed: Callable[[Any], str]
+    hint: str = ""
+
+
+def in_range(x, lo, hi):
+    """``lo <= x <= hi`` written with ``&`` so it also works on traced arrays."""
+    return (x >= lo) & (x <= hi)
+
+
+def first_failure(rules: Sequence[Rule], p: Any) -> Optional[Rule]:
+    """Eager evaluation: the first rule (by code order, then list order) that fails, or None."""
+    failing = [r for r in rules if not bool(r.ok(p))]
+    return min(failing, key=lambda r: int(r.code)) if failing else None
+
+
+def raise_first(rules: Sequence[Rule], p: Any, *, api: str, chip: str) -> None:
+    """Raise :class:`ConstraintError` for the first failing rule, if any."""
+    r = first_failure(rules, p)
+    if r is not None:
+        raise ConstraintError(r.code, api=api, param=r.param, value=r.value(p),
+                              allowed=r.allowed(p), chip=chip, hint=r.hint)
+
+
+def status_of(rules: Sequence[Rule], p: Any):
+    """Traced evaluation: int32 status, 0 when every rule holds, else the lowest failing code."""
+    import jax.numpy as jnp
+
+    status = jnp.int32(0)
+    for r in sorted(rules, key=lambda r: -int(r.code)):
+        status = jnp.where(jnp.asarray(r.ok(p)), status, jnp.int32(int(r.code)))
+    return status

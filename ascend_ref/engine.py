@@ -1,0 +1,401 @@
+"""The one place where an instruction runs: check, gather, compute, bounds, scatter.
+
+An instruction module (``ascendc/*.py``, ``tik/*.py``) declares an :class:`Instruction`: its
+operands, parameter ranges, alignment, overlap rule and an ``effects`` function that turns
+the gathered source bits into :class:`Write` s and undefined :class:`Region` s. This module
+does everything else, identically for every instruction:
+
+1. ``prepare`` — structural checks in Python (product, dtype, order, argument types), the
+   parameters as int32 scalars (traced or not), a static :class:`Spec` for ``jax.jit``.
+2. ``kernel`` (jit-compiled, every numeric parameter traced) — the gather table, the source
+   bits, the instruction's effects, every constraint rule as an int32 status, and the
+   scatter, applied only when the status is 0.
+3. ``finish`` — eager calls turn a non-zero status into a :class:`ConstraintError` naming
+   the parameter, the value, the allowed range and the product.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import addressing, mask as masks
+from .chips import ChipProfile, chip as get_chip
+from .constraints import Code, ConstraintError, Rule, first_failure, in_range, status_of
+from .ub import Tensor, as_ub, element_view, itemsize, mark, scatter_bytes, to_bytes
+
+U16_MAX = 65535
+_BIG = 2**31 - 1
+
+
+@dataclass(frozen=True)
+class Spec:
+    """Static part of one call (a jit cache key): everything that changes shapes or code."""
+
+    api: str
+    dtype: str
+    chip: ChipProfile
+    mask_mode: str
+    r_max: int
+    option: str = ""
+    traced_repeat: bool = False
+    info: bool = False
+
+    @property
+    def size(self) -> int:
+        return itemsize(self.dtype)
+
+    @property
+    def lanes(self) -> int:
+        return 256 // self.size
+
+
+@dataclass(frozen=True)
+class Write:
+    """Words an instruction writes: byte address, bits and validity, all the same shape.
+
+    ``issued`` — the hardware writes the word (bounds and overlap are checked for these);
+    ``final`` — the word survives in the result UB (a later repeat's write wins otherwise).
+    ``repeat`` — the repeat that issues each word (Ascend C read-after-write rule).
+    """
+
+    tensor: str
+    addr: Any
+    bits: Any
+    size: int
+    issued: Any
+    final: Any
+    repeat: Any = None
+
+
+@dataclass(frozen=True)
+class Region:
+    """Bytes ``[start, start + nbytes)`` left undefined when ``when`` holds."""
+
+    start: Any
+    nbytes: Any
+    when: Any
+
+
+@dataclass(frozen=True)
+class UndefinedWords:
+    """Words of ``size`` bytes at ``addr`` (any shape) left undefined where ``when``."""
+
+    addr: Any
+    size: int
+    when: Any
+
+
+@dataclass
+class Effects:
+    """What an instruction does: its writes, undefined bytes, and values its rules read."""
+
+    writes: list
+    undefined: list = field(default_factory=list)
+    diag: dict = field(default_factory=dict)
+
+
+def gate(spec: Spec, p: dict, dst: str = "dst"):
+    """Zero mask / zero repeat (SEMANTICS §C): ``(runs, [undefined dst extent])``.
+
+    ``runs`` is False for a NOP; on a product whose rule is ``"undefined"`` the whole declared
+    extent of ``dst`` is reported undefined.
+    """
+    zero_mask = masks.is_zero(spec.mask_mode, p["mask"])
+    zero_rep = p["repeat"] == 0
+    undefined = jnp.bool_(False)
+    if spec.chip.zero_mask == "undefined":
+        undefined |= zero_mask
+    if spec.chip.zero_repeat == "undefined":
+        undefined |= zero_rep
+    region = Region(p[f"{dst}.addr"], p[f"{dst}.size"] * spec.size, undefined)
+    return ~(zero_mask | zero_rep), [region]
+
+
+@dataclass(frozen=True, eq=False)
+class Instruction:
+    """Declarative description of one instruction (one per public function).
+
+    ``effects(spec, p, bits, active)`` receives the source bits ``(r_max, L)`` gathered from
+    the read table and which of them take part; it returns :class:`Effects`.
+    """
+
+    api: str
+    operands: tuple                       # tensor parameters, e.g. ("dst", "src")
+    repeat_param: str                     # public name of the repeat count
+    repeat_range: Callable[[Spec], tuple]  # (lo, hi) for a spec
+    strides: tuple                        # stride parameters, each in [0, 65535]
+    align: Callable[[Spec], dict]          # operand -> byte alignment
+    effects: Callable[..., Effects]
+    overlap: str = "repeat"                # "repeat" (Ascend C) | "disjoint" (TIK)
+    word_order: str = "ascendc"
+    blk_stride: bool = True                # has a source block stride parameter
+    saturating: bool = False               # takes a saturate flag
+    extra_rules: Callable[[Spec], list] = lambda spec: []
+
+    def __hash__(self) -> int:
+        return id(self)
+
+
+# ---------------------------------------------------------------- rules -------------------
+
+def _ub_limit(spec: Spec, p) -> Any:
+    return jnp.minimum(p["ub_len"], spec.chip.ub_bytes)
+
+
+def rules(ins: Instruction, spec: Spec) -> list:
+    """Every constraint of one call, as :class:`Rule` s over the parameter dict ``p``."""
+    lo, hi = ins.repeat_range(spec)
+    zero_rep = spec.chip.zero_repeat
+    if lo == 0 and zero_rep == "error":
+        lo = 1
+    out = list(masks.rules(spec.mask_mode, spec.dtype,
+                           "error" if spec.chip.zero_mask == "error" else "ok"))
+    out.append(Rule(Code.REPEAT_RANGE, ins.repeat_param,
+                    lambda p, lo=lo, hi=hi: in_range(p["repeat"], lo, hi),
+                    lambda p: int(p["repeat"]), lambda p, lo=lo, hi=hi: f"[{lo}, {hi}]"))
+    for s in ins.strides:
+        out.append(Rule(Code.STRIDE_RANGE, s, lambda p, s=s: in_range(p[s], 0, U16_MAX),
+                        lambda p, s=s: int(p[s]), lambda p: "[0, 65535]"))
+    if "dst_rep_stride" in ins.strides and not spec.chip.dst_rep_stride_zero:
+        out.append(Rule(Code.DST_STRIDE_ZERO, "dst_rep_stride", lambda p: p["dst_rep_stride"] != 0,
+                        lambda p: int(p["dst_rep_stride"]), lambda p: "[1, 65535]"))
+    for t, a in ins.align(spec).items():
+        out.append(Rule(Code.ALIGN, f"{t}.addr", lambda p, t=t, a=a: p[f"{t}.addr"] % a == 0,
+                        lambda p, t=t: int(p[f"{t}.addr"]),
+                        lambda p, a=a: f"a multiple of {a} bytes"))
+    for t in ins.operands:
+        out.append(Rule(
+            Code.UB_BOUNDS, t,
+            lambda p, t=t: (p[f"{t}.addr"] >= 0) & (p[f"{t}.size"] >= 0)
+            & (p[f"{t}.addr"] + p[f"{t}.size"] * spec.size <= _ub_limit(spec, p)),
+            lambda p, t=t: f"bytes [{int(p[f'{t}.addr'])}, "
+                           f"{int(p[f'{t}.addr']) + int(p[f'{t}.size']) * spec.size})",
+            lambda p: f"inside the UB: [0, {int(_ub_limit(spec, p))})"))
+        out.append(Rule(
+            Code.TENSOR_BOUNDS, t,
+            lambda p, t=t: (p[f"lo.{t}"] >= p[f"{t}.addr"])
+            & (p[f"hi.{t}"] <= p[f"{t}.addr"] + p[f"{t}.size"] * spec.size),
+            lambda p, t=t: f"access to bytes [{int(p[f'lo.{t}'])}, {int(p[f'hi.{t}'])})",
+            lambda p, t=t: f"the declared extent of {t}: bytes [{int(p[f'{t}.addr'])}, "
+                           f"{int(p[f'{t}.addr']) + int(p[f'{t}.size']) * spec.size})",
+            hint="Enlarge the tensor or reduce repeat / strides / mask"))
+    if ins.overlap == "repeat":
+        out.append(Rule(Code.OVERLAP, "dst", lambda p: ~p["raw_conflict"],
+                        lambda p: "a result slot that a later repeat reads as source",
+                        lambda p: "the dst of repeat N is never read by a later repeat "
+                                  "(separate dst from src, or use in-place order)"))
+    else:
+        names = ins.operands
+        for i, a in enumerate(names):
+            for b in names[i + 1:]:
+                out.append(Rule(
+                    Code.OVERLAP, f"{a}/{b}",
+                    lambda p, a=a, b=b: (p[f"{a}.addr"] + p[f"{a}.size"] * spec.size <= p[f"{b}.addr"])
+                    | (p[f"{b}.addr"] + p[f"{b}.size"] * spec.size <= p[f"{a}.addr"]),
+                    lambda p, a=a, b=b: f"{a} at {int(p[f'{a}.addr'])}, {b} at {int(p[f'{b}.addr'])}",
+                    lambda p: "src, dst and work_tensor may not overlap at all"))
+    if ins.saturating and spec.size == 4:
+        out.append(Rule(Code.SATURATE_DTYPE, "saturate", lambda p: ~p["saturate"],
+                        lambda p: True, lambda p: "False for float32 (half only)"))
+    return out + list(ins.extra_rules(spec))
+
+
+# ---------------------------------------------------------------- kernel ------------------
+
+def _extent(addr, valid, size):
+    lo = jnp.min(jnp.where(valid, addr, _BIG))
+    hi = jnp.max(jnp.where(valid, addr + size, 0))
+    return jnp.where(jnp.any(valid), lo, _BIG), jnp.where(jnp.any(valid), hi, 0)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def kernel(ins: Instruction, spec: Spec, ub, p: dict):
+    """Run one call on ``ub``. Returns ``(ub, status, diag, written, undefined)``."""
+    s, lanes, n = spec.size, spec.lanes, ub.shape[0]
+    p = dict(p, ub_len=jnp.int32(n))
+    blk = p["src_blk_stride"] if ins.blk_stride else 1
+    reads = addressing.read_table(p["src.addr"], p["src_rep_stride"], blk,
+                                  r_max=spec.r_max, size=s)
+    lane_mask = masks.lane_bits(spec.mask_mode, p["mask"], lanes)
+    active = addressing.repeat_valid(p["repeat"], spec.r_max)[:, None] & lane_mask[None, :]
+    view = element_view(ub, s)
+    bits = view[jnp.clip(reads // s, 0, view.shape[0] - 1)]
+    eff = ins.effects(spec, p, bits, active)
+
+    diag = dict(eff.diag)
+    diag["lo.src"], diag["hi.src"] = _extent(reads, active, s)
+    for t in ins.operands:
+        if t == "src":
+            continue
+        ws = [w for w in eff.writes if w.tensor == t]
+        los, his = zip(*[_extent(w.addr, w.issued, w.size) for w in ws]) if ws else ((_BIG,), (0,))
+        diag[f"lo.{t}"] = jnp.min(jnp.stack(los))
+        diag[f"hi.{t}"] = jnp.max(jnp.stack(his))
+    if ins.overlap == "repeat":
+        diag["raw_conflict"] = jnp.any(jnp.stack([
+            addressing.read_after_write(w.addr, w.issued, w.repeat, p["src.addr"],
+                                        p["src_rep_stride"], blk, lane_mask, p["repeat"],
+                                        size=s)
+            for w in eff.writes if w.repeat is not None] or [jnp.bool_(False)]))
+    status = status_of(rules(ins, spec), {**p, **diag})
+    ok = status == 0
+
+    out = ub
+    written = jnp.zeros((n,), bool) if spec.info else None
+    for w in eff.writes:
+        byte_addr = w.addr[..., None] + jnp.arange(w.size, dtype=jnp.int32)
+        valid = jnp.broadcast_to((w.final & ok)[..., None], byte_addr.shape)
+        out = scatter_bytes(out, byte_addr, to_bytes(w.bits, w.size), valid)
+        if spec.info:
+            written = written | mark(n, byte_addr, valid)
+    undefined = None
+    if spec.info:
+        pos = jnp.arange(n, dtype=jnp.int32)
+        undefined = jnp.zeros((n,), bool)
+        for r in eff.undefined:
+            if isinstance(r, UndefinedWords):
+                byte_addr = r.addr[..., None] + jnp.arange(r.size, dtype=jnp.int32)
+                when = jnp.broadcast_to((r.when & ok)[..., None], byte_addr.shape)
+                undefined |= mark(n, byte_addr, when)
+            else:
+                undefined |= (pos >= r.start) & (pos < r.start + r.nbytes) & r.when & ok
+        written &= ~undefined
+    return out, status, diag, written, undefined
+
+
+# ---------------------------------------------------------------- front end ---------------
+
+@dataclass(frozen=True)
+class CallInfo:
+    """What a call did: ``status`` (0 ok), byte masks ``written`` and ``undefined``.
+
+    ``undefined`` marks bytes whose value after the call the documentation does not define
+    (left unchanged by the reference); compare only ``~undefined`` bytes with a device.
+    """
+
+    status: Any
+    written: Any
+    undefined: Any
+
+    def ranges(self, which: str = "undefined") -> list:
+        """``[(start, end), ...]`` byte ranges of ``written`` or ``undefined`` (concrete only)."""
+        m = np.asarray(getattr(self, which), bool)
+        edges = np.flatnonzero(np.diff(np.concatenate([[0], m.view(np.int8), [0]])))
+        return [(int(a), int(b)) for a, b in zip(edges[::2], edges[1::2])]
+
+    def __repr__(self) -> str:
+        try:
+            from .constraints import explain
+            st = explain(int(self.status))
+            return f"CallInfo(status={st!r}, written={self.ranges('written')}, " \
+                   f"undefined={self.ranges('undefined')})"
+        except Exception:  # traced
+            return "CallInfo(<traced>)"
+
+
+def _is_concrete(x) -> bool:
+    return not isinstance(x, jax.core.Tracer)
+
+
+def _int_param(api: str, name: str, v):
+    """An int parameter (Python int or integer scalar array, maybe traced) as int32."""
+    if isinstance(v, (bool, np.bool_)):
+        raise ConstraintError(Code.BAD_ARGUMENT, api=api, param=name, value=v,
+                              allowed="an int")
+    if isinstance(v, (int, np.integer)):
+        if not -(2**31) <= int(v) < 2**31:
+            return np.int32(-1)  # far out of every range: the range rule reports it
+        return np.int32(v)
+    if isinstance(v, (jax.Array, np.ndarray)) and np.ndim(v) == 0 and \
+            jnp.issubdtype(v.dtype, jnp.integer):
+        return v.astype(jnp.int32)
+    raise ConstraintError(Code.BAD_ARGUMENT, api=api, param=name, value=v,
+                          allowed="an int (or an integer scalar array under jit / vmap)")
+
+
+def _bool_param(api: str, name: str, v):
+    if isinstance(v, (bool, np.bool_)):
+        return np.bool_(v)
+    if isinstance(v, (jax.Array, np.ndarray)) and np.ndim(v) == 0:
+        return v.astype(bool)
+    raise ConstraintError(Code.BAD_ARGUMENT, api=api, param=name, value=v,
+                          allowed="True / False (or None for the product default)")
+
+
+def _bucket(repeat, hi: int) -> int:
+    """Static table height for a concrete repeat count: the next power of two, capped."""
+    r = max(int(repeat), 1)
+    return min(hi, 1 << (r - 1).bit_length())
+
+
+def call(ins: Instruction, ub, tensors: dict, mask, params: dict, *, chip, option: str = "",
+         saturate=None, return_info: bool = False, repeat_hi: Optional[int] = None):
+    """Run ``ins`` eagerly or under a trace; the body of every public instruction function."""
+    prof = get_chip(chip)
+    api = ins.api
+    ub = as_ub(ub)
+    for name, t in tensors.items():
+        if not isinstance(t, Tensor):
+            raise ConstraintError(Code.BAD_ARGUMENT, api=api, param=name, value=t,
+                                  allowed="an ascend_ref.Tensor(addr, dtype, size)")
+    dtype = tensors["src"].dtype
+    supported = prof.dtypes(api)
+    if not supported:
+        raise ConstraintError(Code.API_UNSUPPORTED, api=api, param="chip", value=prof.id,
+                              allowed=f"a product with {api}: "
+                                      f"{[c for c in _products_with(api)]}", chip=prof.id)
+    for name, t in tensors.items():
+        if t.dtype != dtype:
+            raise ConstraintError(Code.DTYPE_MISMATCH, api=api, param=f"{name}.dtype",
+                                  value=t.dtype, allowed=f"{dtype} (the dtype of src)",
+                                  chip=prof.id)
+    if dtype not in supported:
+        raise ConstraintError(Code.DTYPE_UNSUPPORTED, api=api, param="src.dtype", value=dtype,
+                              allowed=f"one of {list(supported)}", chip=prof.id)
+    m = masks.parse(mask, dtype, api=api, chip=prof.id, word_order=ins.word_order)
+
+    p = {k: _int_param(api, k, v) for k, v in params.items()}
+    for name, t in tensors.items():
+        p[f"{name}.addr"] = _int_param(api, f"{name}.addr", t.addr)
+        p[f"{name}.size"] = _int_param(api, f"{name}.size", t.size)
+    p["mask"] = m.value
+    if ins.saturating:
+        p["saturate"] = _bool_param(api, "saturate",
+                                    prof.saturate_default if saturate is None else saturate)
+    traced_repeat = not _is_concrete(p["repeat"])
+    lo, hi = ins.repeat_range(Spec(api, dtype, prof, m.mode, 1, option))
+    hi = repeat_hi or hi
+    r_max = hi if traced_repeat else _bucket(np.clip(p["repeat"], 0, hi), hi)
+    spec = Spec(api, dtype, prof, m.mode, r_max, option, traced_repeat, return_info)
+    concrete = all(_is_concrete(v) for v in jax.tree_util.tree_leaves(p))
+    out, status, diag, written, undefined = kernel(ins, spec, ub, p)
+    if concrete and _is_concrete(status) and int(status) != 0:
+        _raise_if(ins, spec, {**p, "ub_len": np.int32(ub.shape[0])}, data=diag,
+                  status=int(status))
+    if return_info:
+        return out, CallInfo(status, written, undefined)
+    return out
+
+
+def _raise_if(ins: Instruction, spec: Spec, p: dict, data: dict, status: int = 0) -> None:
+    """Evaluate the rules on the concrete values (and kernel diagnostics); raise the first."""
+    vals = {k: np.asarray(v) for k, v in {**p, **data}.items()}
+    bad = first_failure(rules(ins, spec), vals)
+    if bad is None and status:
+        raise ConstraintError(Code(status), api=ins.api, param="?", value="?",
+                              allowed="see ascend_ref.constraints.explain", chip=spec.chip.id)
+    if bad is not None:
+        raise ConstraintError(bad.code, api=ins.api, param=bad.param, value=bad.value(vals),
+                              allowed=bad.allowed(vals), chip=spec.chip.id, hint=bad.hint)
+
+
+def _products_with(api: str) -> list:
+    from .chips import chips
+
+    return [c for c in chips() if get_chip(c).dtypes(api)]

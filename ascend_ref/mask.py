@@ -1,0 +1,132 @@
+"""Vector masks: continuous and bit mode, Ascend C and TIK word orders (SPEC §1.2).
+
+A mask reaches the kernels as a *mode* (static: ``"count"`` or ``"bits"``) and a ``uint32[4]``
+value: for ``count`` the lane count in word 0; for ``bits`` the lane bits, lanes 0–31 in word
+0 (JAX without x64 truncates uint64, so 64-bit words are split on the way in).
+
+>>> from ascend_ref.mask import parse
+>>> parse([8, 0], "float16", api="x", chip="c").value.tolist()      # Ascend C: lane 3 only
+[8, 0, 0, 0]
+>>> parse([0, 8], "float16", api="x", chip="c", word_order="tik").value.tolist()
+[8, 0, 0, 0]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .constraints import Code, ConstraintError, Rule, in_range
+from .ub import itemsize
+
+U64 = (1 << 64) - 1
+
+
+def lanes_per_repeat(dtype) -> int:
+    """L = 256 / sizeof(T): 128 for 16-bit types, 64 for 32-bit types."""
+    return 256 // itemsize(dtype)
+
+
+@dataclass(frozen=True)
+class Mask:
+    """A parsed mask: ``mode`` is static, ``value`` is ``uint32[4]`` (numpy or traced)."""
+
+    mode: str
+    value: Any
+
+
+def _is_int(x) -> bool:
+    return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+
+
+def parse(mask, dtype, *, api: str, chip: str, word_order: str = "ascendc") -> Mask:
+    """Check a user mask's structure and turn it into a :class:`Mask`.
+
+    ``word_order`` is ``"ascendc"`` (``mask[0]`` = lanes 0–63) or ``"tik"``
+    (``[mask_h, mask_l]``). Range rules that may depend on traced values (count in [1, L],
+    zero masks, lanes past L) are in :func:`rules`; structural faults raise here.
+    """
+    lanes = lanes_per_repeat(dtype)
+    if _is_int(mask) or (isinstance(mask, (jax.Array, np.ndarray)) and np.ndim(mask) == 0):
+        if _is_int(mask) and not (0 <= int(mask) < 2**31):
+            raise ConstraintError(Code.MASK_RANGE, api=api, param="mask", value=mask,
+                                  allowed=f"[1, {lanes}] (continuous mode)", chip=chip)
+        value = jnp.zeros(4, jnp.uint32).at[0].set(jnp.asarray(mask).astype(jnp.uint32)) \
+            if not _is_int(mask) else np.array([int(mask), 0, 0, 0], np.uint32)
+        return Mask("count", value)
+    if isinstance(mask, (jax.Array, np.ndarray)) and np.shape(mask) == (4,):
+        return Mask("bits", jnp.asarray(mask).astype(jnp.uint32))  # already lane words
+    if not isinstance(mask, (list, tuple)) or not all(_is_int(w) for w in mask):
+        raise ConstraintError(Code.BAD_ARGUMENT, api=api, param="mask", value=mask,
+                              allowed="an int (continuous mode), a list of ints (bit mode) or "
+                                      "a uint32[4] array of lane words")
+    words = [int(w) for w in mask]
+    if word_order == "tik":
+        if len(words) != 2:
+            raise ConstraintError(Code.MASK_BITS, api=api, param="mask", value=mask,
+                                  allowed="[mask_h, mask_l] (two words, high word first)",
+                                  chip=chip)
+        words = [words[1], words[0]]
+    else:
+        want = "2 words [lanes 0-63, lanes 64-127]" if lanes == 128 else \
+            "1 word (or 2 with mask[1] = 0)"
+        if len(words) not in ((2,) if lanes == 128 else (1, 2)):
+            raise ConstraintError(Code.MASK_BITS, api=api, param="mask", value=mask,
+                                  allowed=want, chip=chip)
+    for w in words:
+        if not 0 <= w <= U64:
+            raise ConstraintError(Code.MASK_BITS, api=api, param="mask", value=mask,
+                                  allowed="each word in [0, 2**64 - 1]", chip=chip)
+    words = (words + [0])[:2]
+    value = np.array([words[0] & 0xFFFFFFFF, words[0] >> 32,
+                      words[1] & 0xFFFFFFFF, words[1] >> 32], np.uint32)
+    return Mask("bits", value)
+
+
+def lane_bits(mode: str, value, lanes: int):
+    """Boolean ``[lanes]``: which lanes of a repeat take part (inside jit)."""
+    i = jnp.arange(lanes, dtype=jnp.uint32)
+    value = jnp.asarray(value, jnp.uint32)
+    if mode == "count":
+        return i < value[0]
+    return ((value[i // 32] >> (i % 32)) & 1).astype(bool)
+
+
+def is_zero(mode: str, value):
+    """True when no lane takes part (continuous 0 or all-zero bit words)."""
+    value = jnp.asarray(value, jnp.uint32)
+    return value[0] == 0 if mode == "count" else ~jnp.any(value != 0)
+
+
+def to_words(mode: str, value, lanes: int):
+    """The mask as lane words (uint32[4]) — what a dump or a report stores."""
+    bits = lane_bits(mode, value, 128) & (jnp.arange(128) < lanes)
+    return jnp.sum(bits.reshape(4, 32).astype(jnp.uint32) << jnp.arange(32, dtype=jnp.uint32),
+                   axis=1, dtype=jnp.uint32)
+
+
+def rules(mode: str, dtype, zero_rule: str) -> list:
+    """Mask rules over parameters ``p`` (``p["mask"]`` is the uint32[4] value)."""
+    lanes = lanes_per_repeat(dtype)
+    out = []
+    if mode == "count":
+        out.append(Rule(Code.MASK_RANGE, "mask", lambda p: in_range(p["mask"][0], 0, lanes),
+                        lambda p: int(p["mask"][0]), lambda p: f"[1, {lanes}] (continuous mode)"))
+    elif lanes == 64:
+        out.append(Rule(Code.MASK_BITS, "mask", lambda p: (p["mask"][2] | p["mask"][3]) == 0,
+                        lambda p: _hex_words(p["mask"]),
+                        lambda p: "lanes 0-63 only for a 32-bit type (high word 0)"))
+    if zero_rule == "error":
+        out.append(Rule(Code.MASK_ZERO, "mask", lambda p: ~is_zero(mode, p["mask"]),
+                        lambda p: 0, lambda p: f"a non-zero mask ([1, {lanes}] or a non-zero "
+                                                   f"bit pattern)"))
+    return out
+
+
+def _hex_words(v) -> str:
+    v = [int(x) for x in np.asarray(v)]
+    return f"[{hex(v[0] | v[1] << 32)}, {hex(v[2] | v[3] << 32)}] (lanes 0-63, 64-127)"

@@ -1,0 +1,192 @@
+"""Bit-exact numerics on raw element bits (SPEC §3, docs/SEMANTICS.md §D).
+
+Values travel as unsigned bits (uint16 / uint32) so that nothing the backend does to floats
+(XLA CPU flushes float32 subnormals, folds ``x + 0``, reorders reductions) can change them:
+
+* :func:`add` — one IEEE add, rounded to the element type, with the NaN, signed-zero and
+  saturation rules; float32 keeps subnormals on any backend.
+* :func:`tree_sum` — the strict pairwise tree ``(v0+v1)+(v2+v3)…`` rounding at every level.
+* :func:`order_key` / :func:`select_extreme` — min/max on monotone integer keys: first NaN
+  wins, −0 < +0, ties go to the smallest index.
+
+>>> import numpy as np, jax.numpy as jnp
+>>> from ascend_ref.numerics import add
+>>> h = lambda *v: jnp.asarray(np.array(v, np.float16).view(np.uint16))
+>>> bits = add(h(60000.0), h(60000.0), "float16", saturate=True, default_nan=0xFE00)
+>>> np.asarray(bits).view(np.float16).tolist()
+[65504.0]
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from jax import lax
+
+_INT_MIN = -(2**31)
+_INT_MAX = 2**31 - 1
+
+# per width: (float type, bits type, sign bit, exponent mask, quiet bit)
+_FMT = {
+    2: (jnp.float16, jnp.uint16, 0x8000, 0x7C00, 0x0200),
+    4: (jnp.float32, jnp.uint32, 0x80000000, 0x7F800000, 0x00400000),
+}
+_F32_TINY = 0x21800000      # bits of 2**-60: below it both operands take the scaled path
+_F16_MAX = 0x7BFF           # 65504
+
+
+def _width(bits) -> int:
+    return jnp.dtype(bits.dtype).itemsize
+
+
+def is_nan(bits):
+    _, ut, sign, expo, _ = _FMT[_width(bits)]
+    return (bits & ut(~sign & (2 ** (8 * _width(bits)) - 1))) > ut(expo)
+
+
+def is_float(dtype) -> bool:
+    return str(dtype).startswith("float")
+
+
+def _plain_add(a, b):
+    ft, ut = _FMT[_width(a)][:2]
+    return lax.bitcast_convert_type(
+        lax.bitcast_convert_type(a, ft) + lax.bitcast_convert_type(b, ft), ut)
+
+
+def _f32_scale_up(x):
+    """|x| < 2**-60 as a float32 times 2**64, built without letting the FPU see a subnormal."""
+    sign = x & jnp.uint32(0x80000000)
+    expo = (x >> 23) & 0xFF
+    mant = x & jnp.uint32(0x7FFFFF)
+    sub = lax.bitcast_convert_type(mant.astype(jnp.float32) * jnp.float32(2.0**-85), jnp.uint32)
+    mag = jnp.where(expo == 0, sub, (x & jnp.uint32(0x7FFFFFFF)) + jnp.uint32(64 << 23))
+    return lax.bitcast_convert_type(mag | sign, jnp.float32)
+
+
+def _f32_add_exact(a, b):
+    """IEEE binary32 add keeping subnormals even where the backend flushes them (SPEC §9).
+
+    If either operand is ≥ 2**-60 in magnitude the hardware add is already exact: a subnormal
+    partner is below half an ulp, and a cancelling partner leaves a multiple of 2**-84. When
+    both are tiny, both are scaled by 2**64 (exactly, from their bits), added, and the sum is
+    scaled back with integer arithmetic; a subnormal result is then exact (a multiple of
+    2**-149 below 2**-126 fits in 23 bits), so no second rounding happens.
+    """
+    tiny = ((a & 0x7FFFFFFF) < _F32_TINY) & ((b & 0x7FFFFFFF) < _F32_TINY)
+    s = _f32_scale_up(a) + _f32_scale_up(b)
+    sb = lax.bitcast_convert_type(s, jnp.uint32)
+    normal = ((sb >> 23) & 0xFF) > 64
+    back_normal = sb - jnp.uint32(64 << 23)
+    back_sub = (sb & jnp.uint32(0x80000000)) | (jnp.abs(s) * jnp.float32(2.0**85)).astype(jnp.uint32)
+    return jnp.where(tiny, jnp.where(normal, back_normal, back_sub), _plain_add(a, b))
+
+
+def _flush(x):
+    """Subnormal → zero of the same sign (for a profile with ``fp32_ftz = true``)."""
+    return jnp.where((x & 0x7F800000) == 0, x & jnp.uint32(0x80000000), x)
+
+
+def add(a, b, dtype, *, saturate, default_nan: int, ftz: bool = False):
+    """``a + b`` on raw bits of ``dtype`` (float16 / float32), every rule of SEMANTICS §D.
+
+    ``saturate`` may be traced (half only: NaN → +0, ±inf → ±65504 after the add);
+    ``default_nan`` is the profile's NaN for inf − inf; ``ftz`` flushes float32 subnormals.
+    """
+    w = _width(a)
+    ft, ut, sign, expo, quiet = _FMT[w]
+    if w == 2:
+        r = _plain_add(a, b)
+    elif ftz:
+        a, b = _flush(a), _flush(b)
+        r = _flush(_plain_add(a, b))
+    else:
+        r = _f32_add_exact(a, b)
+    zero = ut(0)
+    mag = ut(~sign & (2 ** (8 * w) - 1))
+    both_zero = ((a & mag) == zero) & ((b & mag) == zero)
+    r = jnp.where(both_zero, a & b, r)                      # -0 only if both are -0
+    r = jnp.where(is_nan(a), a | ut(quiet),
+                  jnp.where(is_nan(b), b | ut(quiet),
+                            jnp.where(is_nan(r), ut(default_nan), r)))
+    if w == 2:
+        sat = jnp.where(is_nan(r), zero,
+                        jnp.where((r & mag) == ut(expo), (r & ut(sign)) | ut(_F16_MAX), r))
+        r = jnp.where(jnp.asarray(saturate, bool), sat, r)
+    return r
+
+
+def tree_sum(x, add2):
+    """Pairwise tree over the last axis (length a power of two): ``(v0+v1)+(v2+v3)…``."""
+    n = x.shape[-1]
+    if n & (n - 1):
+        raise ValueError(f"tree_sum needs a power-of-two length, got {n}")
+    while x.shape[-1] > 1:
+        x = add2(x[..., 0::2], x[..., 1::2])
+    return x[..., 0]
+
+
+def padded_tree_sum(x, lanes: int, add2, zero):
+    """Tree-sum ``x`` (last axis) in chunks of ``lanes`` values, zero-padded: one sum per chunk."""
+    n = x.shape[-1]
+    pad = (-n) % lanes
+    if pad:
+        x = jnp.concatenate([x, jnp.broadcast_to(zero, x.shape[:-1] + (pad,)).astype(x.dtype)], -1)
+    return tree_sum(x.reshape(x.shape[:-1] + (-1, lanes)), add2)
+
+
+def order_key(bits, dtype):
+    """Monotone int32 key: a < b as values ⇔ key(a) < key(b); −0 sorts below +0."""
+    dtype = str(dtype)
+    if dtype == "float16":
+        x = bits.astype(jnp.int32)
+        return jnp.where(x >= 0x8000, -1 - (x & 0x7FFF), x)
+    if dtype == "float32":
+        x = lax.bitcast_convert_type(bits, jnp.int32)
+        return jnp.where(x < 0, -1 - (x & 0x7FFFFFFF), x)
+    if dtype == "int16":
+        return lax.bitcast_convert_type(bits, jnp.int16).astype(jnp.int32)
+    if dtype == "uint16":
+        return bits.astype(jnp.int32)
+    if dtype == "int32":
+        return lax.bitcast_convert_type(bits, jnp.int32)
+    if dtype == "uint32":
+        return lax.bitcast_convert_type(bits ^ jnp.uint32(0x80000000), jnp.int32)
+    raise ValueError(f"no order key for {dtype}")
+
+
+def select_extreme(bits, active, kind: str, dtype):
+    """Min or max over the last axis by SEMANTICS §D: ``(value_bits, index, any_active)``.
+
+    Among active elements: the first NaN if there is one (floats), else the smallest (largest)
+    value with −0 < +0, and the smallest index among equals.
+    """
+    key = order_key(bits, dtype)
+    want_min = kind == "min"
+    if is_float(dtype):
+        key = jnp.where(is_nan(bits), _INT_MIN if want_min else _INT_MAX, key)
+    far = _INT_MAX if want_min else _INT_MIN
+    masked = jnp.where(active, key, far)
+    best = (jnp.min if want_min else jnp.max)(masked, axis=-1, keepdims=True)
+    n = bits.shape[-1]
+    pos = jnp.arange(n, dtype=jnp.int32)
+    index = jnp.min(jnp.where(active & (key == best), pos, n), axis=-1)
+    index = jnp.minimum(index, n - 1)
+    value = jnp.take_along_axis(bits, index[..., None], axis=-1)[..., 0]
+    return value, index, jnp.any(active, axis=-1)
+
+
+def adder(dtype, chip, saturate):
+    """The two-operand add of ``dtype`` under ``chip``'s profile, for :func:`tree_sum`."""
+    nan = chip.default_nan(dtype)
+    ftz = bool(chip.fp32_ftz)
+
+    def add2(a, b):
+        return add(a, b, dtype, saturate=saturate, default_nan=nan, ftz=ftz)
+
+    return add2
+
+
+__all__ = ["add", "tree_sum", "padded_tree_sum", "order_key", "select_extreme", "adder",
+           "is_nan", "is_float"]
+_ = jax  # re-exported types only

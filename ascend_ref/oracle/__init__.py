@@ -1,0 +1,20 @@
+"""Scalar oracle of the reduction APIs, written independently of the vectorised path.
+
+Slow, literal loops over repeats and lanes on raw bit patterns, straight from
+``shared/SPEC.md`` and ``docs/SEMANTICS.md``. It imports only the chip profiles
+(:mod:`ascend_ref.chips`) and the error codes (:mod:`ascend_ref.constraints`).
+
+Every function takes a 1-D uint8 ``ub`` (never modified) and returns an
+:class:`OracleResult` ``(ub, written, undefined)``; an invalid call raises
+:class:`OracleError` whose ``code`` is the lowest failing :class:`~ascend_ref.constraints.Code`.
+"""
+
+from ._api import (OracleError, OracleResult, reduce_data_block, vec_reduce_add,
+                   vec_reduce_max, vec_reduce_min, whole_reduce_max, whole_reduce_min,
+                   whole_reduce_sum)
+from ._fp import cascade_need
+
+__all__ = [
+    "OracleError", "OracleResult", "whole_reduce_min", "whole_reduce_max", "whole_reduce_sum",
+    "reduce_data_block", "vec_reduce_min", "vec_reduce_max", "vec_reduce_add", "cascade_need",
+]

@@ -1,0 +1,720 @@
+"""Scalar oracle: the seven reduction APIs as literal loops over repeats and lanes.
+
+Written from ``shared/SPEC.md`` and ``docs/SEMANTICS.md`` only; it shares no code with the
+vectorised implementation (it imports nothing but the chip profiles and the error codes).
+Every validity rule is evaluated, and the lowest failing code number is raised, before
+anything is computed; the only data-dependent error (INDEX_OVERFLOW) is raised after
+computing, with nothing written.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Tuple
+
+import numpy as np
+
+from ascend_ref.chips import ChipProfile
+from ascend_ref.chips import chip as _chip_lookup
+from ascend_ref.constraints import Code
+
+from . import _fp
+
+BLOCK = 32            # bytes per DataBlock
+REPEAT_BYTES = 256    # bytes per repeat (8 DataBlocks)
+STRIDE_MAX = 65535
+U64_MAX = (1 << 64) - 1
+_CANONICAL = ("float16", "float32", "int16", "uint16", "int32", "uint32")
+_ALIASES = {"half": "float16", "float": "float32"}
+_ORDERS = ("ORDER_VALUE_INDEX", "ORDER_INDEX_VALUE", "ORDER_ONLY_VALUE", "ORDER_ONLY_INDEX")
+_REDUCE_TYPES = ("SUM", "MAX", "MIN")
+
+
+# ====================================================================== results, errors
+
+class OracleError(Exception):
+    """A documented constraint is violated; ``code`` is an :class:`ascend_ref.constraints.Code`."""
+
+    def __init__(self, code: Code, message: str = "", *, all_failures=()) -> None:
+        self.code = Code(code)
+        self.failures = tuple(all_failures)   # every (code, message) found, for debugging
+        super().__init__(f"[{self.code.name}] {message}")
+
+
+@dataclass
+class OracleResult:
+    ub: np.ndarray          # uint8, the UB after the call
+    written: np.ndarray     # bool, bytes written with a defined value
+    undefined: np.ndarray   # bool, bytes whose content the documentation does not define
+
+
+class _Failures:
+    """Collects every failing rule; raises the one with the lowest code number."""
+
+    def __init__(self, api: str, chip_id: str) -> None:
+        self.api, self.chip_id = api, chip_id
+        self.items: List[Tuple[Code, str]] = []
+
+    def add(self, code: Code, msg: str) -> None:
+        self.items.append((Code(code), msg))
+
+    def raise_first(self) -> None:
+        if self.items:
+            code, msg = min(self.items, key=lambda cm: int(cm[0]))  # stable: first listed on ties
+            raise OracleError(code, f"{self.api} on {self.chip_id}: {msg}",
+                              all_failures=self.items)
+
+
+# ====================================================================== argument parsing
+
+def _as_int(x: Any) -> Optional[int]:
+    """A Python / numpy integer (not a bool) as int, else None."""
+    if isinstance(x, (bool, np.bool_)):
+        return None
+    if isinstance(x, (int, np.integer)):
+        return int(x)
+    if isinstance(x, np.ndarray) and x.ndim == 0 and np.issubdtype(x.dtype, np.integer):
+        return int(x)
+    return None
+
+
+def _as_bool(x: Any) -> Optional[bool]:
+    if isinstance(x, (bool, np.bool_)):
+        return bool(x)
+    i = _as_int(x)
+    if i in (0, 1):
+        return bool(i)
+    return None
+
+
+def _resolve_chip(chip: Any, api: str) -> ChipProfile:
+    try:
+        return _chip_lookup(chip)
+    except Exception as exc:  # ConstraintError(CHIP_UNKNOWN), or an unhashable argument
+        raise OracleError(Code.CHIP_UNKNOWN, f"{api}: chip = {chip!r} has no profile",
+                          all_failures=[(Code.CHIP_UNKNOWN, str(exc))]) from None
+
+
+def _parse_ub(fails: _Failures, ub: Any) -> Optional[np.ndarray]:
+    arr = ub if isinstance(ub, np.ndarray) else None
+    if arr is None:
+        try:
+            arr = np.asarray(ub)
+        except Exception:
+            arr = None
+    if arr is None or arr.ndim != 1 or arr.dtype != np.uint8:
+        fails.add(Code.BAD_ARGUMENT, f"ub must be a 1-D uint8 array, got {type(ub).__name__}")
+        return None
+    return np.array(arr, dtype=np.uint8, copy=True)
+
+
+@dataclass(frozen=True)
+class _T:
+    """A parsed operand. ``dtype`` is canonical or the raw name; ``fmt`` None if unknown."""
+
+    name: str
+    addr: int
+    dtype: str
+    size: int
+    fmt: Optional[_fp.Fmt]
+
+    @property
+    def nbytes(self) -> Optional[int]:
+        return None if self.fmt is None else self.size * self.fmt.size
+
+    @property
+    def end(self) -> Optional[int]:
+        return None if self.fmt is None else self.addr + self.nbytes
+
+
+def _dtype_name(d: Any) -> str:
+    if isinstance(d, str) and d in _ALIASES:
+        return _ALIASES[d]
+    try:
+        return np.dtype(d).name
+    except Exception:
+        return str(d)
+
+
+def _parse_tensor(fails: _Failures, name: str, t: Any) -> Optional[_T]:
+    try:
+        addr, dtype, size = t.addr, t.dtype, t.size
+    except AttributeError:
+        fails.add(Code.BAD_ARGUMENT, f"{name} must have .addr, .dtype and .size, got {t!r}")
+        return None
+    a, s = _as_int(addr), _as_int(size)
+    if a is None or s is None or a < 0 or s < 0:
+        fails.add(Code.BAD_ARGUMENT, f"{name}.addr / {name}.size must be non-negative ints, "
+                                     f"got {addr!r} / {size!r}")
+        return None
+    dn = _dtype_name(dtype)
+    return _T(name, a, dn, s, _fp.FORMATS.get(dn))
+
+
+def _parse_name(x: Any) -> Optional[str]:
+    if isinstance(x, str):
+        return x
+    n = getattr(x, "name", None)
+    return n if isinstance(n, str) else None
+
+
+def _parse_mask(fails: _Failures, mask: Any, lanes_per_repeat: Optional[int],
+                style: str) -> Optional[List[int]]:
+    """Participating lanes (sorted), ``[]`` for an all-zero mask, None when invalid.
+
+    ``style`` "ascendc" (words [lanes 0-63, lanes 64-127]) or "tik" ([mask_h, mask_l]).
+    A uint32 array of shape (4,) holds lane words, lanes 0-31 first (both styles).
+    """
+    L = lanes_per_repeat
+    words: Optional[List[int]] = None
+    lane_words: Optional[List[int]] = None
+    cont: Optional[int] = None
+    if isinstance(mask, (list, tuple)):
+        ws = [_as_int(w) for w in mask]
+        if any(w is None for w in ws):
+            fails.add(Code.BAD_ARGUMENT, f"mask words must be ints, got {mask!r}")
+            return None
+        words = ws
+    elif _as_int(mask) is not None:
+        cont = _as_int(mask)
+    elif isinstance(mask, np.ndarray) or (hasattr(mask, "__array__") and not isinstance(mask, (str, bytes))):
+        try:
+            arr = np.asarray(mask)
+        except Exception:
+            arr = None
+        if arr is None or not np.issubdtype(arr.dtype, np.integer) or arr.ndim > 1:
+            fails.add(Code.BAD_ARGUMENT, f"mask must be an int or a list of ints, got {mask!r}")
+            return None
+        if arr.ndim == 0:
+            cont = int(arr)
+        elif arr.dtype == np.uint32 and arr.shape == (4,):
+            lane_words = [int(w) for w in arr]
+        else:
+            words = [int(w) for w in arr]
+    else:
+        fails.add(Code.BAD_ARGUMENT, f"mask must be an int or a list of ints, got {mask!r}")
+        return None
+
+    if L is None:          # the element type is unknown: nothing more can be checked
+        return None
+
+    if cont is not None:
+        if cont < 0 or cont > L:
+            fails.add(Code.MASK_RANGE, f"mask = {cont} outside [1, {L}] (0: product's zero-mask rule)")
+            return None
+        return list(range(cont))
+
+    if lane_words is not None:
+        if L == 64 and (lane_words[2] or lane_words[3]):
+            fails.add(Code.MASK_BITS, f"mask lane words {lane_words}: lanes 64-127 do not exist "
+                                      f"for 32-bit types")
+            return None
+        lanes = []
+        for k, w in enumerate(lane_words):
+            for j in range(32):
+                if (w >> j) & 1:
+                    lanes.append(32 * k + j)
+        return lanes
+
+    assert words is not None
+    if any(w < 0 or w > U64_MAX for w in words):
+        fails.add(Code.MASK_BITS, f"mask words {words}: each must be in [0, 2^64-1]")
+        return None
+    if style == "ascendc":
+        if L == 128:
+            if len(words) != 2:
+                fails.add(Code.MASK_BITS, f"mask {words}: 16-bit types need exactly 2 words")
+                return None
+            return _fp.lanes_from_words(words)
+        if len(words) == 1 or (len(words) == 2 and words[1] == 0):
+            return _fp.lanes_from_words(words[:1])
+        fails.add(Code.MASK_BITS, f"mask {words}: 32-bit types take 1 word (or 2 with the second 0)")
+        return None
+    # TIK: [mask_h, mask_l]
+    if len(words) != 2:
+        fails.add(Code.MASK_BITS, f"mask {words}: TIK bit mode needs exactly [mask_h, mask_l]")
+        return None
+    mask_h, mask_l = words
+    if L == 64 and mask_h != 0:
+        fails.add(Code.MASK_BITS, f"mask {words}: mask_h must be 0 for 32-bit types")
+        return None
+    return _fp.lanes_from_words([mask_l, mask_h])
+
+
+def _check_ub_bounds(fails: _Failures, prof: ChipProfile, ub: Optional[np.ndarray],
+                     tensors: List[Optional[_T]]) -> None:
+    for t in tensors:
+        if t is None or t.fmt is None:
+            continue
+        if t.end > prof.ub_bytes:
+            fails.add(Code.UB_BOUNDS, f"{t.name} extent [{t.addr}, {t.end}) leaves the product UB "
+                                      f"({prof.ub_bytes} bytes)")
+        if ub is not None and t.end > len(ub):
+            fails.add(Code.UB_BOUNDS, f"{t.name} extent [{t.addr}, {t.end}) leaves the ub array "
+                                      f"({len(ub)} bytes)")
+
+
+def _read(ub: np.ndarray, addr: int, n: int) -> int:
+    return int.from_bytes(ub[addr:addr + n].tobytes(), "little")
+
+
+class _Writer:
+    """Applies writes in program order and keeps the written / undefined byte masks."""
+
+    def __init__(self, ub: np.ndarray) -> None:
+        self.ub = ub
+        self.written = np.zeros(len(ub), dtype=bool)
+        self.undefined = np.zeros(len(ub), dtype=bool)
+
+    def write(self, addr: int, n: int, value: int) -> None:
+        self.ub[addr:addr + n] = np.frombuffer((value & ((1 << (8 * n)) - 1)).to_bytes(n, "little"),
+                                               dtype=np.uint8)
+        self.written[addr:addr + n] = True
+        self.undefined[addr:addr + n] = False
+
+    def undef(self, addr: int, n: int) -> None:
+        self.written[addr:addr + n] = False
+        self.undefined[addr:addr + n] = True
+
+    def result(self) -> OracleResult:
+        return OracleResult(self.ub, self.written, self.undefined)
+
+
+def _empty_result(ub: np.ndarray) -> OracleResult:
+    return _Writer(ub).result()
+
+
+# ====================================================================== Ascend C
+
+def _ascendc(api: str, kind: str, ub, dst, src, mask, repeat_time, dst_rep_stride,
+             src_blk_stride, src_rep_stride, chip, *, order=None, reduce_type=None,
+             saturate=None, minmax: str = "") -> OracleResult:
+    """kind: "whole_minmax" | "whole_sum" | "block"."""
+    prof = _resolve_chip(chip, api)
+    fails = _Failures(api, prof.id)
+    ubarr = _parse_ub(fails, ub)
+
+    supported = prof.dtypes(api)
+    if not supported:
+        fails.add(Code.API_UNSUPPORTED, f"{api} does not exist on {prof.id}")
+
+    d = _parse_tensor(fails, "dst", dst)
+    s = _parse_tensor(fails, "src", src)
+    for t in (d, s):
+        if t is not None and supported and t.dtype not in supported:
+            fails.add(Code.DTYPE_UNSUPPORTED, f"{t.name}.dtype = {t.dtype}; allowed {list(supported)}")
+    if d is not None and s is not None and d.dtype != s.dtype:
+        fails.add(Code.DTYPE_MISMATCH, f"src.dtype = {s.dtype} but dst.dtype = {d.dtype}")
+    fmt = s.fmt if s is not None else None            # the computation type
+    L = None if fmt is None else REPEAT_BYTES // fmt.size
+    epb = None if fmt is None else BLOCK // fmt.size
+
+    # -- order / reduce_type / saturate
+    order_name = None
+    if kind == "whole_minmax":
+        order_name = _parse_name(order)
+        if order_name is None:
+            fails.add(Code.BAD_ARGUMENT, f"order must be a ReduceOrder name or member, got {order!r}")
+        elif order_name not in prof.orders:
+            fails.add(Code.ORDER_UNSUPPORTED, f"order = {order_name}; allowed {list(prof.orders)}")
+            order_name = None
+    rtype = None
+    if kind == "block":
+        rtype = _parse_name(reduce_type)
+        if rtype not in _REDUCE_TYPES:
+            fails.add(Code.REDUCE_TYPE, f"reduce_type = {reduce_type!r}; allowed SUM, MAX, MIN")
+            rtype = None
+    sat = False
+    if kind in ("whole_sum", "block"):
+        sat, _ = _parse_saturate(fails, saturate, prof, fmt)
+
+    # -- mask, repeat, strides
+    lanes = _parse_mask(fails, mask, L, "ascendc")
+    R = _as_int(repeat_time)
+    if R is None:
+        fails.add(Code.BAD_ARGUMENT, f"repeat_time must be an int, got {repeat_time!r}")
+    elif R < 0 or R > 255:
+        fails.add(Code.REPEAT_RANGE, f"repeat_time = {R} outside [0, 255]")
+        R = None
+    elif R == 0 and prof.zero_repeat == "error":
+        fails.add(Code.REPEAT_RANGE, f"repeat_time = 0 is outside the documented range here")
+        R = None
+    if lanes == [] and prof.zero_mask == "error":
+        fails.add(Code.MASK_ZERO, "mask selects no lane; not allowed on this product")
+        lanes = None
+    strides: Dict[str, Optional[int]] = {}
+    for nm, v in (("dst_rep_stride", dst_rep_stride), ("src_blk_stride", src_blk_stride),
+                  ("src_rep_stride", src_rep_stride)):
+        iv = _as_int(v)
+        if iv is None:
+            fails.add(Code.BAD_ARGUMENT, f"{nm} must be an int, got {v!r}")
+        elif iv < 0 or iv > STRIDE_MAX:
+            fails.add(Code.STRIDE_RANGE, f"{nm} = {iv} outside [0, {STRIDE_MAX}]")
+            iv = None
+        strides[nm] = iv
+    if strides["dst_rep_stride"] == 0 and not prof.dst_rep_stride_zero:
+        fails.add(Code.DST_STRIDE_ZERO, "dst_rep_stride = 0 is not supported on this product")
+
+    # -- alignment
+    if s is not None and s.addr % BLOCK:
+        fails.add(Code.ALIGN, f"src.addr = {s.addr} not 32-byte aligned")
+    dfmt = d.fmt if d is not None else None
+    unit = None          # dst repeat stride unit in bytes
+    dalign = None
+    if dfmt is not None:
+        sz = dfmt.size
+        if kind == "whole_minmax" and order_name is not None:
+            unit = {"ORDER_VALUE_INDEX": 2 * sz, "ORDER_INDEX_VALUE": 2 * sz,
+                    "ORDER_ONLY_VALUE": sz, "ORDER_ONLY_INDEX": 4}[order_name]
+            dalign = unit
+        elif kind == "whole_sum":
+            unit = dalign = sz
+        elif kind == "block":
+            unit = dalign = 8 * sz
+        if dalign is not None and d.addr % dalign:
+            fails.add(Code.ALIGN, f"dst.addr = {d.addr} not {dalign}-byte aligned")
+
+    _check_ub_bounds(fails, prof, ubarr, [d, s])
+
+    # -- the access plan (only when every input it depends on is valid)
+    ready = (ubarr is not None and d is not None and s is not None and fmt is not None
+             and dfmt is not None and lanes is not None and R is not None
+             and None not in strides.values() and unit is not None
+             and (kind != "block" or rtype is not None))
+    nop = ready and (len(lanes) == 0 or R == 0)
+    plan = None
+    if ready and not nop:
+        plan = _ascendc_plan(kind, s, d, fmt, lanes, R, strides, unit, order_name, prof)
+        _check_accesses(fails, plan, s, d)
+    fails.raise_first()
+
+    # -- compute
+    assert ready, "all checks passed, so every input is valid"
+    out = _Writer(ubarr.copy())
+    if nop:
+        undefined = ((len(lanes) == 0 and prof.zero_mask == "undefined")
+                     or (R == 0 and prof.zero_repeat == "undefined"))
+        if undefined:
+            out.undef(d.addr, d.nbytes)
+        return out.result()
+    orig = ubarr                                     # every read sees the UB as it was at the call
+    sz = fmt.size
+    kw = dict(default_nan=prof.default_nan(fmt.name), ftz=prof.fp32_ftz, saturate=sat)
+    with np.errstate(all="ignore"):
+        for r in range(R):
+            reads, pieces = plan[r]
+            vals = [(i, _read(orig, a, sz)) for i, a in reads]
+            if kind == "whole_minmax":
+                idx, v = _fp.select(vals, fmt, minmax)
+                for addr, n, what in pieces:
+                    out.write(addr, n, v if what == "value" else idx)
+            elif kind == "whole_sum":
+                full = [0] * L                       # non-participating lanes are +0
+                for i, v in vals:
+                    full[i] = v
+                total = _fp.tree_sum(full, fmt, **kw)
+                (addr, n, _), = pieces
+                out.write(addr, n, total)
+            else:  # block
+                for addr, n, what in pieces:
+                    b = what[1]
+                    if what[0] == "fill":
+                        out.write(addr, n, prof.fill_bits(rtype, fmt.name))
+                        continue
+                    if what[0] == "undef":
+                        out.undef(addr, n)
+                        continue
+                    bvals = [(i, v) for i, v in vals if i // epb == b]
+                    if rtype == "SUM":
+                        full = [0] * epb
+                        for i, v in bvals:
+                            full[i % epb] = v
+                        res = _fp.tree_sum(full, fmt, **kw)
+                    else:
+                        _, res = _fp.select(bvals, fmt, rtype)
+                    out.write(addr, n, res)
+    return out.result()
+
+
+def _parse_saturate(fails: _Failures, saturate, prof: ChipProfile,
+                    fmt: Optional[_fp.Fmt]) -> Tuple[bool, bool]:
+    """Effective saturation flag (float16 only) and whether the argument was valid."""
+    if saturate is None:
+        flag = prof.saturate_default
+    else:
+        b = _as_bool(saturate)
+        if b is None:
+            fails.add(Code.BAD_ARGUMENT, f"saturate must be None or a bool, got {saturate!r}")
+            return False, False
+        flag = b
+        if b and fmt is not None and fmt.name != "float16":
+            fails.add(Code.SATURATE_DTYPE, f"saturate = True with dtype {fmt.name}; "
+                                           "saturation exists for float16 only")
+    return bool(flag) and fmt is not None and fmt.name == "float16", True
+
+
+def _ascendc_plan(kind, s: _T, d: _T, fmt: _fp.Fmt, lanes, R, strides, unit, order_name,
+                  prof: ChipProfile):
+    """Per repeat: (reads [(lane, addr)], write pieces [(addr, nbytes, what)])."""
+    sz = fmt.size
+    epb = BLOCK // sz
+    srs, sbs, drs = strides["src_rep_stride"], strides["src_blk_stride"], strides["dst_rep_stride"]
+    blocks_used = sorted({i // epb for i in lanes})
+    plan = []
+    for r in range(R):
+        reads = [(i, s.addr + r * srs * BLOCK + (i // epb) * sbs * BLOCK + (i % epb) * sz)
+                 for i in lanes]
+        base = d.addr + r * drs * unit
+        if kind == "whole_minmax":
+            layout = {"ORDER_VALUE_INDEX": [(0, sz, "value"), (sz, sz, "index")],
+                      "ORDER_INDEX_VALUE": [(0, sz, "index"), (sz, sz, "value")],
+                      "ORDER_ONLY_VALUE": [(0, sz, "value")],
+                      "ORDER_ONLY_INDEX": [(0, 4, "index")]}[order_name]
+            pieces = [(base + off, n, what) for off, n, what in layout]
+        elif kind == "whole_sum":
+            pieces = [(base, sz, "sum")]
+        else:
+            pieces = []
+            for b in range(8):
+                if b in blocks_used:
+                    pieces.append((base + b * sz, sz, ("value", b)))
+                elif prof.block_fill == "fill":
+                    pieces.append((base + b * sz, sz, ("fill", b)))
+                elif prof.block_fill == "undefined":
+                    pieces.append((base + b * sz, sz, ("undef", b)))
+                # "keep": nothing written
+        plan.append((reads, pieces))
+    return plan
+
+
+def _check_accesses(fails: _Failures, plan, s: _T, d: _T) -> None:
+    """TENSOR_BOUNDS (every access inside its tensor) and OVERLAP (a byte written by repeat
+    r read by a participating lane of a later repeat)."""
+    sz = s.fmt.size
+    bad_read = bad_write = None
+    first_write: Dict[int, int] = {}
+    for r, (reads, pieces) in enumerate(plan):
+        for i, a in reads:
+            if bad_read is None and (a < s.addr or a + sz > s.end):
+                bad_read = (r, i, a)
+        for a, n, _ in pieces:
+            if bad_write is None and (a < d.addr or a + n > d.end):
+                bad_write = (r, a, n)
+            for byte in range(a, a + n):
+                if byte not in first_write:
+                    first_write[byte] = r
+    if bad_read:
+        r, i, a = bad_read
+        fails.add(Code.TENSOR_BOUNDS, f"repeat {r} lane {i} reads bytes [{a}, {a + sz}) outside src "
+                                      f"[{s.addr}, {s.end})")
+    if bad_write:
+        r, a, n = bad_write
+        fails.add(Code.TENSOR_BOUNDS, f"repeat {r} writes bytes [{a}, {a + n}) outside dst "
+                                      f"[{d.addr}, {d.end})")
+    for r, (reads, _) in enumerate(plan):
+        for i, a in reads:
+            for byte in range(a, a + sz):
+                w = first_write.get(byte)
+                if w is not None and w < r:
+                    fails.add(Code.OVERLAP, f"byte {byte} written by repeat {w} is read by "
+                                            f"repeat {r} (lane {i})")
+                    return
+
+
+def whole_reduce_min(ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_stride,
+                     src_rep_stride, order="ORDER_VALUE_INDEX", *, chip) -> OracleResult:
+    return _ascendc("whole_reduce_min", "whole_minmax", ub, dst, src, mask, repeat_time,
+                    dst_rep_stride, src_blk_stride, src_rep_stride, chip, order=order,
+                    minmax="MIN")
+
+
+def whole_reduce_max(ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_stride,
+                     src_rep_stride, order="ORDER_VALUE_INDEX", *, chip) -> OracleResult:
+    return _ascendc("whole_reduce_max", "whole_minmax", ub, dst, src, mask, repeat_time,
+                    dst_rep_stride, src_blk_stride, src_rep_stride, chip, order=order,
+                    minmax="MAX")
+
+
+def whole_reduce_sum(ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_stride,
+                     src_rep_stride, *, chip, saturate=None) -> OracleResult:
+    return _ascendc("whole_reduce_sum", "whole_sum", ub, dst, src, mask, repeat_time,
+                    dst_rep_stride, src_blk_stride, src_rep_stride, chip, saturate=saturate)
+
+
+def reduce_data_block(ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_stride,
+                      src_rep_stride, *, reduce_type, chip, saturate=None) -> OracleResult:
+    return _ascendc("reduce_data_block", "block", ub, dst, src, mask, repeat_time,
+                    dst_rep_stride, src_blk_stride, src_rep_stride, chip,
+                    reduce_type=reduce_type, saturate=saturate)
+
+
+# ====================================================================== TIK
+
+def _tik(api: str, kind: str, ub, mask, dst, src, work, repeat_times, src_rep_stride, chip,
+         *, cal_index=False, saturate=None) -> OracleResult:
+    """kind: "MIN" | "MAX" | "ADD"."""
+    prof = _resolve_chip(chip, api)
+    fails = _Failures(api, prof.id)
+    ubarr = _parse_ub(fails, ub)
+
+    supported = prof.dtypes(api)
+    if not supported:
+        fails.add(Code.API_UNSUPPORTED, f"{api} does not exist on {prof.id}")
+    d = _parse_tensor(fails, "dst", dst)
+    s = _parse_tensor(fails, "src", src)
+    w = _parse_tensor(fails, "work_tensor", work)
+    tensors = [d, s, w]
+    for t in tensors:
+        if t is not None and supported and t.dtype not in supported:
+            fails.add(Code.DTYPE_UNSUPPORTED, f"{t.name}.dtype = {t.dtype}; allowed {list(supported)}")
+    known = [t for t in tensors if t is not None]
+    if len({t.dtype for t in known}) > 1:
+        fails.add(Code.DTYPE_MISMATCH, "src, dst and work_tensor must share one dtype, got "
+                                       + ", ".join(f"{t.name}={t.dtype}" for t in known))
+    fmt = s.fmt if s is not None else None
+    L = None if fmt is None else REPEAT_BYTES // fmt.size
+    epb = None if fmt is None else BLOCK // fmt.size
+
+    ci: Optional[bool] = False
+    sat = False
+    if kind in ("MIN", "MAX"):
+        ci = _as_bool(cal_index)
+        if ci is None:
+            fails.add(Code.BAD_ARGUMENT, f"cal_index must be a bool, got {cal_index!r}")
+    else:
+        sat, _ = _parse_saturate(fails, saturate, prof, fmt)
+
+    lanes = _parse_mask(fails, mask, L, "tik")
+    if lanes == [] and prof.zero_mask == "error":
+        fails.add(Code.MASK_ZERO, "mask selects no lane; not allowed on this product")
+        lanes = None
+    R = _as_int(repeat_times)
+    if R is None:
+        fails.add(Code.BAD_ARGUMENT, f"repeat_times must be an int, got {repeat_times!r}")
+    elif ci is not None:
+        hi = 511 if ci else 4095
+        if R < 1 or R > hi:
+            fails.add(Code.REPEAT_RANGE, f"repeat_times = {R} outside [1, {hi}]"
+                                         + (" (cal_index=True)" if ci else ""))
+            R = None
+    else:
+        if R < 1 or R > 4095:     # outside every range whatever cal_index is
+            fails.add(Code.REPEAT_RANGE, f"repeat_times = {R} outside [1, 4095]")
+        R = None
+    srs = _as_int(src_rep_stride)
+    if srs is None:
+        fails.add(Code.BAD_ARGUMENT, f"src_rep_stride must be an int, got {src_rep_stride!r}")
+    elif srs < 0 or srs > STRIDE_MAX:
+        fails.add(Code.STRIDE_RANGE, f"src_rep_stride = {srs} outside [0, {STRIDE_MAX}]")
+        srs = None
+
+    for t in tensors:
+        if t is not None and t.addr % BLOCK:
+            fails.add(Code.ALIGN, f"{t.name}.addr = {t.addr} not 32-byte aligned")
+    _check_ub_bounds(fails, prof, ubarr, tensors)
+
+    ready = (ubarr is not None and all(t is not None and t.fmt is not None for t in tensors)
+             and fmt is not None and lanes is not None and R is not None and srs is not None
+             and ci is not None)
+    nop = ready and len(lanes) == 0
+    if ready:
+        sz = fmt.size
+        # TENSOR_BOUNDS: src reads of participating lanes, dst writes (work: WORK_SIZE below)
+        if not nop:
+            bad = [(r, i, s.addr + r * srs * BLOCK + i * sz) for r in range(R) for i in lanes
+                   if s.addr + r * srs * BLOCK + (i + 1) * sz > s.end]
+            if bad:
+                r, i, a = bad[0]
+                fails.add(Code.TENSOR_BOUNDS, f"repeat {r} lane {i} reads bytes [{a}, {a + sz}) "
+                                              f"outside src [{s.addr}, {s.end})")
+            n_dst = 2 if (kind != "ADD" and ci) else 1
+            if d.size < n_dst:
+                fails.add(Code.TENSOR_BOUNDS, f"dst holds {d.size} elements; the call writes {n_dst}")
+        # OVERLAP: declared extents pairwise disjoint
+        for x, y in ((s, d), (s, w), (d, w)):
+            if x.nbytes and y.nbytes and x.addr < y.end and y.addr < x.end:
+                fails.add(Code.OVERLAP, f"{x.name} [{x.addr}, {x.end}) overlaps {y.name} "
+                                        f"[{y.addr}, {y.end})")
+        # WORK_SIZE
+        if kind == "ADD":
+            need = R
+        elif ci:
+            need = _fp.cascade_need(R, epb, L)
+        else:
+            need = 2 * R
+        if w.size < need:
+            fails.add(Code.WORK_SIZE, f"work_tensor.size = {w.size} < {need} elements needed")
+    fails.raise_first()
+
+    assert ready
+    out = _Writer(ubarr.copy())
+    if nop:
+        if prof.zero_mask == "undefined":
+            out.undef(d.addr, d.nbytes)
+            out.undef(w.addr, w.nbytes)
+        return out.result()
+    orig = ubarr
+    sz = fmt.size
+    with np.errstate(all="ignore"):
+        per_repeat = []
+        for r in range(R):
+            vals = [(i, _read(orig, s.addr + r * srs * BLOCK + i * sz, sz)) for i in lanes]
+            per_repeat.append(vals)
+        if kind == "ADD":
+            kw = dict(default_nan=prof.default_nan(fmt.name), ftz=prof.fp32_ftz, saturate=sat)
+            stage1 = []
+            for vals in per_repeat:
+                full = [0] * L
+                for i, v in vals:
+                    full[i] = v
+                stage1.append(_fp.tree_sum(full, fmt, **kw))
+            chunks = []
+            for c in range(0, R, L):
+                chunk = stage1[c:c + L]
+                chunks.append(_fp.tree_sum(chunk + [0] * (L - len(chunk)), fmt, **kw))
+            if len(chunks) == 1:
+                result = chunks[0]
+            else:
+                result = _fp.tree_sum(chunks + [0] * (L - len(chunks)), fmt, **kw)
+            for r, v in enumerate(stage1):
+                out.write(w.addr + r * sz, sz, v)
+            out.undef(w.addr + R * sz, (w.size - R) * sz)
+            if R > L:
+                out.undef(w.addr, w.nbytes)
+            out.write(d.addr, sz, result)
+            return out.result()
+        # MIN / MAX
+        stage1 = [_fp.select(vals, fmt, kind) for vals in per_repeat]   # (lane_r, value_r)
+        r_win, _ = _fp.select([(r, v) for r, (_, v) in enumerate(stage1)], fmt, kind)
+        lane_win, v_win = stage1[r_win]
+        index = r_win * srs * epb + lane_win
+        if ci and index > 65535:
+            raise OracleError(Code.INDEX_OVERFLOW,
+                              f"{api} on {prof.id}: result index {index} (repeat {r_win}, lane "
+                              f"{lane_win}) above 65535", all_failures=[(Code.INDEX_OVERFLOW, "")])
+        for r, (lane_r, v_r) in enumerate(stage1):
+            out.write(w.addr + 2 * r * sz, sz, v_r)
+            out.write(w.addr + (2 * r + 1) * sz, sz, lane_r)
+        out.undef(w.addr + 2 * R * sz, (w.size - 2 * R) * sz)
+        out.write(d.addr, sz, v_win)
+        if ci:
+            out.write(d.addr + sz, sz, index)
+        return out.result()
+
+
+def vec_reduce_min(ub, mask, dst, src, work_tensor, repeat_times, src_rep_stride,
+                   cal_index=False, *, chip) -> OracleResult:
+    return _tik("vec_reduce_min", "MIN", ub, mask, dst, src, work_tensor, repeat_times,
+                src_rep_stride, chip, cal_index=cal_index)
+
+
+def vec_reduce_max(ub, mask, dst, src, work_tensor, repeat_times, src_rep_stride,
+                   cal_index=False, *, chip) -> OracleResult:
+    return _tik("vec_reduce_max", "MAX", ub, mask, dst, src, work_tensor, repeat_times,
+                src_rep_stride, chip, cal_index=cal_index)
+
+
+def vec_reduce_add(ub, mask, dst, src, work_tensor, repeat_times, src_rep_stride, *, chip,
+                   saturate=None) -> OracleResult:
+    return _tik("vec_reduce_add", "ADD", ub, mask, dst, src, work_tensor, repeat_times,
+                src_rep_stride, chip, saturate=saturate)

@@ -1,0 +1,52 @@
+"""What the TIK reductions share (SPEC §5): operands, ranges, alignment, disjoint tensors.
+
+TIK reductions have no block stride (lane i of repeat r is at ``src + r*src_rep_stride*32 +
+i*s``), a bit mask written ``[mask_h, mask_l]``, src / dst / work_tensor that may not overlap
+at all, and a ``work_tensor`` whose first entries hold the per-repeat (stage-1) results.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import jax.numpy as jnp
+
+from .. import addressing
+from ..engine import Instruction, Spec, Write
+
+MAX_REPEAT = 4095
+ALIGN = 32          # assumed: TIK's general rule for vector operands in the UB
+
+
+def instruction(api: str, effects: Callable, repeat_range: Callable[[Spec], tuple],
+                extra_rules: Callable[[Spec], list], *, saturating: bool = False) -> Instruction:
+    return Instruction(
+        api=api, operands=("dst", "src", "work_tensor"), repeat_param="repeat_times",
+        repeat_range=repeat_range, strides=("src_rep_stride",),
+        align=lambda spec: {"dst": ALIGN, "src": ALIGN, "work_tensor": ALIGN},
+        effects=effects, overlap="disjoint", word_order="tik", blk_stride=False,
+        saturating=saturating, extra_rules=extra_rules)
+
+
+def element_write(tensor: str, spec: Spec, p: dict, words, valid) -> Write:
+    """Write ``words`` (shape (n,)) to elements 0..n-1 of ``tensor`` where ``valid``."""
+    n = words.shape[0]
+    addr = p[f"{tensor}.addr"] + jnp.arange(n, dtype=jnp.int32) * spec.size
+    valid = jnp.broadcast_to(valid, (n,))
+    return Write(tensor, addr, words, spec.size, valid, valid)
+
+
+def stage1_write(spec: Spec, p: dict, words) -> Write:
+    """Stage-1 results: repeat r's ``k`` words at ``work_tensor[k*r : k*r + k]``."""
+    k = words.shape[-1]
+    addr, issued, _ = addressing.write_table(p["work_tensor.addr"], k * spec.size, p["repeat"],
+                                             r_max=spec.r_max, fields=k, size=spec.size)
+    return Write("work_tensor", addr, words, spec.size, issued, issued)
+
+
+def params(repeat_times, src_rep_stride) -> dict:
+    return {"repeat": repeat_times, "src_rep_stride": src_rep_stride}
+
+
+def ceil_div(a, b):
+    return (a + b - 1) // b

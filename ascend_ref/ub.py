@@ -1,0 +1,190 @@
+"""The Unified Buffer: a flat little-endian ``uint8`` array, tensors into it, typed access.
+
+>>> import numpy as np, ascend_ref as ar
+>>> ub = ar.new_ub("atlas_a2", size=64)
+>>> ub = ar.store(ub, 32, np.array([1.5, -2.0], np.float16))
+>>> ar.load(ub, 32, "float16", 2).tolist()
+[1.5, -2.0]
+>>> ar.Tensor(32, "half", 16)
+Tensor(addr=32, dtype='float16', size=16)  # bytes [32, 64)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .constraints import Code, ConstraintError
+
+#: Element types the instructions know, by canonical name.
+DTYPES = ("float16", "float32", "int16", "uint16", "int32", "uint32")
+_ALIASES = {"half": "float16", "float": "float32", "fp16": "float16", "fp32": "float32",
+            "int16_t": "int16", "uint16_t": "uint16", "int32_t": "int32", "uint32_t": "uint32"}
+DataBlock = 32
+Repeat = 256
+
+
+def dtype_name(dtype) -> str:
+    """Canonical element type name (``"half"`` → ``"float16"``, ``np.float32`` → ``"float32"``)."""
+    if isinstance(dtype, str) and dtype in _ALIASES:
+        return _ALIASES[dtype]
+    try:
+        name = np.dtype(dtype).name
+    except TypeError:
+        name = None
+    if name not in DTYPES:
+        raise ConstraintError(Code.DTYPE_UNSUPPORTED, api="Tensor", param="dtype", value=dtype,
+                              allowed=f"one of {DTYPES} (or half / float)")
+    return name
+
+
+def itemsize(dtype) -> int:
+    return np.dtype(dtype_name(dtype)).itemsize
+
+
+def bits_dtype(dtype) -> str:
+    """The unsigned integer type holding an element's raw bits (uint16 or uint32)."""
+    return f"uint{8 * itemsize(dtype)}"
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """A UB tensor: byte address, element type and size in elements.
+
+    Its *declared extent* is bytes ``[addr, addr + size * itemsize)``; every access of an
+    instruction must stay inside it.
+    """
+
+    addr: int
+    dtype: str
+    size: int
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "dtype", dtype_name(self.dtype))
+        for name in ("addr", "size"):
+            v = getattr(self, name)
+            if isinstance(v, (bool, float)) or not isinstance(v, (int, np.integer)) or v < 0:
+                raise ConstraintError(Code.BAD_ARGUMENT, api="Tensor", param=name, value=v,
+                                      allowed="a non-negative int")
+            object.__setattr__(self, name, int(v))
+
+    @property
+    def itemsize(self) -> int:
+        return np.dtype(self.dtype).itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.itemsize
+
+    @property
+    def end(self) -> int:
+        """One past the last byte of the declared extent."""
+        return self.addr + self.nbytes
+
+    def __repr__(self) -> str:
+        return (f"Tensor(addr={self.addr}, dtype={self.dtype!r}, size={self.size})"
+                f"  # bytes [{self.addr}, {self.end})")
+
+
+def _ub_bytes(chip_or_size) -> int:
+    from .chips import chip as _chip
+
+    return _chip(chip_or_size).ub_bytes
+
+
+def new_ub(chip=None, size: int | None = None) -> jax.Array:
+    """A zeroed UB: ``uint8[chip.ub_bytes]``, or ``uint8[size]`` when ``size`` is given."""
+    if size is None:
+        if chip is None:
+            raise ConstraintError(Code.BAD_ARGUMENT, api="new_ub", param="chip", value=None,
+                                  allowed="a product id / profile, or size=N")
+        size = _ub_bytes(chip)
+    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size <= 0:
+        raise ConstraintError(Code.BAD_ARGUMENT, api="new_ub", param="size", value=size,
+                              allowed="a positive int number of bytes")
+    return jnp.zeros((int(size),), jnp.uint8)
+
+
+def as_ub(ub) -> jax.Array:
+    """Check and convert a UB argument (numpy or JAX, 1-D uint8)."""
+    if getattr(ub, "dtype", None) != np.uint8 or getattr(ub, "ndim", None) != 1:
+        raise ConstraintError(Code.BAD_ARGUMENT, api="ub", param="ub",
+                              value=f"{type(ub).__name__} {getattr(ub, 'dtype', '?')} "
+                                    f"shape {getattr(ub, 'shape', '?')}",
+                              allowed="a 1-D uint8 array (see ascend_ref.new_ub)")
+    return jnp.asarray(ub)
+
+
+def _check_span(api: str, ub_len: int, addr: int, nbytes: int) -> None:
+    if isinstance(addr, bool) or not isinstance(addr, (int, np.integer)):
+        raise ConstraintError(Code.BAD_ARGUMENT, api=api, param="addr", value=addr,
+                              allowed="an int byte address")
+    if addr < 0 or addr + nbytes > ub_len:
+        raise ConstraintError(Code.UB_BOUNDS, api=api, param="addr", value=addr,
+                              allowed=f"[0, {ub_len - nbytes}] for {nbytes} bytes in a "
+                                      f"{ub_len}-byte UB")
+
+
+def store(ub, addr: int, values) -> jax.Array:
+    """Write ``values`` (numpy/JAX array; its dtype decides the bytes) at byte ``addr``."""
+    ub = as_ub(ub)
+    v = np.asarray(values)
+    if v.dtype == object or v.dtype.kind not in "biuf":
+        raise ConstraintError(Code.BAD_ARGUMENT, api="store", param="values", value=v.dtype,
+                              allowed="a numeric numpy or JAX array")
+    raw = np.ascontiguousarray(v).reshape(-1).view(np.uint8)
+    _check_span("store", ub.shape[0], addr, raw.size)
+    return jax.lax.dynamic_update_slice(ub, jnp.asarray(raw), (int(addr),))
+
+
+def load(ub, addr: int, dtype, count: int) -> np.ndarray:
+    """Read ``count`` elements of ``dtype`` at byte ``addr`` (a numpy array, bits preserved)."""
+    ub = as_ub(ub)
+    name = dtype_name(dtype)
+    n = int(count) * np.dtype(name).itemsize
+    _check_span("load", ub.shape[0], addr, n)
+    return np.asarray(ub[int(addr):int(addr) + n]).view(name).copy()
+
+
+# ---- typed views used by the kernels (inside jit) -------------------------------------------
+
+def element_view(ub: jax.Array, size: int) -> jax.Array:
+    """The UB as unsigned words of ``size`` bytes (element k = bytes [k*size, (k+1)*size))."""
+    n = ub.shape[0]
+    pad = (-n) % size
+    if pad:
+        ub = jnp.concatenate([ub, jnp.zeros((pad,), jnp.uint8)])
+    words = ub.reshape(-1, size)
+    if size == 1:
+        return words[:, 0]
+    return jax.lax.bitcast_convert_type(words, jnp.dtype(f"uint{8 * size}"))
+
+
+def to_bytes(bits: jax.Array, size: int) -> jax.Array:
+    """Little-endian bytes of unsigned words: shape (..., ) → (..., size)."""
+    shifts = jnp.arange(size, dtype=jnp.uint32) * 8
+    return ((bits.astype(jnp.uint32)[..., None] >> shifts) & 0xFF).astype(jnp.uint8)
+
+
+def scatter_bytes(ub: jax.Array, addr: jax.Array, data: jax.Array, valid: jax.Array) -> jax.Array:
+    """Write bytes ``data`` at byte addresses ``addr`` where ``valid`` (later entries win).
+
+    Callers bounds-check every valid address first and order the tables so that no two valid
+    entries share an address; invalid entries are sent one past the end and dropped.
+    """
+    n = ub.shape[0]
+    target = jnp.where(valid, addr, n).reshape(-1)
+    return ub.at[target].set(data.reshape(-1), mode="drop", unique_indices=False)
+
+
+def mark(n: int, addr: jax.Array, valid: jax.Array) -> jax.Array:
+    """Boolean byte mask of length ``n`` with the valid addresses set."""
+    target = jnp.where(valid, addr, n).reshape(-1)
+    return jnp.zeros((n,), bool).at[target].set(True, mode="drop")
+
+
+UbLike = Union[jax.Array, np.ndarray]
