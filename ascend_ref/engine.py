@@ -136,6 +136,7 @@ class Instruction:
     word_order: str = "ascendc"
     blk_stride: bool = True                # has a source block stride parameter
     saturating: bool = False               # takes a saturate flag
+    sized_by_rule: tuple = ()              # operands whose extent a size rule checks instead
     extra_rules: Callable[[Spec], list] = lambda spec: []
 
     def __hash__(self) -> int:
@@ -177,6 +178,8 @@ def rules(ins: Instruction, spec: Spec) -> list:
             lambda p, t=t: f"bytes [{int(p[f'{t}.addr'])}, "
                            f"{int(p[f'{t}.addr']) + int(p[f'{t}.size']) * spec.size})",
             lambda p: f"inside the UB: [0, {int(_ub_limit(spec, p))})"))
+        if t in ins.sized_by_rule:
+            continue
         out.append(Rule(
             Code.TENSOR_BOUNDS, t,
             lambda p, t=t: (p[f"lo.{t}"] >= p[f"{t}.addr"])
@@ -320,7 +323,7 @@ def _int_param(api: str, name: str, v):
 
 
 def _bool_param(api: str, name: str, v):
-    if isinstance(v, (bool, np.bool_)):
+    if isinstance(v, (bool, np.bool_)) or (isinstance(v, int) and v in (0, 1)):
         return np.bool_(v)
     if isinstance(v, (jax.Array, np.ndarray)) and np.ndim(v) == 0:
         return v.astype(bool)
@@ -348,16 +351,18 @@ def call(ins: Instruction, ub, tensors: dict, mask, params: dict, *, chip, optio
     supported = prof.dtypes(api)
     if not supported:
         raise ConstraintError(Code.API_UNSUPPORTED, api=api, param="chip", value=prof.id,
-                              allowed=f"a product with {api}: "
-                                      f"{[c for c in _products_with(api)]}", chip=prof.id)
+                              allowed=f"a product with {api}: {_products_with(api)}",
+                              chip=prof.id)
+    for name, t in tensors.items():
+        if t.dtype not in supported:
+            raise ConstraintError(Code.DTYPE_UNSUPPORTED, api=api, param=f"{name}.dtype",
+                                  value=t.dtype, allowed=f"one of {list(supported)}",
+                                  chip=prof.id)
     for name, t in tensors.items():
         if t.dtype != dtype:
             raise ConstraintError(Code.DTYPE_MISMATCH, api=api, param=f"{name}.dtype",
                                   value=t.dtype, allowed=f"{dtype} (the dtype of src)",
                                   chip=prof.id)
-    if dtype not in supported:
-        raise ConstraintError(Code.DTYPE_UNSUPPORTED, api=api, param="src.dtype", value=dtype,
-                              allowed=f"one of {list(supported)}", chip=prof.id)
     m = masks.parse(mask, dtype, api=api, chip=prof.id, word_order=ins.word_order)
 
     p = {k: _int_param(api, k, v) for k, v in params.items()}
@@ -366,8 +371,8 @@ def call(ins: Instruction, ub, tensors: dict, mask, params: dict, *, chip, optio
         p[f"{name}.size"] = _int_param(api, f"{name}.size", t.size)
     p["mask"] = m.value
     if ins.saturating:
-        p["saturate"] = _bool_param(api, "saturate",
-                                    prof.saturate_default if saturate is None else saturate)
+        default = prof.saturate_default and itemsize(dtype) == 2   # half only
+        p["saturate"] = _bool_param(api, "saturate", default if saturate is None else saturate)
     traced_repeat = not _is_concrete(p["repeat"])
     lo, hi = ins.repeat_range(Spec(api, dtype, prof, m.mode, 1, option))
     hi = repeat_hi or hi
@@ -399,3 +404,8 @@ def _products_with(api: str) -> list:
     from .chips import chips
 
     return [c for c in chips() if get_chip(c).dtypes(api)]
+
+
+jax.tree_util.register_pytree_node(
+    CallInfo, lambda c: ((c.status, c.written, c.undefined), None),
+    lambda _, ch: CallInfo(*ch))

@@ -33,5 +33,7 @@ def parse_enum(enum_cls, value, *, api: str, param: str, code: Code):
         for cand in (name, f"ORDER_{name}"):
             if cand in enum_cls.__members__:
                 return enum_cls[cand]
+    if not isinstance(value, str):
+        code = Code.BAD_ARGUMENT
     raise ConstraintError(code, api=api, param=param, value=value,
                           allowed=f"one of {[m.name for m in enum_cls]}")

@@ -60,6 +60,8 @@ def parse(mask, dtype, *, api: str, chip: str, word_order: str = "ascendc") -> M
         return Mask("count", value)
     if isinstance(mask, (jax.Array, np.ndarray)) and np.shape(mask) == (4,):
         return Mask("bits", jnp.asarray(mask).astype(jnp.uint32))  # already lane words
+    if isinstance(mask, np.ndarray) and mask.ndim == 1 and np.issubdtype(mask.dtype, np.integer):
+        mask = [int(w) for w in mask]           # a numpy array of 64-bit words, like a list
     if not isinstance(mask, (list, tuple)) or not all(_is_int(w) for w in mask):
         raise ConstraintError(Code.BAD_ARGUMENT, api=api, param="mask", value=mask,
                               allowed="an int (continuous mode), a list of ints (bit mode) or "

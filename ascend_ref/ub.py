@@ -67,7 +67,11 @@ class Tensor:
         object.__setattr__(self, "dtype", dtype_name(self.dtype))
         for name in ("addr", "size"):
             v = getattr(self, name)
-            if isinstance(v, (bool, float)) or not isinstance(v, (int, np.integer)) or v < 0:
+            if isinstance(v, jax.core.Tracer) or (
+                    isinstance(v, (jax.Array, np.ndarray)) and np.ndim(v) == 0
+                    and np.issubdtype(v.dtype, np.integer) and not _concrete_negative(v)):
+                continue  # traced (jit / vmap) or an integer scalar array: checked by the rules
+            if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 0:
                 raise ConstraintError(Code.BAD_ARGUMENT, api="Tensor", param=name, value=v,
                                       allowed="a non-negative int")
             object.__setattr__(self, name, int(v))
@@ -86,8 +90,30 @@ class Tensor:
         return self.addr + self.nbytes
 
     def __repr__(self) -> str:
-        return (f"Tensor(addr={self.addr}, dtype={self.dtype!r}, size={self.size})"
-                f"  # bytes [{self.addr}, {self.end})")
+        try:
+            extent = f"  # bytes [{int(self.addr)}, {int(self.end)})"
+        except Exception:  # traced
+            extent = ""
+        return f"Tensor(addr={self.addr}, dtype={self.dtype!r}, size={self.size}){extent}"
+
+
+def _concrete_negative(v) -> bool:
+    return not isinstance(v, jax.core.Tracer) and int(v) < 0
+
+
+def _tensor_flatten(t: "Tensor"):
+    return (t.addr, t.size), t.dtype
+
+
+def _tensor_unflatten(dtype, children):
+    t = object.__new__(Tensor)
+    object.__setattr__(t, "dtype", dtype)
+    object.__setattr__(t, "addr", children[0])
+    object.__setattr__(t, "size", children[1])
+    return t
+
+
+jax.tree_util.register_pytree_node(Tensor, _tensor_flatten, _tensor_unflatten)
 
 
 def _ub_bytes(chip_or_size) -> int:

@@ -22,6 +22,8 @@ Example (seed 001, MAX): block maxima of 128 halves.
 
 from __future__ import annotations
 
+import dataclasses
+
 import jax.numpy as jnp
 
 from .. import mask as masks, numerics
@@ -49,10 +51,12 @@ def _effects(spec, p, bits, active):
     if rule == "fill":
         fill = jnp.asarray(spec.chip.fill_bits(rt.value, spec.dtype), value.dtype)
         return Effects([slot_write(spec, p, jnp.where(has_lane, value, fill), runs)], undefined)
-    if rule == "undefined":
-        empty = slot_write(spec, p, value, runs, keep=~has_lane)
-        undefined.append(UndefinedWords(empty.addr, spec.size, empty.final))
-    return Effects([slot_write(spec, p, value, runs, keep=has_lane)], undefined)
+    write = slot_write(spec, p, value, runs)
+    if rule == "keep":      # no write at all: not an access either
+        return Effects([slot_write(spec, p, value, runs, keep=has_lane)], undefined)
+    # "undefined": the hardware writes something there; bounds and overlap apply to it
+    undefined.append(UndefinedWords(write.addr, spec.size, write.final & ~has_lane))
+    return Effects([dataclasses.replace(write, final=write.final & has_lane)], undefined)
 
 
 _RDB = instruction("reduce_data_block", _effects, lambda spec: BLOCKS, saturating=True)

@@ -280,10 +280,6 @@ class _Writer:
         return OracleResult(self.ub, self.written, self.undefined)
 
 
-def _empty_result(ub: np.ndarray) -> OracleResult:
-    return _Writer(ub).result()
-
-
 # ====================================================================== Ascend C
 
 def _ascendc(api: str, kind: str, ub, dst, src, mask, repeat_time, dst_rep_stride,

@@ -25,7 +25,8 @@ def instruction(api: str, effects: Callable, repeat_range: Callable[[Spec], tupl
         repeat_range=repeat_range, strides=("src_rep_stride",),
         align=lambda spec: {"dst": ALIGN, "src": ALIGN, "work_tensor": ALIGN},
         effects=effects, overlap="disjoint", word_order="tik", blk_stride=False,
-        saturating=saturating, extra_rules=extra_rules)
+        saturating=saturating, extra_rules=extra_rules,
+        sized_by_rule=("work_tensor",))      # WORK_SIZE covers every stage-1 write
 
 
 def element_write(tensor: str, spec: Spec, p: dict, words, valid) -> Write:

@@ -26,6 +26,7 @@ Example (seed 002): 256 halves, min −9.97 at offset 43.
 from __future__ import annotations
 
 import jax.numpy as jnp
+import numpy as np
 
 from .. import numerics
 from ..constraints import Code, Rule
@@ -106,7 +107,9 @@ _MAX = instruction("vec_reduce_max", _effects("max"), _repeat_range, _rules)
 
 def _run(ins, ub, mask, dst, src, work_tensor, repeat_times, src_rep_stride, cal_index, chip,
          return_info):
-    if not isinstance(cal_index, bool):
+    if isinstance(cal_index, (int, np.bool_)) and cal_index in (0, 1):
+        cal_index = bool(cal_index)
+    else:
         from ..constraints import ConstraintError
 
         raise ConstraintError(Code.BAD_ARGUMENT, api=ins.api, param="cal_index",
