@@ -48,6 +48,30 @@ def config_dir() -> Path:
 
 
 @dataclass(frozen=True)
+class Behaviour:
+    """The part of a profile that changes compiled code (a jit cache key).
+
+    Products that behave alike share compiled kernels (Atlas A2 and A3, for example); the UB
+    size and the saturation default travel as traced values instead.
+    """
+
+    zero_mask: str
+    zero_repeat: str
+    dst_rep_stride_zero: bool
+    block_fill: str
+    fill_values: tuple
+    fp32_ftz: bool
+    default_nan_f16: int
+    default_nan_f32: int
+
+    def fill_bits(self, reduce_type: str, dtype: str) -> int:
+        return dict(self.fill_values)[(reduce_type, dtype)]
+
+    def default_nan(self, dtype: str) -> int:
+        return self.default_nan_f16 if np.dtype(dtype).itemsize == 2 else self.default_nan_f32
+
+
+@dataclass(frozen=True)
 class ChipProfile:
     """A product's behaviour, loaded from ``configs/chips/<id>.toml`` (see that folder)."""
 
@@ -77,6 +101,14 @@ class ChipProfile:
 
     def default_nan(self, dtype: str) -> int:
         return self.default_nan_f16 if np.dtype(dtype).itemsize == 2 else self.default_nan_f32
+
+    @property
+    def behaviour(self) -> Behaviour:
+        fills = tuple(sorted(((rt, dt), bits) for rt, v in self.block_fill_values.items()
+                             for dt, bits in v.items()))
+        return Behaviour(self.zero_mask, self.zero_repeat, self.dst_rep_stride_zero,
+                         self.block_fill, fills, self.fp32_ftz, self.default_nan_f16,
+                         self.default_nan_f32)
 
     def __repr__(self) -> str:
         apis = ", ".join(f"{a}:{'/'.join(d)}" for a, d in self.apis.items() if d) or "none"

@@ -25,7 +25,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import addressing, mask as masks
-from .chips import ChipProfile, chip as get_chip
+from .chips import Behaviour, chip as get_chip
 from .constraints import Code, ConstraintError, Rule, first_failure, in_range, status_of
 from .ub import Tensor, as_ub, element_view, itemsize, mark, scatter_bytes, to_bytes
 
@@ -39,7 +39,7 @@ class Spec:
 
     api: str
     dtype: str
-    chip: ChipProfile
+    chip: Behaviour
     mask_mode: str
     r_max: int
     option: str = ""
@@ -146,7 +146,7 @@ class Instruction:
 # ---------------------------------------------------------------- rules -------------------
 
 def _ub_limit(spec: Spec, p) -> Any:
-    return jnp.minimum(p["ub_len"], spec.chip.ub_bytes)
+    return jnp.minimum(p["ub_len"], p["chip_ub"])
 
 
 def rules(ins: Instruction, spec: Spec) -> list:
@@ -374,30 +374,32 @@ def call(ins: Instruction, ub, tensors: dict, mask, params: dict, *, chip, optio
         default = prof.saturate_default and itemsize(dtype) == 2   # half only
         p["saturate"] = _bool_param(api, "saturate", default if saturate is None else saturate)
     traced_repeat = not _is_concrete(p["repeat"])
-    lo, hi = ins.repeat_range(Spec(api, dtype, prof, m.mode, 1, option))
+    p["chip_ub"] = np.int32(prof.ub_bytes)
+    lo, hi = ins.repeat_range(Spec(api, dtype, prof.behaviour, m.mode, 1, option))
     hi = repeat_hi or hi
     r_max = hi if traced_repeat else _bucket(np.clip(p["repeat"], 0, hi), hi)
-    spec = Spec(api, dtype, prof, m.mode, r_max, option, traced_repeat, return_info)
+    spec = Spec(api, dtype, prof.behaviour, m.mode, r_max, option, traced_repeat, return_info)
     concrete = all(_is_concrete(v) for v in jax.tree_util.tree_leaves(p))
     out, status, diag, written, undefined = kernel(ins, spec, ub, p)
     if concrete and _is_concrete(status) and int(status) != 0:
         _raise_if(ins, spec, {**p, "ub_len": np.int32(ub.shape[0])}, data=diag,
-                  status=int(status))
+                  status=int(status), chip_id=prof.id)
     if return_info:
         return out, CallInfo(status, written, undefined)
     return out
 
 
-def _raise_if(ins: Instruction, spec: Spec, p: dict, data: dict, status: int = 0) -> None:
+def _raise_if(ins: Instruction, spec: Spec, p: dict, data: dict, status: int,
+              chip_id: str) -> None:
     """Evaluate the rules on the concrete values (and kernel diagnostics); raise the first."""
     vals = {k: np.asarray(v) for k, v in {**p, **data}.items()}
     bad = first_failure(rules(ins, spec), vals)
     if bad is None and status:
         raise ConstraintError(Code(status), api=ins.api, param="?", value="?",
-                              allowed="see ascend_ref.constraints.explain", chip=spec.chip.id)
+                              allowed="see ascend_ref.constraints.explain", chip=chip_id)
     if bad is not None:
         raise ConstraintError(bad.code, api=ins.api, param=bad.param, value=bad.value(vals),
-                              allowed=bad.allowed(vals), chip=spec.chip.id, hint=bad.hint)
+                              allowed=bad.allowed(vals), chip=chip_id, hint=bad.hint)
 
 
 def _products_with(api: str) -> list:
