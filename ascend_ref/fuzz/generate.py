@@ -13,16 +13,15 @@ parameters, tensors and the UB bytes before the call.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from ..case import TIK, Case
 from ..chips import API_NAMES, chip as get_chip, chips as all_chips
 
 ORDERS = ["ORDER_VALUE_INDEX", "ORDER_INDEX_VALUE", "ORDER_ONLY_VALUE", "ORDER_ONLY_INDEX"]
 REDUCE_TYPES = ["SUM", "MAX", "MIN"]
-TIK = ("vec_reduce_min", "vec_reduce_max", "vec_reduce_add")
 STRIDE_REGIMES = ["zero", "overlap", "contiguous", "gapped", "large"]
 DATA_KINDS = ["random_bits", "ties", "specials", "subnormal", "saturating", "mixed"]
 
@@ -70,61 +69,6 @@ class HypothesisDraw:
 
     def data_seed(self) -> int:
         return self.data.draw(self.st.integers(0, 2**32 - 1))
-
-
-# ------------------------------------------------------------------ case -------------------
-
-@dataclass
-class Case:
-    """One call. ``tensors`` maps operand → ``(addr, size)`` (dtype is ``dtype``)."""
-
-    api: str
-    chip: str
-    dtype: str
-    option: Any
-    mask: Any
-    params: dict
-    tensors: dict
-    ub: np.ndarray
-    saturate: Optional[bool] = None
-    tags: dict = field(default_factory=dict)
-
-    def call(self, impl) -> Any:
-        """Run the case on ``impl``: ``ascend_ref`` (JAX) or ``ascend_ref.oracle``."""
-        from ..ub import Tensor
-
-        t = {k: Tensor(a, self.dtype, s) for k, (a, s) in self.tensors.items()}
-        kw = {"chip": self.chip}
-        if self.api in TIK:
-            mod = getattr(impl, "tik", impl)
-            args = (self.mask, t["dst"], t["src"], t["work_tensor"], self.params["repeat"],
-                    self.params["src_rep_stride"])
-            if self.api == "vec_reduce_add":
-                kw["saturate"] = self.saturate
-            else:
-                args = args + (self.option,)
-        else:
-            mod = getattr(impl, "ascendc", impl)
-            args = (t["dst"], t["src"], self.mask, self.params["repeat"],
-                    self.params["dst_rep_stride"], self.params["src_blk_stride"],
-                    self.params["src_rep_stride"])
-            if self.api in ("whole_reduce_min", "whole_reduce_max"):
-                args = args + (self.option,)
-            elif self.api == "reduce_data_block":
-                kw["reduce_type"] = self.option
-                kw["saturate"] = self.saturate
-            else:
-                kw["saturate"] = self.saturate
-        return getattr(mod, self.api)(self.ub.copy(), *args, **kw)
-
-    def describe(self) -> str:
-        p = ", ".join(f"{k}={v}" for k, v in self.params.items())
-        t = ", ".join(f"{k}@{a}[{s}]" for k, (a, s) in self.tensors.items())
-        opt = f" {self.option}" if self.option not in (None, "") else ""
-        sat = "" if self.saturate is None else f" saturate={self.saturate}"
-        mask = self.mask if isinstance(self.mask, int) else [hex(w) for w in self.mask]
-        return (f"{self.api}<{self.dtype}>{opt} on {self.chip}: mask={mask}, {p}; {t}; "
-                f"ub {self.ub.size} B{sat}")
 
 
 # ------------------------------------------------------------------ generation -------------

@@ -1,0 +1,114 @@
+"""A complete call as data, and its outcome on the JAX path or the scalar oracle.
+
+:class:`Case` is the currency shared by fuzz campaigns, dump verification, golden files and
+the batch engine: API, product, dtype, option, mask, parameters, tensors and the UB bytes
+before the call. :class:`Outcome` is an error code, or the UB after the call with its
+``written`` / ``undefined`` byte masks.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import numpy as np
+
+from .constraints import Code, ConstraintError
+
+TIK = ("vec_reduce_min", "vec_reduce_max", "vec_reduce_add")
+
+
+
+@dataclass
+class Case:
+    """One call. ``tensors`` maps operand → ``(addr, size)`` (dtype is ``dtype``)."""
+
+    api: str
+    chip: str
+    dtype: str
+    option: Any
+    mask: Any
+    params: dict
+    tensors: dict
+    ub: np.ndarray
+    saturate: Optional[bool] = None
+    tags: dict = field(default_factory=dict)
+
+    def call(self, impl, **extra) -> Any:
+        """Run the case on ``impl``: ``ascend_ref`` (JAX) or ``ascend_ref.oracle``; ``extra``
+        keywords (``return_info=True``) go to the API function."""
+        from .ub import Tensor
+
+        t = {k: Tensor(a, self.dtype, s) for k, (a, s) in self.tensors.items()}
+        kw = {"chip": self.chip, **extra}
+        if self.api in TIK:
+            mod = getattr(impl, "tik", impl)
+            args = (self.mask, t["dst"], t["src"], t["work_tensor"], self.params["repeat"],
+                    self.params["src_rep_stride"])
+            if self.api == "vec_reduce_add":
+                kw["saturate"] = self.saturate
+            else:
+                args = args + (self.option,)
+        else:
+            mod = getattr(impl, "ascendc", impl)
+            args = (t["dst"], t["src"], self.mask, self.params["repeat"],
+                    self.params["dst_rep_stride"], self.params["src_blk_stride"],
+                    self.params["src_rep_stride"])
+            if self.api in ("whole_reduce_min", "whole_reduce_max"):
+                args = args + (self.option,)
+            elif self.api == "reduce_data_block":
+                kw["reduce_type"] = self.option
+                kw["saturate"] = self.saturate
+            else:
+                kw["saturate"] = self.saturate
+        return getattr(mod, self.api)(self.ub.copy(), *args, **kw)
+
+    def describe(self) -> str:
+        p = ", ".join(f"{k}={v}" for k, v in self.params.items())
+        t = ", ".join(f"{k}@{a}[{s}]" for k, (a, s) in self.tensors.items())
+        opt = f" {self.option}" if self.option not in (None, "") else ""
+        sat = "" if self.saturate is None else f" saturate={self.saturate}"
+        mask = self.mask if isinstance(self.mask, int) else [hex(w) for w in self.mask]
+        return (f"{self.api}<{self.dtype}>{opt} on {self.chip}: mask={mask}, {p}; {t}; "
+                f"ub {self.ub.size} B{sat}")
+
+
+@dataclass
+class Outcome:
+    code: Optional[Code]
+    ub: Optional[np.ndarray] = None
+    written: Optional[np.ndarray] = None
+    undefined: Optional[np.ndarray] = None
+
+    def __repr__(self) -> str:
+        return f"Outcome({self.code.name})" if self.code else "Outcome(ok)"
+
+
+def run_jax(case, chip: Optional[str] = None) -> Outcome:
+    import ascend_ref as ar
+
+    c = case if chip is None else _on(case, chip)
+    try:
+        ub, info = c.call(ar, return_info=True)
+    except ConstraintError as e:
+        return Outcome(e.code)
+    return Outcome(None, np.asarray(ub), np.asarray(info.written), np.asarray(info.undefined))
+
+
+def run_oracle(case, chip: Optional[str] = None) -> Outcome:
+    from . import oracle
+
+    c = case if chip is None else _on(case, chip)
+    try:
+        r = c.call(oracle)
+    except oracle.OracleError as e:
+        return Outcome(Code(e.code))
+    return Outcome(None, r.ub, r.written, r.undefined)
+
+
+def _on(case, chip: str):
+    import copy
+
+    c = copy.copy(case)
+    c.chip = chip
+    return c

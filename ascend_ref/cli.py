@@ -1,0 +1,50 @@
+"""``ascend-ref`` — the command line: ``fuzz`` (the main job), ``verify``, ``golden``, ``explain``.
+
+Each sub-command lives in its own module, which exposes ``register(subparsers)``; this file
+only dispatches. ``ascend-ref`` with no sub-command runs the default fuzz campaign.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from typing import Optional, Sequence
+
+#: sub-command → module exposing ``register(subparsers)``
+COMMANDS = {
+    "fuzz": "ascend_ref.fuzz.cli",
+    "verify": "ascend_ref.verify.cli",
+    "golden": "ascend_ref.golden",
+    "explain": "ascend_ref.explain",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="ascend-ref",
+        description="Bit-exact reference of Ascend vector reductions: fuzz, verify, golden, explain.")
+    sub = parser.add_subparsers(dest="command")
+    for name, module in COMMANDS.items():
+        try:
+            importlib.import_module(module).register(sub)
+        except ModuleNotFoundError as e:
+            if not module.startswith(e.name or "?"):
+                raise
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv:
+        argv = ["fuzz"]
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    return int(args.func(args) or 0)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
