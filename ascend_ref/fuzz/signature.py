@@ -1,0 +1,124 @@
+"""Group mismatches by *bit signature*: what kind of difference, not where.
+
+``signature(case, expected, actual)`` returns a short stable label such as ``"1 ulp"``,
+``"index differs"``, ``"nan vs value"``, ``"sign of zero"``, ``"saturated vs inf"``,
+``"whole slot missing"``, ``"extra write"`` or ``"error MASK_RANGE vs ok"``; several kinds
+join with ``" + "`` in a fixed order. Mismatch groups in fuzz reports and dump verification
+use it, so one root cause shows up as one group.
+
+>>> import numpy as np
+>>> from ascend_ref.fuzz.signature import classify_values
+>>> classify_values(np.float16(1.0).view(np.uint16), np.float16(1.0009766).view(np.uint16), "float16")
+'1 ulp'
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+
+from ..case import TIK, Case, Outcome
+
+ORDER = ["error", "whole slot missing", "extra write", "index differs", "nan vs value",
+         "value vs nan", "nan payload", "sign of zero", "saturated vs inf", "inf vs saturated",
+         "1 ulp", "few ulp", "large", "integer differs", "undefined mask", "written mask"]
+_F16_MAX = {0x7BFF, 0xFBFF}
+
+
+def _ulp_distance(a: int, b: int, size: int) -> int:
+    """Distance in representable steps between two same-width float bit patterns."""
+    sign = 1 << (8 * size - 1)
+
+    def key(x: int) -> int:
+        return -(x & (sign - 1)) if x & sign else x
+
+    return abs(key(a) - key(b))
+
+
+def classify_values(expected_bits, actual_bits, dtype: str) -> str:
+    """The kind of difference between two element bit patterns of ``dtype``."""
+    e, a = int(expected_bits), int(actual_bits)
+    size = np.dtype(dtype).itemsize
+    if not dtype.startswith("float"):
+        return "integer differs"
+    ft = np.dtype(dtype)
+    bt = np.dtype(f"uint{8 * size}")
+    ev, av = np.array(e, bt).view(ft), np.array(a, bt).view(ft)
+    if np.isnan(ev) and np.isnan(av):
+        return "nan payload"
+    if np.isnan(ev):
+        return "nan vs value"
+    if np.isnan(av):
+        return "value vs nan"
+    if ev == 0 and av == 0:
+        return "sign of zero"
+    if size == 2 and e in _F16_MAX and np.isinf(av):
+        return "saturated vs inf"
+    if size == 2 and a in _F16_MAX and np.isinf(ev):
+        return "inf vs saturated"
+    d = _ulp_distance(e, a, size)
+    return "1 ulp" if d == 1 else ("few ulp" if d <= 16 else "large")
+
+
+def _roles(case: Case, addr: int) -> str:
+    """``"index"`` if byte ``addr`` belongs to an index field of the case's result, else value."""
+    s = np.dtype(case.dtype).itemsize
+    dst_addr = case.tensors["dst"][0]
+    if case.api in ("vec_reduce_min", "vec_reduce_max"):
+        if case.option is True and dst_addr + s <= addr < dst_addr + 2 * s:
+            return "index"
+        work = case.tensors["work_tensor"][0]
+        if addr >= work and ((addr - work) // s) % 2 == 1:
+            return "index"
+        return "value"
+    if case.api in ("whole_reduce_min", "whole_reduce_max"):
+        order = getattr(case.option, "value", case.option)
+        slot = {"ORDER_VALUE_INDEX": 2 * s, "ORDER_INDEX_VALUE": 2 * s,
+                "ORDER_ONLY_VALUE": s, "ORDER_ONLY_INDEX": 4}[order]
+        off = (addr - dst_addr) % slot if addr >= dst_addr else 0
+        if order == "ORDER_ONLY_INDEX":
+            return "index"
+        if order == "ORDER_VALUE_INDEX":
+            return "index" if off >= s else "value"
+        if order == "ORDER_INDEX_VALUE":
+            return "index" if off < s else "value"
+    return "value"
+
+
+def signature(case: Case, expected: Outcome, actual: Outcome) -> Optional[str]:
+    """Label of the difference between two outcomes of ``case`` (None when they agree)."""
+    if expected.code or actual.code:
+        if expected.code == actual.code:
+            return None
+        name = lambda c: c.name if c is not None else "ok"  # noqa: E731
+        return f"error {name(expected.code)} vs {name(actual.code)}"
+    undefined = expected.undefined | actual.undefined
+    differ = (expected.ub != actual.ub) & ~undefined
+    kinds = set()
+    s = np.dtype(case.dtype).itemsize
+    before = case.ub
+    for word in np.unique(np.flatnonzero(differ) // s):
+        lo = word * s
+        e = int(expected.ub[lo:lo + s].view(f"uint{8 * s}")[0])
+        a = int(actual.ub[lo:lo + s].view(f"uint{8 * s}")[0])
+        was = int(before[lo:lo + s].view(f"uint{8 * s}")[0]) if lo + s <= before.size else None
+        if expected.written[lo] and a == was and e != was:
+            kinds.add("whole slot missing")
+        elif not expected.written[lo]:
+            kinds.add("extra write")
+        elif _roles(case, lo) == "index":
+            kinds.add("index differs")
+        else:
+            kinds.add(classify_values(e, a, case.dtype))
+    if not kinds:
+        if not np.array_equal(expected.undefined, actual.undefined):
+            kinds.add("undefined mask")
+        elif not np.array_equal(expected.written, actual.written):
+            kinds.add("written mask")
+        else:
+            return None
+    return " + ".join(k for k in ORDER if k in kinds)
+
+
+__all__ = ["signature", "classify_values", "ORDER", "TIK"]
