@@ -9,9 +9,10 @@ Public API (SPEC §8): :func:`chips`, :func:`chip`, :func:`new_ub`, :func:`store
 :class:`ReduceType`, :class:`ConstraintError`.
 """
 
-from . import ascendc, oracle, tik
+from . import ascendc, explain, oracle, tik
 from .chips import ChipProfile, chip, chips
-from .constraints import Code, ConstraintError, explain
+from .constraints import Code, ConstraintError
+from .batch import run_batch, run_cases
 from .engine import CallInfo
 from .enums import ReduceOrder, ReduceType
 from .ub import Tensor, load, new_ub, store
@@ -19,4 +20,4 @@ from .ub import Tensor, load, new_ub, store
 __version__ = "0.1.0"
 __all__ = ["chips", "chip", "ChipProfile", "new_ub", "store", "load", "Tensor", "ascendc", "tik",
            "oracle", "ReduceOrder", "ReduceType", "ConstraintError", "Code", "explain",
-           "CallInfo"]
+           "CallInfo", "run_batch", "run_cases"]

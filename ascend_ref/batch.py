@@ -1,16 +1,248 @@
-"""Many calls at once.
+"""Many calls at once: one compiled, vmapped kernel per static configuration.
 
-:func:`run_cases` runs a list of :class:`~ascend_ref.case.Case` s and returns one
-:class:`~ascend_ref.case.Outcome` each (never raises on data: a bad case gets its code).
+Two entry points:
+
+* :func:`run_batch` — arrays in, arrays out. Every numeric parameter (tensor addresses and
+  sizes, mask, repeat, strides, saturate, window base) is an array with a leading batch
+  axis; the static configuration (API, product, dtype, order / reduce type / cal_index, mask
+  mode, table height) picks one compiled kernel, reused for every batch of the same shape.
+  Returns ``(ubs, status)``: int32 status per case (0 ok, else a
+  :class:`~ascend_ref.constraints.Code`; :func:`ascend_ref.explain` names it). It never
+  raises on data and an invalid case leaves its UB unchanged.
+* :func:`run_cases` — a list of :class:`~ascend_ref.case.Case` in, one
+  :class:`~ascend_ref.case.Outcome` each, grouped by static configuration behind the scenes.
+
+**Compact windows.** A case needs only the bytes it touches, so ``ubs`` may hold per-case
+*windows* instead of whole UBs: row ``b`` holds real UB bytes
+``[ub_base[b], ub_base[b] + W)`` and every tensor address is relative to the window
+(``real = ub_base + addr``). ``ub_base`` must be a multiple of 32 (alignment rules then read
+the same on window and real addresses); accesses must stay inside the window and, at their
+real addresses, inside the product's UB. 10^5 cases of 4 KiB windows take 400 MB.
+
+**Devices.** With ``devices`` (default: all local devices) the batch axis is sharded over a
+1-D mesh with ``jax.sharding``; results are the same bits as on one device. For several
+hosts, start every process with ``jax.distributed.initialize()`` and pass
+``devices=jax.devices()`` (the global list): each host feeds its addressable shard
+(``jax.make_array_from_process_local_data``) and reads back its own rows.
+
+>>> import numpy as np, ascend_ref as ar
+>>> ubs = np.zeros((4, 1024), np.uint8)
+>>> ubs[:, :256] = np.arange(127, -1, -1).astype(np.float16).view(np.uint8)
+>>> out, status = ar.run_batch("whole_reduce_min", ubs, chip="atlas_a2", dtype="float16",
+...     dst=(512, 8), src=(0, 128), mask=np.array([128, 64, 1, 0]), repeat=1,
+...     dst_rep_stride=1, src_blk_stride=1, src_rep_stride=8)
+>>> status.tolist()                      # case 3 has mask 0: a NOP on A2, not an error
+[0, 0, 0, 0]
+>>> out[:3, 512:514].copy().view(np.float16)[:, 0].tolist()
+[0.0, 64.0, 127.0]
 """
 
 from __future__ import annotations
 
-from typing import Iterable, List
+import collections
+import dataclasses
+import functools
+from typing import Any, Iterable, List, Optional, Sequence
 
-from .case import Case, Outcome, run_jax
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import engine
+from .case import TIK, Case, Outcome
+from .constraints import Code, ConstraintError
+
+#: traces of the batched kernels, by static configuration (tests count recompiles with it)
+TRACES: collections.Counter = collections.Counter()
+
+_CASE_CHUNK = 256
+
+
+def _coarse_r_max(spec: engine.Spec, hi: int) -> int:
+    """Few table heights per API so that a campaign compiles few kernels."""
+    for h in (16, 256):
+        if spec.r_max <= h:
+            return min(h, hi)
+    return hi
+
+
+def _batch_bucket(n: int) -> int:
+    return max(8, 1 << (n - 1).bit_length())
+
+
+@functools.lru_cache(maxsize=None)
+def _vmapped(ins, spec):
+    def run(ubs, ps):
+        TRACES[(ins.api, spec)] += 1
+        return jax.vmap(functools.partial(engine.kernel, ins, spec))(ubs, ps)
+
+    return jax.jit(run)
+
+
+def _prepare_case(case: Case):
+    import ascend_ref as ar
+
+    with engine.capture():
+        return case.call(ar, return_info=True)
 
 
 def run_cases(cases: Iterable[Case]) -> List[Outcome]:
-    """Outcomes of ``cases`` on the JAX path, in order."""
-    return [run_jax(c) for c in cases]
+    """Outcomes of ``cases`` on the JAX path, in order (same as ``run_jax`` case by case)."""
+    cases = list(cases)
+    outcomes: List[Optional[Outcome]] = [None] * len(cases)
+    groups = collections.defaultdict(list)
+    for k, case in enumerate(cases):
+        try:
+            prep = _prepare_case(case)
+        except ConstraintError as e:
+            outcomes[k] = Outcome(e.code)
+            continue
+        hi = prep.ins.repeat_range(prep.spec)[1]
+        spec = dataclasses.replace(prep.spec, r_max=_coarse_r_max(prep.spec, hi))
+        n = int(prep.ub.shape[-1])
+        groups[(prep.ins, spec, engine.ub_bucket(n))].append((k, prep, n))
+    for (ins, spec, nb), items in groups.items():
+        engine.release_if_needed()
+        for start in range(0, len(items), _CASE_CHUNK):
+            _run_group(ins, spec, nb, items[start:start + _CASE_CHUNK], outcomes)
+    return outcomes  # type: ignore[return-value]
+
+
+def _run_group(ins, spec, nb, items, outcomes) -> None:
+    b = _batch_bucket(len(items))
+    rows = items + [items[0]] * (b - len(items))
+    ubs = np.zeros((b, nb), np.uint8)
+    for j, (_, prep, n) in enumerate(rows):
+        ubs[j, :n] = np.asarray(prep.ub)
+    keys = rows[0][1].p.keys()
+    ps = {key: np.stack([np.asarray(r[1].p[key]) for r in rows]) for key in keys}
+    out, status, _, written, undefined = jax.device_get(_vmapped(ins, spec)(ubs, ps))
+    for j, (k, _, n) in enumerate(items):
+        code = int(status[j])
+        outcomes[k] = Outcome(Code(code)) if code else Outcome(
+            None, out[j, :n], written[j, :n], undefined[j, :n])
+
+
+# ------------------------------------------------------------------ array API ---------------
+
+_OPERANDS = {api: ("dst", "src", "work_tensor") if api in TIK else ("dst", "src")
+             for api in ("whole_reduce_min", "whole_reduce_max", "whole_reduce_sum",
+                         "reduce_data_block", *TIK)}
+_PARAMS = {api: ("repeat", "src_rep_stride") if api in TIK else
+           ("repeat", "dst_rep_stride", "src_blk_stride", "src_rep_stride") for api in _OPERANDS}
+
+
+@functools.lru_cache(maxsize=None)
+def _array_fn(api: str, chip: str, dtype: str, option: Any, mask_mode: str,
+              max_repeat: Optional[int], has_saturate: bool, mesh_devices: tuple):
+    import ascend_ref as ar
+
+    def one(ub, q):
+        mask = q["mask"] if mask_mode == "count" else q["mask"].astype(jnp.uint32)
+        case = Case(api, chip, dtype, option, mask, {k: q[k] for k in _PARAMS[api]},
+                    {t: (q[f"{t}.addr"], q[f"{t}.size"]) for t in _OPERANDS[api]}, ub,
+                    q["saturate"] if has_saturate else None)
+        with engine.capture():
+            prep = case.call(ar, return_info=False)
+        spec = prep.spec
+        if max_repeat is not None:
+            spec = dataclasses.replace(spec, r_max=int(max_repeat))
+        p = dict(prep.p, ub_base=q["ub_base"])
+        out, status, _, _, _ = engine.kernel(prep.ins, spec, ub, p)
+        return out, status
+
+    def run(ubs, qs):
+        TRACES[("run_batch", api, chip, dtype, option, mask_mode, max_repeat)] += 1
+        return jax.vmap(one)(ubs, qs)
+
+    if len(mesh_devices) > 1:
+        from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+
+        mesh = Mesh(np.array(mesh_devices), ("case",))
+        rows = NamedSharding(mesh, P("case"))
+        return jax.jit(run, in_shardings=(rows, rows), out_shardings=(rows, rows),
+                       donate_argnums=0), rows
+    return jax.jit(run, donate_argnums=0), None
+
+
+def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_type=None,
+              cal_index: bool = False, saturate=None, ub_base=0,
+              max_repeat: Optional[int] = None, devices: Optional[Sequence] = None,
+              **params):
+    """Run ``api`` on every row of ``ubs`` (``uint8[B, W]``) with per-case parameters.
+
+    ``dst`` / ``src`` / ``work_tensor`` are ``(addr, size)`` pairs of ints or ``[B]`` arrays
+    (elements of ``dtype``); ``mask`` is ``[B]`` ints (continuous) or ``[B, 4]`` uint32 lane
+    words; ``repeat``, strides, ``saturate`` and ``ub_base`` are scalars or ``[B]`` arrays.
+    ``max_repeat`` (static) shortens the compiled repeat table (cases above it get
+    ``REPEAT_RANGE``). Returns numpy ``(ubs, status)``. ``ubs`` is donated to the kernel.
+    """
+    from .enums import ReduceOrder, ReduceType, parse_enum
+    from .ub import dtype_name
+
+    if api not in _OPERANDS:
+        raise ConstraintError(Code.BAD_ARGUMENT, api="run_batch", param="api", value=api,
+                              allowed=f"one of {sorted(_OPERANDS)}")
+    dtype = dtype_name(dtype)
+    option: Any = None
+    if api in ("whole_reduce_min", "whole_reduce_max"):
+        option = parse_enum(ReduceOrder, order or "ORDER_VALUE_INDEX", api=api, param="order",
+                            code=Code.ORDER_UNSUPPORTED).value
+    elif api == "reduce_data_block":
+        option = parse_enum(ReduceType, reduce_type, api=api, param="reduce_type",
+                            code=Code.REDUCE_TYPE).value
+    elif api in ("vec_reduce_min", "vec_reduce_max"):
+        option = bool(cal_index)
+    ubs = jnp.asarray(ubs)
+    if ubs.ndim != 2 or ubs.dtype != jnp.uint8:
+        raise ConstraintError(Code.BAD_ARGUMENT, api="run_batch", param="ubs",
+                              value=f"{ubs.dtype} {ubs.shape}", allowed="uint8[B, W]")
+    b = ubs.shape[0]
+    mask = np.asarray(mask)
+    mask_mode = "bits" if mask.ndim == 2 or (mask.ndim == 1 and mask.shape[0] == 4 and b != 4) \
+        else "count"
+    q = {"mask": np.broadcast_to(mask, (b, 4) if mask_mode == "bits" else (b,))}
+    for t in _OPERANDS[api]:
+        if t not in params:
+            raise ConstraintError(Code.BAD_ARGUMENT, api="run_batch", param=t, value=None,
+                                  allowed="an (addr, size) pair")
+        addr, size = params.pop(t)
+        q[f"{t}.addr"], q[f"{t}.size"] = np.broadcast_to(addr, (b,)), np.broadcast_to(size, (b,))
+    for k in _PARAMS[api]:
+        key = k if k in params else {"repeat": "repeat_time" if api not in TIK else "repeat_times"}.get(k, k)
+        if key not in params:
+            raise ConstraintError(Code.BAD_ARGUMENT, api="run_batch", param=k, value=None,
+                                  allowed="an int or a [B] int array")
+        q[k] = np.broadcast_to(params.pop(key), (b,))
+    if params:
+        raise ConstraintError(Code.BAD_ARGUMENT, api="run_batch", param=sorted(params)[0],
+                              value=params[sorted(params)[0]], allowed="a parameter of " + api)
+    base = np.broadcast_to(np.asarray(ub_base), (b,))
+    if np.any(base % 32) or np.any(base < 0):
+        raise ConstraintError(Code.BAD_ARGUMENT, api="run_batch", param="ub_base",
+                              value=base[(base % 32 != 0) | (base < 0)][0],
+                              allowed="a non-negative multiple of 32")
+    q["ub_base"] = base
+    has_sat = api in ("whole_reduce_sum", "reduce_data_block", "vec_reduce_add")
+    if has_sat:
+        from .chips import chip as get_chip
+
+        default = get_chip(chip).saturate_default and np.dtype(dtype).itemsize == 2
+        q["saturate"] = np.broadcast_to(default if saturate is None else saturate, (b,))
+    q = {k: np.asarray(v, np.uint32 if k == "mask" and mask_mode == "bits" else
+                       (bool if k == "saturate" else np.int32)) for k, v in q.items()}
+    devs = tuple(devices) if devices is not None else tuple(jax.local_devices())
+    fn, rows = _array_fn(api, chip if isinstance(chip, str) else chip.id, dtype, option,
+                         mask_mode, max_repeat, has_sat, devs)
+    pad = (-b) % len(devs) if rows is not None else 0
+    if pad:
+        ubs = jnp.concatenate([ubs, jnp.zeros((pad, ubs.shape[1]), ubs.dtype)])
+        q = {k: np.concatenate([v, np.repeat(v[:1], pad, axis=0)]) for k, v in q.items()}
+    if rows is not None:
+        ubs = jax.device_put(ubs, rows)
+        q = jax.device_put(q, rows)
+    else:
+        ubs = jnp.array(ubs, copy=True)  # donated below; never the caller's buffer
+    engine.release_if_needed()
+    out, status = fn(ubs, q)
+    return np.asarray(out)[:b], np.asarray(status)[:b]

@@ -16,6 +16,8 @@ does everything else, identically for every instruction:
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
@@ -146,7 +148,9 @@ class Instruction:
 # ---------------------------------------------------------------- rules -------------------
 
 def _ub_limit(spec: Spec, p) -> Any:
-    return jnp.minimum(p["ub_len"], p["chip_ub"])
+    """Bytes addressable in this UB array: its length, and the product's UB past ``ub_base``
+    (a compact window starting at real UB address ``ub_base``)."""
+    return jnp.minimum(p["ub_len"], p["chip_ub"] - p["ub_base"])
 
 
 def rules(ins: Instruction, spec: Spec) -> list:
@@ -157,9 +161,12 @@ def rules(ins: Instruction, spec: Spec) -> list:
         lo = 1
     out = list(masks.rules(spec.mask_mode, spec.dtype,
                            "error" if spec.chip.zero_mask == "error" else "ok"))
+    top = min(hi, spec.r_max)          # a batch may compile a shorter table than the range
     out.append(Rule(Code.REPEAT_RANGE, ins.repeat_param,
-                    lambda p, lo=lo, hi=hi: in_range(p["repeat"], lo, hi),
-                    lambda p: int(p["repeat"]), lambda p, lo=lo, hi=hi: f"[{lo}, {hi}]"))
+                    lambda p, lo=lo, top=top: in_range(p["repeat"], lo, top),
+                    lambda p: int(p["repeat"]),
+                    lambda p, lo=lo, hi=hi, top=top: f"[{lo}, {hi}]" + (
+                        f" (this batch was compiled for at most {top})" if top < hi else "")))
     for s in ins.strides:
         out.append(Rule(Code.STRIDE_RANGE, s, lambda p, s=s: in_range(p[s], 0, U16_MAX),
                         lambda p, s=s: int(p[s]), lambda p: "[0, 65535]"))
@@ -217,11 +224,30 @@ def _extent(addr, valid, size):
     return jnp.where(jnp.any(valid), lo, _BIG), jnp.where(jnp.any(valid), hi, 0)
 
 
+#: Compiled executables since the last release. XLA CPU maps ~100 memory regions per
+#: executable and Linux allows 65530 per process, so a long campaign that compiles many
+#: static configurations would crash; past this many compiles the caches are dropped.
+COMPILE_LIMIT = 250
+_compiles = [0]
+
+
+def note_compile() -> None:
+    """Count one trace (called from inside traced kernels: runs once per compile)."""
+    _compiles[0] += 1
+
+
+def release_if_needed() -> None:
+    """Drop JAX's compilation caches when too many executables are alive (see above)."""
+    if _compiles[0] >= COMPILE_LIMIT:
+        _compiles[0] = 0
+        jax.clear_caches()
+
+
 @functools.partial(jax.jit, static_argnums=(0, 1))
 def kernel(ins: Instruction, spec: Spec, ub, p: dict):
     """Run one call on ``ub``. Returns ``(ub, status, diag, written, undefined)``."""
+    note_compile()
     s, lanes, n = spec.size, spec.lanes, ub.shape[0]
-    p = dict(p, ub_len=jnp.int32(n))
     blk = p["src_blk_stride"] if ins.blk_stride else 1
     reads = addressing.read_table(p["src.addr"], p["src_rep_stride"], blk,
                                   r_max=spec.r_max, size=s)
@@ -331,15 +357,91 @@ def _bool_param(api: str, name: str, v):
                           allowed="True / False (or None for the product default)")
 
 
+def ub_bucket(n: int) -> int:
+    """Compiled UB length for a UB of ``n`` bytes: the next power of two (at least 1 KiB).
+
+    Kernels are compiled per UB shape; bucketing keeps the number of executables small when
+    UBs of many sizes pass through one process (campaigns, dump verification). Bytes past
+    ``n`` are never accessed: the bounds rules use the true length ``p["ub_len"]``.
+    """
+    return max(1024, 1 << (int(n) - 1).bit_length())
+
+
+def pad_ub(ub):
+    n = ub.shape[-1]
+    nb = ub_bucket(n)
+    if nb == n:
+        return ub
+    pad = [(0, 0)] * (ub.ndim - 1) + [(0, nb - n)]
+    return jnp.pad(ub, pad)
+
+
 def _bucket(repeat, hi: int) -> int:
     """Static table height for a concrete repeat count: the next power of two, capped."""
     r = max(int(repeat), 1)
     return min(hi, 1 << (r - 1).bit_length())
 
 
+@dataclass(frozen=True)
+class Prepared:
+    """A checked call ready for the kernel: static ``spec``, parameters ``p``, the UB."""
+
+    ins: Instruction
+    spec: Spec
+    p: dict
+    ub: Any
+    chip_id: str
+
+
+_CAPTURE: contextvars.ContextVar = contextvars.ContextVar("ascend_ref_capture", default=False)
+
+
+@contextlib.contextmanager
+def capture():
+    """Inside this block public instruction calls return their :class:`Prepared` call
+    instead of running it (the batch engine groups and vmaps them)."""
+    token = _CAPTURE.set(True)
+    try:
+        yield
+    finally:
+        _CAPTURE.reset(token)
+
+
 def call(ins: Instruction, ub, tensors: dict, mask, params: dict, *, chip, option: str = "",
          saturate=None, return_info: bool = False, repeat_hi: Optional[int] = None):
     """Run ``ins`` eagerly or under a trace; the body of every public instruction function."""
+    prep = prepare(ins, ub, tensors, mask, params, chip=chip, option=option,
+                   saturate=saturate, info=return_info, repeat_hi=repeat_hi)
+    if _CAPTURE.get():
+        return prep
+    out, status, diag, written, undefined = execute(prep)
+    p = prep.p
+    concrete = all(_is_concrete(v) for v in jax.tree_util.tree_leaves(p))
+    if concrete and _is_concrete(status) and int(status) != 0:
+        _raise_if(ins, prep.spec, p, data=diag, status=int(status), chip_id=prep.chip_id)
+    if return_info:
+        return out, CallInfo(status, written, undefined)
+    return out
+
+
+def execute(prep: Prepared):
+    """Run a prepared call (UB padded to its compile bucket and cut back)."""
+    if _is_concrete(prep.ub):
+        release_if_needed()
+    n = prep.ub.shape[-1]
+    padded = pad_ub(prep.ub)
+    out, status, diag, written, undefined = kernel(prep.ins, prep.spec, padded, prep.p)
+    if padded is not prep.ub:
+        out = out[..., :n]
+        written = None if written is None else written[..., :n]
+        undefined = None if undefined is None else undefined[..., :n]
+    return out, status, diag, written, undefined
+
+
+def prepare(ins: Instruction, ub, tensors: dict, mask, params: dict, *, chip, option: str = "",
+            saturate=None, info: bool = False, repeat_hi: Optional[int] = None,
+            ub_base=0) -> Prepared:
+    """Structural checks in Python and the kernel's parameters (raises ConstraintError)."""
     prof = get_chip(chip)
     api = ins.api
     ub = as_ub(ub)
@@ -378,15 +480,10 @@ def call(ins: Instruction, ub, tensors: dict, mask, params: dict, *, chip, optio
     lo, hi = ins.repeat_range(Spec(api, dtype, prof.behaviour, m.mode, 1, option))
     hi = repeat_hi or hi
     r_max = hi if traced_repeat else _bucket(np.clip(p["repeat"], 0, hi), hi)
-    spec = Spec(api, dtype, prof.behaviour, m.mode, r_max, option, traced_repeat, return_info)
-    concrete = all(_is_concrete(v) for v in jax.tree_util.tree_leaves(p))
-    out, status, diag, written, undefined = kernel(ins, spec, ub, p)
-    if concrete and _is_concrete(status) and int(status) != 0:
-        _raise_if(ins, spec, {**p, "ub_len": np.int32(ub.shape[0])}, data=diag,
-                  status=int(status), chip_id=prof.id)
-    if return_info:
-        return out, CallInfo(status, written, undefined)
-    return out
+    spec = Spec(api, dtype, prof.behaviour, m.mode, r_max, option, traced_repeat, info)
+    p["ub_len"] = np.int32(ub.shape[-1])
+    p["ub_base"] = _int_param(api, "ub_base", ub_base)
+    return Prepared(ins, spec, p, ub, prof.id)
 
 
 def _raise_if(ins: Instruction, spec: Spec, p: dict, data: dict, status: int,

@@ -5,6 +5,11 @@ seeded fuzz campaigns (``RngDraw``: numpy, replayable from ``(seed, case_id)``).
 :class:`Case` is a complete, self-contained call: API, product, dtype, option, mask,
 parameters, tensors and the UB bytes before the call.
 
+:func:`draw_case` draws over the whole parameter space (hypothesis tests);
+:func:`draw_campaign_case` draws one case of a campaign's static configuration
+(:class:`Template`) with the campaign's :class:`Distributions` — see the "campaigns" section
+below and ``docs/fuzz.md``.
+
 >>> from ascend_ref.fuzz.generate import RngDraw, draw_case
 >>> c = draw_case(RngDraw(seed=1, case_id=0), apis=["whole_reduce_min"], chips=["atlas_a2"])
 >>> c.api, c.chip, c.ub.dtype.name
@@ -13,6 +18,7 @@ parameters, tensors and the UB bytes before the call.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 import numpy as np
@@ -31,8 +37,9 @@ DATA_KINDS = ["random_bits", "ties", "specials", "subnormal", "saturating", "mix
 class RngDraw:
     """Draws from numpy's PCG64 seeded by ``(seed, case_id)``: any case replays exactly."""
 
-    def __init__(self, seed: int, case_id: int):
-        self.rng = np.random.default_rng([int(seed), int(case_id)])
+    def __init__(self, seed: int, case_id: int, stream: int = 0):
+        key = [int(seed), int(case_id)] + ([int(stream)] if stream else [])
+        self.rng = np.random.default_rng(key)
 
     def integers(self, lo: int, hi: int) -> int:          # inclusive
         if hi - lo >= 2**62:                              # 64-bit mask words
@@ -120,7 +127,8 @@ def _stride(d, regime: str, hi: int) -> int:
 
 
 def fill_ub(nbytes: int, dtype: str, kind: str, seed: int) -> np.ndarray:
-    """UB bytes with adversarial element values (``kind`` from :data:`DATA_KINDS`)."""
+    """UB bytes with adversarial element values (``kind`` from :data:`DATA_KINDS` or
+    :data:`CAMPAIGN_DATA_KINDS`)."""
     rng = np.random.default_rng(seed)
     s = _size(dtype)
     n = nbytes // s
@@ -129,6 +137,13 @@ def fill_ub(nbytes: int, dtype: str, kind: str, seed: int) -> np.ndarray:
     if kind == "random_bits":
         return raw.view(np.uint8)
     is_float = dtype.startswith("float")
+    if kind == "signed_zeros":       # +0 / -0 with a few +-1: sign-of-zero rules of sums and min/max
+        sign = bits_t.type(1 << (8 * s - 1))
+        one = (np.ones(1, dtype).view(bits_t)[0] if is_float else bits_t.type(1))
+        pick = rng.integers(0, 8, n)
+        out = np.where(pick < 4, bits_t.type(0), sign).astype(bits_t)
+        out = np.where(pick == 7, one | (sign if is_float and rng.random() < 0.5 else 0), out)
+        return np.ascontiguousarray(out.astype(bits_t)).view(np.uint8)
     if is_float:
         ft = np.dtype(dtype)
         small = (rng.integers(-4, 5, n) * 0.5).astype(ft).view(bits_t)
@@ -202,7 +217,7 @@ def draw_case(d, *, apis: Sequence[str] = API_NAMES, chips: Optional[Sequence[st
     regime = d.choice(STRIDE_REGIMES)
     if tik:
         hi_rep = 511 if option is True else tik_max_repeat
-        r = d.choice([1, 2, d.integers(1, 16), d.integers(1, 300), hi_rep,
+        r = d.choice([1, 2, d.integers(1, min(16, hi_rep)), d.integers(1, min(300, hi_rep)), hi_rep,
                       d.integers(1, hi_rep)])
     else:
         r = d.choice([0, 1, d.integers(1, 8), d.integers(1, 255), 255])
@@ -301,3 +316,566 @@ def _break_one_rule(d, case: Case, ub_size: int) -> int:
         t["work_tensor"] = (src_bytes + 32, 18)
         return src_bytes + 32 + 64 + 64
     return ub_size
+
+
+# ------------------------------------------------------------------ campaigns --------------
+#
+# A campaign draws its cases in two levels. First a *pool* of static configurations
+# (:class:`Template`: API, a group of products that share compiled code, dtype, option, mask
+# mode and a repeat bucket — one jit shape each) is built from ``(seed, distributions)``,
+# covering every (API, product / dtype / option / mask mode / repeat class) pair before it
+# repeats one. Then case ``i`` draws, from ``RngDraw(seed, i)`` alone, one template and every
+# dynamic parameter (repeat inside the bucket, strides, placement, mask bits, data, validity).
+# Compilation cost is bounded by the pool size, and any case replays from (seed, case id).
+
+REPEAT_CLASSES = ["zero", "one", "small", "mid", "max"]
+MASK_MODES = ["count", "bits"]
+MASK_COUNT_KINDS = ["full", "one", "low", "partial"]
+MASK_BITS_KINDS = ["full", "one", "sparse", "dense", "blocks", "random"]
+BLK_STRIDES = ["unit", "zero", "double", "gapped"]
+DST_STRIDES = ["unit", "zero", "double", "gapped"]
+CAMPAIGN_DATA_KINDS = DATA_KINDS + ["signed_zeros"]
+SATURATE_CHOICES = ["default", "on", "off"]
+INVALID_RULES = ["mask_range", "mask_bits", "zero_mask", "repeat_range", "stride_range",
+                 "dst_stride_zero", "align", "tensor_small", "ub", "overlap", "dtype",
+                 "api_unsupported", "order_unsupported", "work_small", "index_overflow",
+                 "saturate_dtype"]
+
+#: Every weight table a campaign may set under ``[distributions.<table>]``, with defaults.
+DEFAULT_WEIGHTS = {
+    "repeat": {"zero": 1, "one": 1, "small": 2, "mid": 2, "max": 1},
+    "stride": {"zero": 1, "overlap": 1, "contiguous": 2, "gapped": 1, "large": 1},
+    "blk_stride": {"unit": 3, "zero": 1, "double": 1, "gapped": 1},
+    "dst_stride": {"unit": 3, "zero": 1, "double": 1, "gapped": 1},
+    "mask_mode": {"count": 1, "bits": 1},
+    "mask_count": {"full": 2, "one": 1, "low": 1, "partial": 2},
+    "mask_bits": {"full": 1, "one": 1, "sparse": 1, "dense": 1, "blocks": 1, "random": 1},
+    "data": {"random_bits": 2, "ties": 2, "specials": 1, "subnormal": 1, "saturating": 1,
+             "mixed": 1, "signed_zeros": 1},
+    "saturate": {"default": 1, "on": 1, "off": 1},
+    "invalid": {r: 1 for r in INVALID_RULES},
+}
+_TABLE_VALUES = {"repeat": REPEAT_CLASSES, "stride": STRIDE_REGIMES, "blk_stride": BLK_STRIDES,
+                 "dst_stride": DST_STRIDES, "mask_mode": MASK_MODES,
+                 "mask_count": MASK_COUNT_KINDS, "mask_bits": MASK_BITS_KINDS,
+                 "data": CAMPAIGN_DATA_KINDS, "saturate": SATURATE_CHOICES,
+                 "invalid": INVALID_RULES}
+_RATES = {"invalid_rate": 0.1, "in_place_rate": 0.1, "offset_rate": 0.5}
+
+
+class Distributions:
+    """Weights of every random choice a campaign makes, plus three rates.
+
+    ``weights[table][value]``: relative weight (0 disables a value); tables and values are
+    :data:`DEFAULT_WEIGHTS`. Rates: ``invalid_rate`` (share of cases that break one documented
+    rule), ``in_place_rate`` (Ascend C dst inside src), ``offset_rate`` (src not at UB 0).
+    """
+
+    def __init__(self, weights: Optional[dict] = None, **rates):
+        self.weights = {t: {k: float(w) for k, w in v.items()} for t, v in DEFAULT_WEIGHTS.items()}
+        for table, vals in (weights or {}).items():
+            if table not in self.weights:
+                raise ValueError(f"unknown distribution table {table!r}; "
+                                 f"known: {sorted(self.weights)}")
+            for k, w in vals.items():
+                if k not in _TABLE_VALUES[table]:
+                    raise ValueError(f"[distributions.{table}]: unknown value {k!r}; "
+                                     f"known: {_TABLE_VALUES[table]}")
+                if not isinstance(w, (int, float)) or w < 0:
+                    raise ValueError(f"[distributions.{table}] {k} = {w!r}: need a weight >= 0")
+            # a table given replaces the default one: values left out are never drawn
+            self.weights[table] = {k: float(vals.get(k, 0)) for k in _TABLE_VALUES[table]}
+            if not any(self.weights[table].values()):
+                raise ValueError(f"[distributions.{table}]: every weight is 0")
+        for k in rates:
+            if k not in _RATES:
+                raise ValueError(f"unknown rate {k!r}; known: {sorted(_RATES)}")
+        r = {**_RATES, **rates}
+        for k, v in r.items():
+            if not 0.0 <= float(v) <= 1.0:
+                raise ValueError(f"{k} = {v!r}: need a value in [0, 1]")
+        self.invalid_rate = float(r["invalid_rate"])
+        self.in_place_rate = float(r["in_place_rate"])
+        self.offset_rate = float(r["offset_rate"])
+
+    def weight(self, table: str, value) -> float:
+        return self.weights[table].get(value, 0.0)
+
+    def pick(self, d, table: str, values: Optional[Sequence] = None):
+        """Weighted choice among ``values`` (default: all of ``table``) with weight > 0."""
+        values = list(_TABLE_VALUES[table] if values is None else values)
+        live = [v for v in values if self.weight(table, v) > 0] or values
+        return d.choice(live, [self.weight(table, v) or 1.0 for v in live])
+
+    def as_dict(self) -> dict:
+        return {"weights": self.weights, "invalid_rate": self.invalid_rate,
+                "in_place_rate": self.in_place_rate, "offset_rate": self.offset_rate}
+
+
+def api_repeat_range(api: str, option) -> tuple:
+    """Documented repeat range of ``api`` (``option`` True: TIK min/max with cal_index)."""
+    if api not in TIK:
+        return 0, 255
+    return 1, 511 if option is True else 4095
+
+
+#: repeat counts that share one compiled table height in the batch executor
+#: (:func:`ascend_ref.batch.run_cases`): up to 16, up to 256, up to the maximum
+TABLE_HEIGHTS = (16, 256)
+
+
+def repeat_buckets(lo: int, hi: int) -> list:
+    """``[(r_lo, r_hi), ...]``: repeat ranges that share one compiled table height
+    (``[lo, 16]``, ``[17, 256]``, ``[257, hi]``, each capped at ``hi``)."""
+    out, start = [], lo
+    for h in TABLE_HEIGHTS + (hi,):
+        if start > hi:
+            break
+        end = min(h, hi)
+        if end >= start:
+            out.append((start, end))
+            start = end + 1
+    return out
+
+
+def repeat_class(r: int, api: str, option) -> str:
+    lo, hi = api_repeat_range(api, option)
+    if r == 0:
+        return "zero"
+    if r == 1:
+        return "one"
+    if r == hi:
+        return "max"
+    return "small" if r <= 8 else "mid"
+
+
+def _bucket_classes(b: tuple, api: str, option) -> list:
+    lo, hi = api_repeat_range(api, option)
+    out = []
+    if b[0] <= 0 <= b[1]:
+        out.append("zero")
+    if b[0] <= 1 <= b[1]:
+        out.append("one")
+    if b[0] <= 8 and b[1] >= 2:
+        out.append("small")
+    if b[1] >= 9 and b[0] < hi:
+        out.append("mid")
+    if b[1] == hi:
+        out.append("max")
+    return out
+
+
+def api_options(api: str, prof) -> list:
+    if api in ("whole_reduce_min", "whole_reduce_max"):
+        return list(prof.orders)
+    if api == "reduce_data_block":
+        return list(REDUCE_TYPES)
+    if api in ("vec_reduce_min", "vec_reduce_max"):
+        return [False, True]
+    return [None]
+
+
+def _supports(prof, api: str, dtype: str, option) -> bool:
+    if dtype not in prof.dtypes(api):
+        return False
+    return api not in ("whole_reduce_min", "whole_reduce_max") or option in prof.orders
+
+
+@dataclass(frozen=True)
+class Template:
+    """One static configuration of a campaign (one jit shape): every case drawn from it shares
+    API, dtype, option, mask mode, repeat bucket, UB length and compiled product behaviour."""
+
+    api: str
+    chips: tuple
+    dtype: str
+    option: Any
+    mask_mode: str
+    r_lo: int
+    r_hi: int
+    ub_bytes: int
+
+    @property
+    def classes(self) -> list:
+        return _bucket_classes((self.r_lo, self.r_hi), self.api, self.option)
+
+    def facets(self) -> set:
+        a = self.api
+        f = {("api", a), ("dtype", a, self.dtype), ("option", a, str(self.option)),
+             ("mask", a, self.mask_mode)}
+        f |= {("product", a, c) for c in self.chips}
+        f |= {("repeat", a, k) for k in self.classes}
+        return f
+
+    def cost(self) -> float:
+        """Rough seconds per case on the scalar oracle (for balancing time across templates)."""
+        mean_r = (max(self.r_lo, 1) + self.r_hi) / 2
+        sums = self.api in ("whole_reduce_sum", "vec_reduce_add") or self.option == "SUM"
+        per = (7e-4 if self.dtype.endswith("16") else 4e-4) if sums else 2e-4
+        return 2e-3 + mean_r * per        # measured: ~0.7 ms per half repeat of a tree sum
+
+    def as_dict(self) -> dict:
+        return {"api": self.api, "chips": list(self.chips), "dtype": self.dtype,
+                "option": self.option, "mask_mode": self.mask_mode, "repeat": [self.r_lo, self.r_hi],
+                "ub_bytes": self.ub_bytes}
+
+    def __str__(self) -> str:
+        opt = "" if self.option is None else f" {self.option}"
+        return (f"{self.api}<{self.dtype}>{opt} {self.mask_mode} r∈[{self.r_lo},{self.r_hi}] "
+                f"on {'/'.join(self.chips)}")
+
+
+def template_universe(apis: Sequence[str], chips: Sequence[str], dtypes: Optional[Sequence[str]],
+                      ub_bytes, dist: Distributions, also_on: Optional[str] = None) -> list:
+    """Every static configuration of a campaign with its draw weight: ``[(Template, w)]``.
+
+    ``ub_bytes``: an int, or ``"product"`` (each product's own UB size). ``also_on``: a second
+    product every case must also be valid API/dtype/option on (product-diff campaigns).
+    Products whose compiled behaviour is identical share templates.
+    """
+    other = get_chip(also_on) if also_on else None
+    groups = {}
+    for c in chips:
+        groups.setdefault(get_chip(c).behaviour, []).append(c)
+    out = []
+    mode_w = {m: dist.weight("mask_mode", m) for m in MASK_MODES}
+    for api in apis:
+        for members in groups.values():
+            profs = [get_chip(c) for c in members]
+            dts = sorted({dt for p in profs for dt in p.dtypes(api)},
+                         key=lambda x: CAMPAIGN_DTYPES.index(x) if x in CAMPAIGN_DTYPES else 99)
+            for dt in dts:
+                if dtypes and dt not in dtypes:
+                    continue
+                opts = []
+                for p in profs:
+                    opts += [o for o in api_options(api, p) if o not in opts]
+                for opt in opts:
+                    hosts = tuple(p.id for p in profs if _supports(p, api, dt, opt)
+                                  and (other is None or _supports(other, api, dt, opt)))
+                    if not hosts:
+                        continue
+                    ub = (max(get_chip(c).ub_bytes for c in hosts) if ub_bytes == "product"
+                          else int(ub_bytes))
+                    buckets = repeat_buckets(*api_repeat_range(api, opt))
+                    share = {k: sum(k in _bucket_classes(b, api, opt) for b in buckets)
+                             for k in REPEAT_CLASSES}
+                    for mode in MASK_MODES:
+                        if mode_w[mode] <= 0:
+                            continue
+                        for b in buckets:
+                            w = sum(dist.weight("repeat", k) / share[k]
+                                    for k in _bucket_classes(b, api, opt))
+                            if w <= 0:
+                                continue
+                            out.append((Template(api, hosts, dt, opt, mode, b[0], b[1], ub),
+                                        w * mode_w[mode]))
+    return out
+
+
+CAMPAIGN_DTYPES = ["float16", "float32", "int16", "uint16", "int32", "uint32"]
+
+
+def breakable_rules(t: "Template") -> set:
+    """Documented rules a case of template ``t`` can be drawn to break (see
+    :func:`_break_campaign_rule`)."""
+    tik = t.api in TIK
+    out = {"zero_mask", "stride_range", "align", "tensor_small", "ub", "overlap",
+           "mask_range" if t.mask_mode == "count" else "mask_bits"}
+    lo, hi = api_repeat_range(t.api, t.option)
+    if t.r_hi == hi or (tik and t.r_lo <= 1):
+        out.add("repeat_range")
+    profs = [get_chip(c) for c in t.chips]
+    if not tik and any(not p.dst_rep_stride_zero for p in profs):
+        out.add("dst_stride_zero")
+    if tik:
+        out.add("work_small")
+        if t.option is True and t.r_hi >= 2:
+            out.add("index_overflow")
+    if any(dt not in p.dtypes(t.api) for p in profs for dt in CAMPAIGN_DTYPES):
+        out.add("dtype")
+    if any(not get_chip(c).dtypes(t.api) for c in all_chips()):
+        out.add("api_unsupported")
+    if t.api in ("whole_reduce_min", "whole_reduce_max") and \
+            any(len(p.orders) < len(ORDERS) for p in profs):
+        out.add("order_unsupported")
+    if t.dtype == "float32" and t.api in ("whole_reduce_sum", "reduce_data_block",
+                                           "vec_reduce_add"):
+        out.add("saturate_dtype")
+    return out
+
+
+def build_pool(universe: list, size: int, seed: int, extra_facets=None) -> list:
+    """Choose ``size`` templates (all of them if ``size`` is 0 or larger than the universe):
+    greedily cover every facet of the universe first (``extra_facets(t)``: more facets of a
+    template), then draw the rest by weight."""
+    if not universe:
+        return []
+    if size <= 0 or size >= len(universe):
+        return [t for t, _ in universe]
+    d = RngDraw(seed, 0, stream=1)
+    facets = [t.facets() | (extra_facets(t) if extra_facets else set()) for t, _ in universe]
+    todo = set().union(*facets)
+    pool, used = [], set()
+    weights = np.array([w for _, w in universe], float)
+    while todo and len(pool) < size:
+        gain = np.array([len(f & todo) if i not in used else -1 for i, f in enumerate(facets)])
+        best = np.flatnonzero(gain == gain.max())
+        if gain.max() <= 0:
+            break
+        i = int(best[int(d.rng.choice(len(best), p=weights[best] / weights[best].sum()))])
+        used.add(i)
+        pool.append(universe[i][0])
+        todo -= facets[i]
+    rest = [i for i in range(len(universe)) if i not in used]
+    while len(pool) < size and rest:
+        p = weights[rest] / weights[rest].sum()
+        j = int(d.rng.choice(len(rest), p=p))
+        pool.append(universe[rest.pop(j)][0])
+    return pool
+
+
+def pool_weights(pool: Sequence[Template], cost_balance: float) -> list:
+    """Case share of each template: ``cost ** -cost_balance`` (1: equal oracle time per
+    template, 0: equal case counts)."""
+    return [t.cost() ** -float(cost_balance) for t in pool]
+
+
+def _campaign_mask(d, dist: Distributions, mode: str, dtype: str, tik: bool):
+    lanes = 256 // _size(dtype)
+    if mode == "count":
+        kind = dist.pick(d, "mask_count")
+        m = {"full": lambda: lanes, "one": lambda: 1, "low": lambda: d.integers(1, 16),
+             "partial": lambda: d.integers(2, lanes - 1)}[kind]()
+        return m, kind
+    kind = dist.pick(d, "mask_bits")
+    words = []
+    for k in range(2):
+        if k * 64 >= lanes:
+            words.append(0)
+            continue
+        if kind == "full":
+            w = 2**64 - 1
+        elif kind == "one":
+            w = 0
+        elif kind == "blocks":
+            w = int(sum(0xFFFF << (16 * j) for j in range(4) if d.chance(0.5)))
+        else:
+            w, w2 = d.integers(0, 2**64 - 1), d.integers(0, 2**64 - 1)
+            w = {"sparse": w & w2, "dense": w | w2, "random": w}[kind]
+        words.append(w)
+    if kind == "one":
+        lane = d.integers(0, lanes - 1)
+        words[lane // 64] = 1 << (lane % 64)
+    if not any(words):
+        words[0] = 1 << d.integers(0, 63)
+    if tik:
+        return [words[1], words[0]], kind
+    return (words if lanes == 128 else [words[0]]), kind
+
+
+def _named_stride(d, name: str) -> int:
+    return {"unit": 1, "zero": 0, "double": 2}.get(name) if name != "gapped" else d.integers(3, 16)
+
+
+def draw_campaign_case(d, template: Template, dist: Distributions,
+                       prefer_repeat: Optional[str] = None) -> Case:
+    """One case of ``template``: every dynamic parameter drawn from ``d`` by ``dist``.
+
+    Valid unless the draw breaks one documented rule (``dist.invalid_rate``; tag
+    ``validity``). ``prefer_repeat`` forces a repeat class of the template's bucket.
+    Tags name the coverage bins of the case (``repeat_class``, ``stride_regime``, ``mask``,
+    ``data``, ...).
+    """
+    t = template
+    api, dtype, option = t.api, t.dtype, t.option
+    chip_id = d.choice(list(t.chips))
+    prof = get_chip(chip_id)
+    s, tik = _size(dtype), api in TIK
+    ub_len = t.ub_bytes
+    budget = min(ub_len, prof.ub_bytes) - 64
+    mask, mkind = _campaign_mask(d, dist, t.mask_mode, dtype, tik)
+    # repeat inside the bucket, by class weight
+    classes = t.classes
+    k = dist.pick(d, "repeat", classes)
+    if prefer_repeat in classes:
+        k = prefer_repeat
+    lo, hi = t.r_lo, t.r_hi
+    top = api_repeat_range(api, option)[1]
+    r = {"zero": 0, "one": 1, "max": top}.get(k)
+    if r is None:
+        a, b = max(lo, 2 if k == "small" else 9), min(hi, 8 if k == "small" else hi)
+        if k == "mid" and b == top:
+            b -= 1
+        r = d.integers(a, max(a, b))
+    span = max(r - 1, 0)
+    tags = {"template": str(t), "repeat_class": repeat_class(r, api, option),
+            "mask_mode": t.mask_mode, "mask": f"{t.mask_mode}:{mkind}"}
+    # destination / work first (their size does not depend on the source stride)
+    if tik:
+        bs = drs = None
+        dst_bytes = 32
+        work_n = tik_work_need(api, r, option is True) + d.choice([0, 0, 0, 16])
+        work_bytes = _round_up(max(work_n, 1) * s, 32)
+    else:
+        bs = _named_stride(d, dist.pick(d, "blk_stride"))
+        drs = _named_stride(d, dist.pick(d, "dst_stride"))
+        if drs == 0 and not prof.dst_rep_stride_zero:
+            drs = 1
+        slot = slot_bytes(api, dtype, option)
+        while drs > 1 and slot * (span * drs + 1) > budget // 2:
+            drs //= 2
+        dst_bytes = _round_up(slot * (span * drs + 1), 32)
+        work_bytes = 0
+        tags["blk_stride"] = "zero" if bs == 0 else ("unit" if bs == 1 else "gapped")
+        tags["dst_stride"] = "zero" if drs == 0 else ("unit" if drs == 1 else "gapped")
+    fixed = (7 * bs * 32 + 32) if not tik else 256
+    src_budget = budget - dst_bytes - work_bytes - 64
+    regime = dist.pick(d, "stride")
+    hi_rs = max(0, min(65535, (src_budget - fixed) // (32 * span))) if span else 65535
+    rs = _stride(d, regime, hi_rs) if span else _stride(d, regime, 65535)
+    if rs > hi_rs:                              # does not fit this UB: largest stride that does
+        rs = hi_rs
+    tags["stride_regime"] = ("zero" if rs == 0 else "overlap" if rs < 8 else "contiguous"
+                             if rs == 8 else "gapped" if rs <= 24 else "large")
+    if not span:
+        tags["stride_regime"] = regime if regime in ("zero", "overlap", "contiguous") else "gapped"
+        rs = min(rs, 4096)
+    params = {"repeat": r, "src_rep_stride": rs}
+    if not tik:
+        params = {"repeat": r, "dst_rep_stride": drs, "src_blk_stride": bs, "src_rep_stride": rs}
+    src_bytes = _round_up(span * rs * 32 + fixed, 32)
+    used = src_bytes + dst_bytes + work_bytes
+    free = max(0, budget - used)
+    base = d.integers(0, free // 32) * 32 if free >= 32 and d.chance(dist.offset_rate) else 0
+    tensors = {"src": (base, src_bytes // s)}
+    cursor = base + src_bytes
+    in_place = (not tik) and d.chance(dist.in_place_rate) and dst_bytes <= src_bytes
+    if in_place:
+        tensors["dst"] = (base, dst_bytes // s)
+    else:
+        gap = d.choice([0, 0, 32, 256])
+        gap = gap if cursor + gap + dst_bytes + work_bytes <= budget else 0
+        tensors["dst"] = (cursor + gap, dst_bytes // s)
+        cursor += gap + dst_bytes
+    if tik:
+        tensors["dst"] = (tensors["dst"][0], 16 if s == 2 else 8)
+        tensors["work_tensor"] = (cursor, work_n)
+    tags["layout"] = "in_place" if in_place else ("offset" if base else "at_zero")
+    saturate = None
+    if api in ("whole_reduce_sum", "reduce_data_block", "vec_reduce_add") and s == 2:
+        saturate = {"default": None, "on": True, "off": False}[dist.pick(d, "saturate")]
+        tags["saturate"] = {None: "default", True: "on", False: "off"}[saturate]
+    kind = dist.pick(d, "data")
+    tags["data"] = kind
+    case = Case(api, chip_id, dtype, option, mask, params, tensors, np.zeros(0, np.uint8),
+                saturate, tags)
+    if dist.invalid_rate and d.chance(dist.invalid_rate):
+        _break_campaign_rule(d, case, t, dist, ub_len)
+    else:
+        tags["validity"] = "valid"
+    data_seed = d.data_seed()
+    rng = np.random.default_rng(data_seed)
+    ub = rng.integers(0, 256, ub_len, dtype=np.uint8)
+    a, n = case.tensors["src"]
+    a = min(max(a, 0), ub_len)
+    nbytes = min(_round_up(n * _size(case.dtype), 32), ub_len - a)
+    if nbytes > 0:
+        ub[a:a + nbytes] = fill_ub(nbytes, case.dtype, kind, data_seed + 1)[:nbytes]
+    case.ub = ub
+    return case
+
+
+def _break_campaign_rule(d, case: Case, t: Template, dist: Distributions, ub_len: int) -> None:
+    """Break one documented rule without leaving the template's compiled shape."""
+    tik = case.api in TIK
+    s = _size(case.dtype)
+    lanes = 256 // s
+    prof = get_chip(case.chip)
+    p, tn = case.params, case.tensors
+    lo, hi = api_repeat_range(case.api, case.option)
+    ok = ["zero_mask", "stride_range", "align", "tensor_small", "ub", "overlap"]
+    ok.append("mask_range" if t.mask_mode == "count" else "mask_bits")
+    if (t.r_hi == hi) or (tik and t.r_lo <= 1):
+        ok.append("repeat_range")
+    if not tik and not prof.dst_rep_stride_zero:
+        ok.append("dst_stride_zero")
+    if tik:
+        ok.append("work_small")
+        if case.option is True and p["repeat"] >= 2:
+            ok.append("index_overflow")
+    if any(dt not in prof.dtypes(case.api) for dt in CAMPAIGN_DTYPES):
+        ok.append("dtype")
+    if any(not get_chip(c).dtypes(case.api) for c in all_chips()):
+        ok.append("api_unsupported")
+    if case.api in ("whole_reduce_min", "whole_reduce_max") and len(prof.orders) < len(ORDERS):
+        ok.append("order_unsupported")
+    if case.saturate is None and case.dtype == "float32" and case.api in (
+            "whole_reduce_sum", "reduce_data_block", "vec_reduce_add"):
+        ok.append("saturate_dtype")
+    live = [r for r in ok if dist.weight("invalid", r) > 0]
+    if not live:
+        case.tags["validity"] = "valid"
+        return
+    what = dist.pick(d, "invalid", live)
+    case.tags["validity"] = what
+    if what == "mask_range":
+        case.mask = lanes + d.integers(1, 100)
+    elif what == "mask_bits":
+        if tik or lanes == 128:
+            case.mask = list(case.mask) + [d.integers(0, 2**64 - 1)]
+        else:
+            case.mask = [case.mask[0], d.integers(1, 2**64 - 1)]
+    elif what == "zero_mask":
+        case.mask = 0 if isinstance(case.mask, int) else [0] * len(case.mask)
+    elif what == "repeat_range":
+        p["repeat"] = hi + 1 if t.r_hi == hi else 0
+    elif what == "stride_range":
+        key = d.choice(["src_rep_stride"] if tik else
+                       ["src_rep_stride", "src_blk_stride", "dst_rep_stride"])
+        p[key] = 65536 + d.integers(0, 1000)
+    elif what == "dst_stride_zero":
+        p["dst_rep_stride"] = 0
+    elif what == "align":
+        key = d.choice(["src", "dst"] + (["work_tensor"] if tik else []))
+        align = 32 if tik or key == "src" else slot_bytes(case.api, case.dtype, case.option)
+        a, n = tn[key]
+        tn[key] = (a + max(1, align // 2), n)
+    elif what == "tensor_small":
+        a, n = tn["src"]
+        tn["src"] = (a, max(n // 3, 1) if n > 1 else 0)
+    elif what == "ub":
+        key = d.choice(list(tn))
+        a, n = tn[key]
+        limit = min(ub_len, prof.ub_bytes)
+        tn[key] = (a, (limit - a) // s + d.integers(1, 64))
+    elif what == "overlap":
+        if tik:
+            a, b = d.choice([("dst", "src"), ("work_tensor", "src"), ("dst", "work_tensor")])
+            tn[a] = (tn[b][0], tn[a][1])
+        else:
+            tn["dst"] = (tn["src"][0] + 32 * d.integers(0, 2), tn["dst"][1])
+    elif what == "dtype":
+        case.dtype = d.choice([x for x in CAMPAIGN_DTYPES if x not in prof.dtypes(case.api)])
+    elif what == "api_unsupported":
+        case.chip = d.choice([c for c in all_chips() if not get_chip(c).dtypes(case.api)])
+    elif what == "order_unsupported":
+        case.option = d.choice([o for o in ORDERS if o not in prof.orders])
+    elif what == "work_small":
+        a, n = tn["work_tensor"]
+        tn["work_tensor"] = (a, max(tik_work_need(case.api, p["repeat"], case.option is True)
+                                    - d.integers(1, 4), 0))
+    elif what == "index_overflow":
+        # source offsets of the last repeat pass 65535: an error if that repeat wins
+        r = p["repeat"]
+        rs = -(-4096 // (r - 1))
+        src_bytes = _round_up((r - 1) * rs * 32 + 256, 32)
+        if src_bytes + 32 + tn["work_tensor"][1] * s + 64 <= min(ub_len, prof.ub_bytes):
+            p["src_rep_stride"] = rs
+            tn["src"] = (0, src_bytes // s)
+            tn["dst"] = (src_bytes, tn["dst"][1])
+            tn["work_tensor"] = (src_bytes + 32, tn["work_tensor"][1])
+        else:
+            case.tags["validity"] = "valid"
+    elif what == "saturate_dtype":
+        case.saturate = True

@@ -1,0 +1,1078 @@
+"""Look at a call: which UB bytes it reads and writes, and how a sum was rounded.
+
+Two views, computed from the tables and functions the kernels themselves use (the read table
+of :mod:`ascend_ref.addressing`, the lane bits of :mod:`ascend_ref.mask`, each instruction's
+``effects`` and :func:`ascend_ref.numerics.add`), never from a second address formula:
+
+* :func:`access_map` — for every repeat and lane, the byte it reads (masked lanes kept and
+  marked), every word the call writes (per repeat and field), the bytes the call leaves
+  undefined, words read more than once and words both read and written.
+* :func:`rounding_tree` — the pairwise tree of one sum replayed add by add on raw bits: each
+  node's inputs, exact sum, rounded value, and whether a tie, an overflow or saturation
+  decided it.
+
+Both print as text (``str(...)``, ``ascend-ref explain ...``); :mod:`ascend_ref.viz` draws
+them with matplotlib. A call is described by a :class:`~ascend_ref.case.Case`;
+:func:`make_case` builds one with tensors placed and data filled.
+
+>>> from ascend_ref import explain
+>>> c = explain.make_case("whole_reduce_min", chip="atlas_a2", mask=[0x5555555555555555, 0],
+...                       repeat=2, src_blk_stride=2, src_rep_stride=16)
+>>> m = explain.access_map(c)
+>>> m.reads[0, :3].tolist(), m.active[0, :3].tolist(), m.reads[0, 16].item()
+([0, 2, 4], [True, False, True], 64)
+>>> t = explain.rounding_tree([60000.0, 60000.0, -30000.0, 100.0], saturate=True)
+>>> float(t.result), t.root.saturated, t.root.tie
+(35584.0, False, True)
+
+The module is also callable for backward compatibility: ``ascend_ref.explain(code)`` names a
+batched status code (:func:`ascend_ref.constraints.explain`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import importlib
+import sys
+import types
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import Any, Optional, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from . import addressing, mask as masks, numerics
+from .case import TIK, Case
+from .chips import API_NAMES, chip as get_chip
+from .constraints import Code, ConstraintError
+from .constraints import explain as explain_code
+from .engine import Spec
+from .enums import ReduceOrder, ReduceType, parse_enum
+from .ub import dtype_name, itemsize
+
+BLOCK = 32
+REPEAT_BYTES = 256
+
+_MINMAX = ("whole_reduce_min", "whole_reduce_max", "vec_reduce_min", "vec_reduce_max")
+_SUMS = ("whole_reduce_sum", "reduce_data_block", "vec_reduce_add")
+
+
+# ------------------------------------------------------------------ building a call ---------
+
+def _round_up(x: int, a: int) -> int:
+    return -(-x // a) * a
+
+
+def _default_chip(api: str) -> str:
+    from .chips import chips
+
+    for c in ("atlas_a2", "atlas_training", *chips()):
+        if get_chip(c).dtypes(api):
+            return c
+    raise ValueError(f"no product supports {api}")
+
+
+def make_case(api: str, *, chip: Optional[str] = None, dtype: str = "float16", mask=None,
+              repeat: int = 1, src_blk_stride: int = 1, src_rep_stride: int = 8,
+              dst_rep_stride: int = 1, option=None, saturate: Optional[bool] = None,
+              data=None, seed: int = 0, src: Optional[tuple] = None,
+              dst: Optional[tuple] = None, work_tensor: Optional[tuple] = None) -> Case:
+    """A complete call with tensors placed and the source filled, ready to look at.
+
+    ``mask`` defaults to every lane. ``option``: the order (WholeReduceMin/Max), the reduce
+    type (ReduceDataBlock, default ``"SUM"``) or ``cal_index`` (TIK min/max). ``data``: source
+    element values (array-like, zero-padded / cut to the source size), a callable ``n ->
+    array``, one of the fuzz data kinds (``"ties"``, ``"specials"``, ``"saturating"``, ...) or
+    ``None`` for random normal values (``seed``). ``src`` / ``dst`` / ``work_tensor``:
+    ``(addr, size_in_elements)`` to place a tensor yourself; by default src is at 0 and just
+    covers what the call reads, dst and work_tensor follow.
+    """
+    from .fuzz.generate import fill_ub, slot_bytes, tik_work_need
+
+    dtype = dtype_name(dtype)
+    chip = chip or _default_chip(api)
+    s = itemsize(dtype)
+    lanes = REPEAT_BYTES // s
+    tik = api in TIK
+    if mask is None:
+        mask = lanes
+    if option is None:
+        option = {"whole_reduce_min": "ORDER_VALUE_INDEX", "whole_reduce_max": "ORDER_VALUE_INDEX",
+                  "reduce_data_block": "SUM", "vec_reduce_min": False,
+                  "vec_reduce_max": False}.get(api)
+    if isinstance(option, (ReduceOrder, ReduceType)):
+        option = option.value
+    if tik:
+        params = {"repeat": repeat, "src_rep_stride": src_rep_stride}
+        blk = 1
+    else:
+        params = {"repeat": repeat, "dst_rep_stride": dst_rep_stride,
+                  "src_blk_stride": src_blk_stride, "src_rep_stride": src_rep_stride}
+        blk = src_blk_stride
+    reads = np.asarray(addressing.read_table(0, src_rep_stride, blk, r_max=max(repeat, 1),
+                                             size=s))
+    if src is None:
+        src = (0, _round_up(int(reads.max()) + s, BLOCK) // s)
+    cursor = _round_up(src[0] + src[1] * s, BLOCK)
+    tensors = {"src": tuple(src)}
+    if tik:
+        if dst is None:
+            dst = (cursor, BLOCK // s)
+        tensors["dst"] = tuple(dst)
+        cursor = max(cursor, _round_up(dst[0] + dst[1] * s, BLOCK))
+        if work_tensor is None:
+            need = tik_work_need(api, max(repeat, 1), option is True)
+            work_tensor = (cursor, _round_up(need * s, BLOCK) // s)
+        tensors["work_tensor"] = tuple(work_tensor)
+        cursor = max(cursor, _round_up(work_tensor[0] + work_tensor[1] * s, BLOCK))
+    else:
+        if dst is None:
+            slot = slot_bytes(api, dtype, option)
+            nbytes = slot * ((max(repeat, 1) - 1) * dst_rep_stride + 1)
+            dst = (cursor, _round_up(nbytes, BLOCK) // s)
+        tensors["dst"] = tuple(dst)
+        cursor = max(cursor, _round_up(dst[0] + dst[1] * s, BLOCK))
+    nbytes = _round_up(cursor, 64)
+    n_src = src[1]
+    if isinstance(data, str):
+        ub = fill_ub(nbytes, dtype, data, seed)
+    else:
+        ub = np.zeros(nbytes, np.uint8)
+        if data is None:
+            vals = np.random.default_rng(seed).standard_normal(n_src) * 4
+            if not dtype.startswith("float"):
+                vals = np.round(vals * 100)
+        elif callable(data):
+            vals = np.asarray(data(n_src))
+        else:
+            vals = np.asarray(data)
+        buf = np.zeros(n_src, dtype)
+        buf[:min(n_src, vals.size)] = vals.reshape(-1)[:n_src].astype(dtype)
+        ub[src[0]:src[0] + n_src * s] = buf.view(np.uint8)
+    return Case(api, chip, dtype, option, mask, params, tensors, ub, saturate,
+                {"made_by": "explain.make_case"})
+
+
+# ------------------------------------------------------------------ the instruction's plan --
+
+def _option(case: Case) -> str:
+    """The engine's static option string for a case (as the public functions build it)."""
+    if case.api in ("whole_reduce_min", "whole_reduce_max"):
+        opt = case.option if case.option is not None else "ORDER_VALUE_INDEX"
+        return parse_enum(ReduceOrder, opt, api=case.api, param="order",
+                          code=Code.ORDER_UNSUPPORTED).value
+    if case.api == "reduce_data_block":
+        return parse_enum(ReduceType, case.option or "SUM", api=case.api, param="reduce_type",
+                          code=Code.REDUCE_TYPE).value
+    if case.api in ("vec_reduce_min", "vec_reduce_max"):
+        return "index" if case.option is True else ""
+    return ""
+
+
+def _fields(case: Case, spec: Spec, tensor: str, k: int) -> list:
+    """Names of the ``k`` words a write of ``tensor`` holds per row."""
+    api = case.api
+    if api in ("whole_reduce_min", "whole_reduce_max"):
+        wr = importlib.import_module("ascend_ref.ascendc.whole_reduce")
+        return list(wr._slot_words(ReduceOrder(spec.option), spec.size))
+    if api == "reduce_data_block":
+        return [f"b{b}" for b in range(k)]
+    if api in ("vec_reduce_min", "vec_reduce_max"):
+        return ["value", "lane"] if tensor == "work_tensor" else ["value", "index"][:k]
+    return ["sum"] * k
+
+
+@dataclass
+class WriteTable:
+    """Words one write of the call puts in a tensor: ``addr`` ``(rows, fields)``.
+
+    ``per_repeat`` — row r is repeat r's slot (else one row of final results); ``issued`` —
+    the hardware writes the word; ``final`` — it survives in the UB after the call.
+    """
+
+    tensor: str
+    fields: list
+    addr: np.ndarray
+    bits: np.ndarray
+    issued: np.ndarray
+    final: np.ndarray
+    per_repeat: bool
+
+
+@dataclass
+class AccessMap:
+    """Every byte one call touches (see :func:`access_map`). Arrays are numpy.
+
+    ``reads[r, i]`` — byte address lane ``i`` of repeat ``r`` reads (``r < max(repeat, 1)``);
+    ``active[r, i]`` — the lane takes part (mask bit and ``r < repeat``); ``bits[r, i]`` —
+    the element there (0 where outside the UB); ``writes`` — :class:`WriteTable` s;
+    ``written`` / ``undefined`` — the byte masks of the real call (``None`` if it was
+    rejected: ``error`` holds the message).
+    """
+
+    case: Case
+    dtype: str
+    size: int
+    lanes: int
+    epb: int
+    repeat: int
+    mask_words: np.ndarray          # uint32[4] lane words (lanes 0-31 first)
+    reads: np.ndarray
+    active: np.ndarray
+    bits: np.ndarray
+    writes: list
+    tensors: dict                   # name -> (addr, nbytes)
+    ub_after: Optional[np.ndarray]
+    written: Optional[np.ndarray]
+    undefined: Optional[np.ndarray]
+    error: Optional[str]
+    winners: Optional[np.ndarray] = None   # min/max: winning lane per repeat
+    overall: Optional[tuple] = None         # TIK min/max: (repeat, lane) of the result
+    notes: list = field(default_factory=list)
+
+    # -------- per-word summaries (word = one element of ``size`` bytes) --------
+
+    def window(self) -> tuple:
+        """``[lo, hi)`` bytes worth showing: every tensor and every access, 256-B lines."""
+        los = [a for a, _ in self.tensors.values()] + [int(self.reads.min())]
+        his = [a + n for a, n in self.tensors.values()] + [int(self.reads.max()) + self.size]
+        for w in self.writes:
+            los.append(int(w.addr.min()))
+            his.append(int(w.addr.max()) + self.size)
+        lo = max(min(los), 0) // REPEAT_BYTES * REPEAT_BYTES
+        hi = _round_up(max(his), REPEAT_BYTES)
+        return lo, hi
+
+    def cells(self) -> dict:
+        """Per word of the window (``size`` bytes each), numpy arrays:
+
+        ``addr`` byte address; ``reads`` how many active lanes read it; ``reader`` the first
+        repeat that reads it (−1 none); ``lane`` the first lane reading it; ``masked`` covered
+        by an inactive lane only; ``writer`` the repeat whose word survives (−1 none, −2 a
+        final result that belongs to no single repeat); ``field`` index into :attr:`field_names`
+        (−1 none); ``written`` / ``undefined`` from the real call; ``tensor`` index into
+        ``list(tensors)`` (−1 none); ``outside`` an access outside its tensor or the UB.
+        """
+        lo, hi = self.window()
+        s = self.size
+        n = (hi - lo) // s
+        out = {"addr": lo + np.arange(n) * s, "reads": np.zeros(n, int),
+               "reader": np.full(n, -1), "lane": np.full(n, -1), "masked": np.zeros(n, bool),
+               "writer": np.full(n, -1), "field": np.full(n, -1),
+               "written": np.zeros(n, bool), "undefined": np.zeros(n, bool),
+               "tensor": np.full(n, -1), "outside": np.zeros(n, bool)}
+        names = list(self.tensors)
+        for k, (a, nb) in enumerate(self.tensors.values()):
+            sel = (out["addr"] >= a) & (out["addr"] < a + nb)
+            out["tensor"][sel & (out["tensor"] < 0)] = k
+        issued = np.arange(self.reads.shape[0])[:, None] < max(self.repeat, 0)
+        word = (self.reads - lo) // s
+        ok = (word >= 0) & (word < n)
+        r_idx, l_idx = np.nonzero(self.active & ok)
+        np.add.at(out["reads"], word[r_idx, l_idx], 1)
+        first = np.full(n, np.iinfo(np.int64).max)
+        order = r_idx * self.lanes + l_idx
+        np.minimum.at(first, word[r_idx, l_idx], order)
+        has = first < np.iinfo(np.int64).max
+        out["reader"][has] = first[has] // self.lanes
+        out["lane"][has] = first[has] % self.lanes
+        m_r, m_l = np.nonzero(~self.active & issued & ok)
+        out["masked"][word[m_r, m_l]] = True
+        out["masked"] &= out["reads"] == 0
+        src_lo, src_n = self.tensors.get("src", (0, 0))
+        bad = self.active & ((self.reads < src_lo) | (self.reads + s > src_lo + src_n))
+        out["outside"][word[bad & ok]] = True
+        self.field_names = []
+        for w in self.writes:
+            base = len(self.field_names)
+            self.field_names += w.fields
+            rows, cols = w.addr.shape
+            for r in range(rows):
+                for f in range(cols):
+                    if not w.issued[r, f]:
+                        continue
+                    k = (int(w.addr[r, f]) - lo) // s
+                    if 0 <= k < n and w.final[r, f]:
+                        out["writer"][k] = r if w.per_repeat else -2
+                        out["field"][k] = base + f
+                    t_lo, t_n = self.tensors.get(w.tensor, (0, 0))
+                    if 0 <= k < n and not (t_lo <= w.addr[r, f] < t_lo + t_n):
+                        out["outside"][k] = True
+        if self.written is not None:
+            wb = self.written[lo:hi]
+            ub = self.undefined[lo:hi]
+            wb = np.pad(wb, (0, hi - lo - wb.size))
+            ub = np.pad(ub, (0, hi - lo - ub.size))
+            out["written"] = wb.reshape(-1, s).any(1)
+            out["undefined"] = ub.reshape(-1, s).any(1)
+        else:
+            out["written"] = out["writer"] != -1
+        out["tensor_names"] = names
+        return out
+
+    @property
+    def read_count(self) -> np.ndarray:
+        """How often each source element (index from the source tensor's start) is read by an
+        active lane — the gradient of a plain sum with respect to that element."""
+        a, nb = self.tensors["src"]
+        cnt = np.zeros(nb // self.size, int)
+        idx = (self.reads[self.active] - a) // self.size
+        idx = idx[(idx >= 0) & (idx < cnt.size)]
+        np.add.at(cnt, idx, 1)
+        return cnt
+
+    def value(self, bits) -> float:
+        return _as_value(bits, self.dtype)
+
+    # -------- text --------
+
+    def describe(self) -> str:
+        c = self.case
+        return _describe_call(c, self.mask_words, self.lanes)
+
+    def text(self, *, max_repeats: int = 4, ub_rows: int = 48) -> str:
+        """The map for a terminal: per repeat and block, the bytes read and the active lanes;
+        the words written; then the UB, one character per element."""
+        out = [self.describe()]
+        out.append("  tensors: " + "  ".join(f"{k} @{a} [{nb} B]" for k, (a, nb)
+                                             in self.tensors.items()))
+        out.append("  status: " + ("ok" if self.error is None else f"REJECTED — {self.error}"))
+        out += [f"  note: {n}" for n in self.notes]
+        out.append("")
+        out.append(f"Lanes -> bytes (block = {self.epb} lanes of {self.size} B; "
+                   f"'#' active lane, '.' masked lane)")
+        nrep = max(self.repeat, 0)
+        shown = list(range(min(nrep, max_repeats)))
+        if nrep > max_repeats:
+            shown.append(nrep - 1)
+        for r in shown:
+            if r == nrep - 1 and r > max_repeats:
+                out.append(f"  ... {nrep - max_repeats - 1} more repeats ...")
+            start = int(self.reads[r, 0])
+            out.append(f"  repeat {r}  (starts at byte {start})")
+            for b in range(self.lanes // self.epb):
+                sl = slice(b * self.epb, (b + 1) * self.epb)
+                a = int(self.reads[r, sl][0])
+                act = "".join("#" if x else "." for x in self.active[r, sl])
+                out.append(f"    block {b}  bytes [{a:>6}, {a + BLOCK:>6})  lanes "
+                           f"{b * self.epb:>3}-{(b + 1) * self.epb - 1:<3}  {act}")
+            out += ["    " + x for x in self._result_lines(r)]
+        if c_final := self._final_lines():
+            out += c_final
+        out.append("")
+        out += self.ub_text(max_rows=ub_rows)
+        return "\n".join(out)
+
+    def _result_lines(self, r: int) -> list:
+        lines = []
+        if self.winners is not None and r < self.winners.size and self.active[r].any():
+            lane = int(self.winners[r])
+            kind = "min" if self.case.api.endswith("min") else "max"
+            lines.append(f"-> {kind} = {str(self.value(self.bits[r, lane]))} at lane {lane} "
+                         f"(block {lane // self.epb}, byte {int(self.reads[r, lane])})")
+        for w in self.writes:
+            if not w.per_repeat or r >= w.addr.shape[0] or not w.issued[r].any():
+                continue
+            addrs = w.addr[r][w.issued[r]]
+            where = f"{w.tensor} bytes [{int(addrs.min())}, {int(addrs.max()) + self.size})"
+            later = "" if w.final[r][w.issued[r]].all() else "  (overwritten by a later repeat)"
+            if len(w.fields) > 2:
+                vals = [_word_text(n, int(b), self.dtype) if i else "-" for n, b, i in
+                        zip(w.fields, w.bits[r], w.issued[r])]
+                lines.append(f"writes {where}: [{', '.join(vals)}]{later}"
+                             + ("  ('-': block without an active lane, not written)"
+                                if not w.issued[r].all() else ""))
+            else:
+                parts = [f"{n}={_word_text(n, int(b), self.dtype)}" for n, b, i in
+                         zip(w.fields, w.bits[r], w.issued[r]) if i]
+                lines.append(f"writes {where}: " + ", ".join(parts) + later)
+        return lines
+
+    def _final_lines(self) -> list:
+        lines = []
+        for w in self.writes:
+            if w.per_repeat:
+                continue
+            parts = [f"{name}={_word_text(name, int(w.bits[0, f]), self.dtype)} "
+                     f"@{int(w.addr[0, f])}" for f, name in enumerate(w.fields)]
+            lines.append(f"  result -> {w.tensor}: " + ", ".join(parts))
+        if self.overall is not None:
+            r, lane = self.overall
+            lines.append(f"  winner: repeat {r}, lane {lane} (byte {int(self.reads[r, lane])})")
+        return lines
+
+    def ub_text(self, *, max_rows: int = 48) -> list:
+        """The UB as text: one character per element, 128 bytes (4 DataBlocks) per row."""
+        cells = self.cells()
+        s = self.size
+        per_row = 128 // s
+        chars = np.full(cells["addr"].size, ".", dtype="<U1")
+        in_tensor = cells["tensor"] >= 0
+        chars[in_tensor] = ","
+        chars[cells["masked"]] = "-"
+        rd = cells["reads"] > 0
+        rep = cells["reader"]
+        chars[rd] = [_rep_char(int(x)) for x in rep[rd]]
+        chars[cells["reads"] > 1] = "*"
+        wr = cells["written"]
+        chars[wr] = "W"
+        chars[wr & rd] = "X"
+        chars[cells["undefined"]] = "?"
+        chars[cells["outside"]] = "!"
+        rows = chars.reshape(-1, per_row)
+        addrs = cells["addr"].reshape(-1, per_row)[:, 0]
+        busy = np.array([any(ch not in ".," for ch in row) for row in rows])
+        out = [f"UB map ({s}-byte elements; 4 DataBlocks per row)"]
+        hdr = " ".join(f"{b * 32:<{self.epb}}" for b in range(4))
+        out.append(f"  {'byte':>7}  {hdr}")
+        last = -1
+        n_rows = 0
+        for k, row in enumerate(rows):
+            if not busy[k] and not _near(busy, k):
+                continue
+            if last >= 0 and k > last + 1:
+                out.append(f"  {'':>7}  ... {k - last - 1} row(s) untouched ...")
+            if n_rows >= max_rows:
+                out.append(f"  {'':>7}  ... (cut at {max_rows} rows)")
+                break
+            body = " ".join("".join(row[b * self.epb:(b + 1) * self.epb]) for b in range(4))
+            out.append(f"  {int(addrs[k]):>7}  {body}")
+            last = k
+            n_rows += 1
+        out.append("  legend: 0-9a-z read by that repeat (active lane) · '*' read more than "
+                   "once · '-' masked lane · 'W' written · 'X' read then written · "
+                   "'?' undefined after the call · '!' outside its tensor · ',' declared, "
+                   "untouched · '.' not declared")
+        return out
+
+    def __str__(self) -> str:
+        return self.text()
+
+    def _repr_pretty_(self, p, cycle) -> None:  # IPython
+        p.text(self.text())
+
+
+def _near(busy: np.ndarray, k: int) -> bool:
+    """Keep one untouched row between busy rows (shows a gap) but not long empty runs."""
+    return 0 < k < busy.size - 1 and busy[k - 1] and busy[k + 1]
+
+
+def _rep_char(r: int) -> str:
+    return "0123456789abcdefghijklmnopqrstuvwxyz"[r] if r < 36 else "#"
+
+
+def _as_value(bits, dtype: str):
+    """The element ``bits`` of ``dtype`` as a numpy scalar (prints at its own precision)."""
+    dtype = dtype_name(dtype)
+    ut = np.dtype(f"uint{8 * itemsize(dtype)}")
+    return np.array(int(bits), ut).view(dtype)[()]
+
+
+def _word_text(name: str, bits: int, dtype: str) -> str:
+    if name in ("index", "lane", "zero"):
+        return str(bits)
+    return str(_as_value(bits, dtype))
+
+
+def _mask_text(mask, lanes: int, words: np.ndarray, tik: bool = False) -> str:
+    n = int(np.unpackbits(np.asarray(words, np.uint32).view(np.uint8)).sum())
+    if isinstance(mask, (int, np.integer)):
+        return f"mask {int(mask)} (continuous: lanes 0-{int(mask) - 1})"
+    order = " [mask_h, mask_l]" if tik else ""
+    return f"mask bits{order} {[hex(int(w)) for w in mask]} ({n} of {lanes} lanes)"
+
+
+def _describe_call(c: Case, words, lanes: int) -> str:
+    opt = "" if c.option in (None, "") else f" {getattr(c.option, 'value', c.option)}"
+    if c.api in ("vec_reduce_min", "vec_reduce_max"):
+        opt = " cal_index" if c.option is True else ""
+    p = " · ".join(f"{k.replace('repeat', 'repeat')} {v}" for k, v in c.params.items())
+    sat = "" if c.saturate is None else f" · saturate={c.saturate}"
+    return (f"{c.api}<{c.dtype}>{opt} on {c.chip}\n  {_mask_text(c.mask, lanes, words, c.api in TIK)} · "
+            f"{p}{sat}")
+
+
+#: (instruction, spec) -> the tensor of each write, recorded while tracing :func:`_trace`
+_WRITE_TENSORS: dict = {}
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1, 2))
+def _trace(ins, spec: Spec, kind: str, p: dict, bits, active):
+    """The instruction's effects (its writes) and, for min/max, the winning lane per repeat
+    and the winning repeat — compiled once per (instruction, spec)."""
+    eff = ins.effects(spec, p, bits, active)
+    _WRITE_TENSORS[(ins, spec)] = [w.tensor for w in eff.writes]
+    writes = [(w.addr, w.bits, w.issued, w.final) for w in eff.writes]
+    if not kind:
+        return writes, None, None
+    _, idx, _ = numerics.select_extreme(bits, active, kind, spec.dtype)
+    vals = jnp.take_along_axis(bits, idx[:, None], axis=-1)[:, 0]
+    live = addressing.repeat_valid(p["repeat"], bits.shape[0])
+    _, best_r, _ = numerics.select_extreme(vals, live, kind, spec.dtype)
+    return writes, idx, best_r
+
+
+def access_map(case: Case) -> AccessMap:
+    """The access map of ``case`` (see :class:`AccessMap`), from the kernels' own tables.
+
+    The read table is :func:`ascend_ref.addressing.read_table`, the active lanes
+    :func:`ascend_ref.mask.lane_bits`, the written words the instruction's ``effects`` (the
+    function the jit kernel runs), and ``written`` / ``undefined`` the byte masks of the real
+    call (``return_info=True``). A call that breaks a rule is still mapped; ``error`` says
+    which rule.
+    """
+    import ascend_ref as ar
+    from . import engine
+
+    with engine.capture():                 # the call's own checked parameters, not run
+        prep = case.call(ar)
+    ins, spec, p = prep.ins, prep.spec, dict(prep.p)
+    prof = get_chip(case.chip)
+    dtype, s, lanes = spec.dtype, spec.size, spec.lanes
+    repeat = int(p["repeat"])
+    rows = max(repeat, 1)                  # the table has spec.r_max rows (a compile bucket)
+    ub = np.asarray(case.ub, np.uint8)
+    blk = p["src_blk_stride"] if ins.blk_stride else 1
+
+    reads = addressing.read_table(p["src.addr"], p["src_rep_stride"], blk, r_max=spec.r_max,
+                                  size=s)
+    lane_mask = masks.lane_bits(spec.mask_mode, p["mask"], lanes)
+    active = addressing.repeat_valid(p["repeat"], spec.r_max)[:, None] & lane_mask[None, :]
+    reads_np = np.asarray(reads)
+    view = ub[: ub.size // s * s].view(f"uint{8 * s}")
+    inside = (reads_np >= 0) & (reads_np + s <= ub.size)
+    bits = np.where(inside, view[np.clip(reads_np // s, 0, max(view.size - 1, 0))], 0)
+    bits = bits.astype(view.dtype)
+    kind = ("min" if case.api.endswith("min") else "max") if case.api in _MINMAX else ""
+    traced, winners, best_r = _trace(ins, spec, kind, p, jnp.asarray(bits), active)
+    reads_np, bits = reads_np[:rows], bits[:rows]
+    active = np.asarray(active)[:rows]
+
+    writes = []
+    for tensor, (addr, wbits, issued, final) in zip(_WRITE_TENSORS[(ins, spec)], traced):
+        addr = np.asarray(addr)
+        per_repeat = addr.ndim == 2
+        if not per_repeat:
+            addr = addr[None, :]
+        shape = addr.shape
+        cut = slice(0, rows) if per_repeat else slice(None)
+        writes.append(WriteTable(
+            tensor, _fields(case, spec, tensor, shape[1]), addr[cut],
+            np.broadcast_to(np.asarray(wbits), shape)[cut].copy(),
+            np.broadcast_to(np.asarray(issued), shape)[cut].copy(),
+            np.broadcast_to(np.asarray(final), shape)[cut].copy(), per_repeat))
+
+    error = written = undefined = ub_after = None
+    try:
+        out, info = case.call(ar, return_info=True)
+        ub_after = np.asarray(out)
+        written, undefined = np.asarray(info.written), np.asarray(info.undefined)
+    except ConstraintError as e:
+        error = str(e)
+        for w in writes:       # nothing of a rejected call reaches the UB
+            w.final[:] = False
+
+    overall = None
+    act = active
+    if kind:
+        winners = np.asarray(winners)[:rows]
+        if case.api.startswith("vec_reduce") and repeat > 0 and act.any():
+            overall = (int(best_r), int(winners[int(best_r)]))
+    else:
+        winners = None
+    notes = []
+    if repeat == 0 or not np.asarray(lane_mask).any():
+        notes.append(f"zero repeat / zero mask: the product's rule is "
+                     f"{prof.zero_mask if repeat else prof.zero_repeat!r}")
+    return AccessMap(case, dtype, s, lanes, BLOCK // s, repeat, np.asarray(p["mask"]),
+                     reads_np, act, bits, writes,
+                     {k: (int(a), int(n) * s) for k, (a, n) in case.tensors.items()},
+                     ub_after, written, undefined, error, winners, overall, notes)
+
+
+# ------------------------------------------------------------------ rounding trees ----------
+
+@dataclass
+class Node:
+    """One value of a sum tree. Leaves have ``level`` 0; node ``(l, k)`` adds children
+    ``(l-1, 2k)`` and ``(l-1, 2k+1)`` and covers leaves ``[lo, hi)``.
+
+    ``exact`` — the exact sum of the two (already rounded) inputs, ``None`` if one is not
+    finite; ``ieee`` — the plain IEEE result bits (before saturation); ``bits`` — the stored
+    result. Flags: ``inexact`` (rounding changed the value), ``tie`` (the exact sum lay half way
+    between two neighbours: round-to-even decided), ``overflow`` (finite inputs, infinite IEEE
+    result), ``saturated`` (saturation replaced inf / NaN), ``nan``.
+    """
+
+    level: int
+    index: int
+    lo: int
+    hi: int
+    bits: int
+    value: float
+    label: str = ""
+    active: bool = True
+    a: Optional[float] = None
+    b: Optional[float] = None
+    exact: Optional[Fraction] = None
+    ieee: Optional[int] = None
+    inexact: bool = False
+    tie: bool = False
+    overflow: bool = False
+    saturated: bool = False
+    nan: bool = False
+
+    @property
+    def error(self) -> Optional[float]:
+        """``rounded − exact`` of this add (0 for leaves; ``None`` if not finite)."""
+        if self.level == 0:
+            return 0.0
+        if self.exact is None or not np.isfinite(self.value):
+            return None
+        return float(Fraction(self.value) - self.exact)
+
+    def events(self) -> list:
+        ev = []
+        for flag in ("nan", "overflow", "saturated", "tie"):
+            if getattr(self, flag):
+                ev.append(flag)
+        if self.inexact and not (self.tie or self.overflow or self.saturated):
+            ev.append("rounded")
+        return ev
+
+
+@dataclass
+class RoundingTree:
+    """A replayed sum tree (:func:`rounding_tree`): ``levels[0]`` leaves … ``levels[-1]`` root."""
+
+    dtype: str
+    saturate: bool
+    levels: list
+    title: str = ""
+
+    @property
+    def root(self) -> Node:
+        return self.levels[-1][0]
+
+    @property
+    def result(self):
+        return np.array(self.root.bits, f"uint{8 * itemsize(self.dtype)}").view(self.dtype)
+
+    @property
+    def leaves(self) -> list:
+        return self.levels[0]
+
+    @property
+    def exact_sum(self) -> Optional[Fraction]:
+        """The exact sum of the leaves (``None`` if a leaf is inf / NaN)."""
+        vals = [n.value for n in self.leaves]
+        if not all(np.isfinite(vals)):
+            return None
+        return sum((Fraction(v) for v in vals), Fraction(0))
+
+    @property
+    def error(self) -> Optional[float]:
+        """Tree result − exact sum of the leaves (``None`` if either is not finite)."""
+        e = self.exact_sum
+        if e is None or not np.isfinite(float(self.result)):
+            return None
+        return float(Fraction(float(self.result)) - e)
+
+    def ulp(self, value: float) -> float:
+        """Spacing of ``dtype`` at ``value`` (the ulp a rounding error is measured in)."""
+        ft = np.dtype(self.dtype).type
+        v = abs(ft(value))
+        if not np.isfinite(v):
+            return float("nan")
+        return float(np.nextafter(v, ft(np.inf)) - v)
+
+    def nodes(self):
+        for lvl in self.levels[1:]:
+            yield from lvl
+
+    def summary(self) -> list:
+        """Per level: adds, inexact, ties, overflows, saturations, NaNs, sum of errors."""
+        rows = []
+        for lvl, nodes in enumerate(self.levels[1:], start=1):
+            errs = [n.error for n in nodes if n.error is not None]
+            rows.append({"level": lvl, "adds": len(nodes),
+                         "inexact": sum(n.inexact for n in nodes),
+                         "ties": sum(n.tie for n in nodes),
+                         "overflow": sum(n.overflow for n in nodes),
+                         "saturated": sum(n.saturated for n in nodes),
+                         "nan": sum(n.nan for n in nodes), "error": float(sum(errs))})
+        return rows
+
+    def text(self, *, depth: int = 4, full: bool = False) -> str:
+        """The tree as indented text. Subtrees below ``depth`` levels from the root collapse
+        to one line (unless they hold an overflow, a saturation or a NaN), and so do subtrees
+        whose adds were all exact; ``full=True`` prints every add."""
+        exact = self.exact_sum
+        out = [self.title or f"rounding tree <{self.dtype}>",
+               f"  result {_fmt(float(self.result))} (0x{self.root.bits:0{2 * itemsize(self.dtype)}X})"
+               + (f" · exact sum {_fmt_frac(exact)} · error {_fmt(self.error)}"
+                  f" ({self.error / self.ulp(float(self.result)):+.3g} ulp of the result)"
+                  if exact is not None and self.error is not None else "")
+               + f" · saturate={'on' if self.saturate else 'off'}",
+               "  level  adds  inexact  ties  overflow  saturated  nan   sum of errors"]
+        for row in self.summary():
+            out.append(f"  {row['level']:>5}  {row['adds']:>4}  {row['inexact']:>7}  "
+                       f"{row['ties']:>4}  {row['overflow']:>8}  {row['saturated']:>9}  "
+                       f"{row['nan']:>3}   {_fmt(row['error'])}")
+        out.append("")
+        top = len(self.levels) - 1
+        self._node_text(top, 0, "", "", out, top - (top if full else depth))
+        return "\n".join(out)
+
+    def _node_text(self, lvl, k, prefix, child_prefix, out, stop):
+        n = self.levels[lvl][k]
+        if lvl == 0:
+            tag = "" if n.active else "  (masked: +0)"
+            out.append(f"{prefix}{_fmt(n.value)}  [{n.label}]{tag}")
+            return
+        sub = [m for L in range(1, lvl + 1) for m in
+               self.levels[L][k << (lvl - L):(k + 1) << (lvl - L)]]
+        quiet = not any(m.events() for m in sub)
+        rare = any(m.overflow or m.saturated or m.nan for m in sub)
+        if (lvl <= stop and not rare) or (quiet and lvl > 1):
+            stats = _sub_stats(sub)
+            out.append(f"{prefix}{_fmt(n.value)}  [{self.leaves[n.lo].label} .. "
+                       f"{self.leaves[n.hi - 1].label}: {stats}]")
+            return
+        out.append(prefix + _node_line(n))
+        for j, last in ((2 * k, False), (2 * k + 1, True)):
+            self._node_text(lvl - 1, j, child_prefix + ("└─ " if last else "├─ "),
+                            child_prefix + ("   " if last else "│  "), out, stop)
+
+    def __str__(self) -> str:
+        return self.text()
+
+    def _repr_pretty_(self, p, cycle) -> None:
+        p.text(self.text())
+
+
+def _sub_stats(sub: list) -> str:
+    n = len(sub)
+    parts = [f"{n} add{'s' if n > 1 else ''}"]
+    for flag in ("inexact", "tie", "overflow", "saturated", "nan"):
+        c = sum(getattr(m, flag) for m in sub)
+        if c:
+            parts.append(f"{c} {flag}" + ("s" if flag in ("tie",) and c > 1 else ""))
+    if len(parts) == 1:
+        parts.append("all exact")
+    return ", ".join(parts)
+
+
+def _node_line(n: Node) -> str:
+    ex = "" if n.exact is None else f"exact {_fmt_frac(n.exact)}"
+    ev = n.events()
+    how = []
+    if n.overflow:
+        how.append("overflow" + (" -> saturated to ±65504" if n.saturated else " -> inf"))
+    elif n.saturated:
+        how.append("NaN -> saturated to 0")
+    if n.tie:
+        how.append("tie -> even")
+    elif "rounded" in ev and not (n.overflow or n.saturated):
+        how.append(f"rounded, error {_fmt(n.error)}")
+    if n.nan and not n.saturated:
+        how.append("NaN")
+    tail = f"  [{ex}{'; ' if ex and how else ''}{'; '.join(how)}]" if ex or how else ""
+    return f"{_fmt(n.value)} = {_fmt(n.a)} + {_fmt(n.b)}{tail}"
+
+
+def _fmt(v) -> str:
+    if v is None:
+        return "?"
+    v = float(v)
+    if np.isnan(v):
+        return "nan"
+    if np.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    if v == int(v) and abs(v) < 1e15:
+        return str(int(v)) if not (v == 0 and np.signbit(v)) else "-0"
+    r = repr(v)                 # a half / float value prints exactly when short enough
+    return r if len(r) <= 16 else f"{v:.10g}"
+
+
+def _fmt_frac(f: Optional[Fraction]) -> str:
+    if f is None:
+        return "?"
+    if f.denominator == 1:
+        return str(f.numerator)
+    return f"{float(f):.10g}"
+
+
+def _tie(exact: Fraction, rounded: float, dtype: str) -> bool:
+    """The exact value lay exactly half way between ``rounded`` and its other neighbour."""
+    ft = np.dtype(dtype).type
+    r = ft(rounded)
+    if not np.isfinite(r) or Fraction(float(r)) == exact:
+        return False
+    toward = ft(np.inf) if exact > Fraction(float(r)) else ft(-np.inf)
+    with np.errstate(over="ignore"):
+        other = np.nextafter(r, toward)
+    if not np.isfinite(other):        # past the largest finite value: the "neighbour" is 2^(emax+1)
+        other_f = Fraction(float(r)) + (Fraction(float(r)) - Fraction(float(np.nextafter(r, -toward))))
+    else:
+        other_f = Fraction(float(other))
+    return abs(exact - Fraction(float(r))) == abs(other_f - exact)
+
+
+@functools.partial(jax.jit, static_argnums=(1, 2, 3, 4))
+def _replay_levels(bits, dtype: str, saturate: bool, nan: int, ftz: bool):
+    """Every level of the tree with :func:`ascend_ref.numerics.add`: the stored results and
+    the plain IEEE results (before saturation), compiled once per size and flags."""
+    out = []
+    cur = bits
+    while cur.shape[0] > 1:
+        a, b = cur[0::2], cur[1::2]
+        r = numerics.add(a, b, dtype, saturate=saturate, default_nan=nan, ftz=ftz)
+        ieee = numerics.add(a, b, dtype, saturate=False, default_nan=nan, ftz=ftz)
+        out.append((r, ieee))
+        cur = r
+    return out
+
+
+def replay(leaf_bits, dtype: str, *, saturate: bool = False, chip="atlas_a2",
+           labels: Optional[Sequence[str]] = None, active=None, title: str = "") -> RoundingTree:
+    """Replay the pairwise tree over ``leaf_bits`` (raw bits, power-of-two length) with
+    :func:`ascend_ref.numerics.add` — the kernels' add — recording every node."""
+    dtype = dtype_name(dtype)
+    s = itemsize(dtype)
+    ut = np.dtype(f"uint{8 * s}")
+    prof = get_chip(chip)
+    nan = prof.default_nan(dtype)
+    ftz = bool(prof.fp32_ftz)
+    bits = np.asarray(leaf_bits, ut).reshape(-1)
+    n = bits.size
+    if n == 0 or n & (n - 1):
+        raise ValueError(f"a sum tree needs a power-of-two number of leaves, got {n}")
+    act = np.ones(n, bool) if active is None else np.asarray(active, bool)
+    labels = list(labels) if labels is not None else [f"lane {i}" for i in range(n)]
+    vals = bits.view(dtype)
+    levels = [[Node(0, i, i, i + 1, int(bits[i]), float(vals[i]), labels[i], bool(act[i]))
+               for i in range(n)]]
+    cur = bits
+    lvl = 0
+    replayed = _replay_levels(jnp.asarray(bits), dtype, bool(saturate), nan, ftz)
+    for r, ieee in replayed:
+        r, ieee = np.asarray(r), np.asarray(ieee)
+        lvl += 1
+        a, b = cur[0::2], cur[1::2]
+        av, bv, rv = a.view(dtype), b.view(dtype), r.view(dtype)
+        iv = ieee.view(dtype)
+        nodes = []
+        width = 1 << lvl
+        for k in range(r.size):
+            x, y, z = float(av[k]), float(bv[k]), float(rv[k])
+            finite = np.isfinite(x) and np.isfinite(y)
+            ex = Fraction(x) + Fraction(y) if finite else None
+            node = Node(lvl, k, k * width, (k + 1) * width, int(r[k]), z, a=x, b=y, exact=ex,
+                        ieee=int(ieee[k]))
+            node.nan = bool(np.isnan(iv[k]))
+            node.overflow = finite and bool(np.isinf(iv[k]))
+            node.saturated = bool(int(r[k]) != int(ieee[k]))
+            if ex is not None and np.isfinite(iv[k]):
+                node.inexact = Fraction(float(iv[k])) != ex
+                node.tie = node.inexact and _tie(ex, float(iv[k]), dtype)
+            elif node.overflow:
+                node.inexact = True
+            nodes.append(node)
+        levels.append(nodes)
+        cur = r
+    return RoundingTree(dtype, bool(saturate), levels, title)
+
+
+def rounding_tree(source, *, repeat: int = 0, block: Optional[int] = None, stage: int = 1,
+                  chunk: int = 0, dtype: str = "float16", saturate: Optional[bool] = None,
+                  chip: Optional[str] = None) -> RoundingTree:
+    """The rounding tree of one sum.
+
+    ``source`` is a :class:`~ascend_ref.case.Case` (or an :class:`AccessMap`) of a summing call
+    — ``whole_reduce_sum`` (tree of ``repeat``), ``reduce_data_block`` SUM (``repeat``,
+    ``block``), ``vec_reduce_add`` (``stage=1``: the tree of ``repeat``; ``stage=2``: the tree
+    over the stage-1 sums, ``chunk`` k of L; ``stage=3``: over the chunk sums) — or plain leaf
+    values (a power-of-two count, rounded to ``dtype``; ``saturate`` defaults to off).
+    """
+    if isinstance(source, AccessMap):
+        source = source.case
+    if not isinstance(source, Case):
+        vals = np.asarray(source, dtype=dtype_name(dtype))
+        return replay(vals.view(f"uint{8 * vals.itemsize}"), dtype, saturate=bool(saturate),
+                      chip=chip or "atlas_a2")
+    case = source
+    if case.api not in _SUMS or (case.api == "reduce_data_block" and _option(case) != "SUM"):
+        raise ValueError(f"{case.api} {case.option or ''} does not add: no rounding tree "
+                         f"(min/max select a lane; see access_map(case).winners)")
+    prof = get_chip(case.chip)
+    dt = dtype_name(case.dtype)
+    s = itemsize(dt)
+    sat = (prof.saturate_default and s == 2) if case.saturate is None else bool(case.saturate)
+    amap = access_map(case)
+    L = amap.lanes
+    R = amap.repeat
+    name = f"{case.api}<{dt}> on {case.chip}"
+    if stage == 1:
+        if not 0 <= repeat < max(R, 1):
+            raise ValueError(f"repeat {repeat} outside [0, {R})")
+        lanes = np.arange(L)
+        if case.api == "reduce_data_block":
+            b = 0 if block is None else block
+            lanes = lanes[b * amap.epb:(b + 1) * amap.epb]
+            name += f", repeat {repeat}, block {b}"
+        else:
+            name += f", repeat {repeat}"
+        act = amap.active[repeat, lanes]
+        leaf = np.where(act, amap.bits[repeat, lanes], 0)
+        labels = [f"lane {i} @{int(amap.reads[repeat, i])}" for i in lanes]
+        return replay(leaf, dt, saturate=sat, chip=prof, labels=labels, active=act, title=name)
+    if case.api != "vec_reduce_add":
+        raise ValueError("stage 2 / 3 trees exist for vec_reduce_add only")
+    stage1 = _stage1_bits(amap, sat, prof)
+    pad = (-stage1.size) % L
+    s1 = np.concatenate([stage1, np.zeros(pad, stage1.dtype)])
+    labels = [f"repeat {r}" if r < R else "pad +0" for r in range(s1.size)]
+    if stage == 2:
+        sl = slice(chunk * L, (chunk + 1) * L)
+        return replay(s1[sl], dt, saturate=sat, chip=prof, labels=labels[sl],
+                      active=np.arange(s1.size)[sl] < R,
+                      title=name + f", stage 2 (chunk {chunk}: stage-1 sums "
+                                   f"{chunk * L}..{(chunk + 1) * L - 1})")
+    chunks = [replay(s1[k * L:(k + 1) * L], dt, saturate=sat, chip=prof).root.bits
+              for k in range(s1.size // L)]
+    c = np.array(chunks + [0] * ((-len(chunks)) % L), stage1.dtype)
+    return replay(c, dt, saturate=sat, chip=prof,
+                  labels=[f"chunk {k}" if k < len(chunks) else "pad +0" for k in range(c.size)],
+                  active=np.arange(c.size) < len(chunks), title=name + ", stage 3 (chunk sums)")
+
+
+def _stage1_bits(amap: AccessMap, sat: bool, prof) -> np.ndarray:
+    add = numerics.adder(amap.dtype, prof, sat)
+    leaves = np.where(amap.active, amap.bits, 0).astype(amap.bits.dtype)
+    return np.asarray(numerics.tree_sum(jnp.asarray(leaves), add))[:amap.repeat]
+
+
+# ------------------------------------------------------------------ command line ------------
+
+def _parse_mask(text: str):
+    t = text.strip().strip("[]")
+    if "," not in t:
+        return int(t, 0)
+    return [int(w, 0) for w in t.split(",") if w.strip()]
+
+
+def _parse_values(text: str) -> list:
+    return [float(v) for v in text.replace(" ", "").split(",") if v]
+
+
+def register(sub) -> None:
+    """Add ``ascend-ref explain`` to the CLI's sub-parsers."""
+    p = sub.add_parser(
+        "explain", help="show which UB bytes a call reads and writes (and how a sum rounds)",
+        description="Print the access map of one call: per repeat and DataBlock the bytes read "
+                    "and the active lanes, the words written, and the UB one character per "
+                    "element. --tree adds the rounding tree of one sum.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("api", choices=API_NAMES)
+    p.add_argument("--chip", default=None, help="product id (default: one that has the API)")
+    p.add_argument("--dtype", default="half", help="half / float / float16 / float32 / ...")
+    p.add_argument("--mask", default=None,
+                   help="an int (continuous) or comma-separated words (bit mode, the API's "
+                        "word order: Ascend C lanes 0-63 first, TIK [mask_h, mask_l])")
+    p.add_argument("--repeat", type=int, default=1, help="repeatTime / repeat_times")
+    p.add_argument("--src-blk-stride", type=int, default=1)
+    p.add_argument("--src-rep-stride", type=int, default=8)
+    p.add_argument("--dst-rep-stride", type=int, default=1)
+    p.add_argument("--order", default=None, help="WholeReduceMin/Max order")
+    p.add_argument("--reduce-type", default=None, help="ReduceDataBlock SUM / MAX / MIN")
+    p.add_argument("--cal-index", action="store_true", help="TIK vec_reduce_min/max")
+    p.add_argument("--saturate", choices=["on", "off"], default=None)
+    p.add_argument("--data", default=None,
+                   help="source data: random (default), ones, iota, or a fuzz kind "
+                        "(ties, specials, subnormal, saturating, mixed, random_bits)")
+    p.add_argument("--values", default=None,
+                   help="comma-separated source values (the rest are 0), e.g. 60000,60000,-30000,100")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--src", default=None, help="ADDR,SIZE of the source tensor (elements)")
+    p.add_argument("--dst", default=None, help="ADDR,SIZE of the destination tensor")
+    p.add_argument("--tree", type=int, default=None, metavar="REPEAT",
+                   help="also print the rounding tree of this repeat's sum")
+    p.add_argument("--block", type=int, default=None, help="ReduceDataBlock block for --tree")
+    p.add_argument("--stage", type=int, default=1, help="vec_reduce_add tree stage (1, 2, 3)")
+    p.add_argument("--tree-depth", type=int, default=4, help="levels printed below the root")
+    p.add_argument("--full-tree", action="store_true", help="print every add")
+    p.add_argument("--max-repeats", type=int, default=4, help="repeats listed lane by lane")
+    p.add_argument("--png", default=None, help="also save the access-map picture here")
+    p.add_argument("--tree-png", default=None, help="also save the rounding-tree picture here")
+    p.set_defaults(func=_main)
+
+
+def _main(args) -> int:
+    option = args.order
+    if args.api == "reduce_data_block":
+        option = args.reduce_type or "SUM"
+    elif args.api in ("vec_reduce_min", "vec_reduce_max"):
+        option = bool(args.cal_index)
+    data: Any = args.data
+    if args.values:
+        data = _parse_values(args.values)
+    elif data in (None, "random"):
+        data = None
+    elif data == "ones":
+        data = np.ones
+    elif data == "iota":
+        data = lambda n: np.arange(n) % 2048  # noqa: E731  (exact in half)
+    tensor = lambda t: tuple(int(v, 0) for v in t.split(",")) if t else None  # noqa: E731
+    sat = None if args.saturate is None else args.saturate == "on"
+    try:
+        case = make_case(args.api, chip=args.chip, dtype=args.dtype,
+                         mask=None if args.mask is None else _parse_mask(args.mask),
+                         repeat=args.repeat, src_blk_stride=args.src_blk_stride,
+                         src_rep_stride=args.src_rep_stride, dst_rep_stride=args.dst_rep_stride,
+                         option=option, saturate=sat, data=data, seed=args.seed,
+                         src=tensor(args.src), dst=tensor(args.dst))
+        amap = access_map(case)
+    except (ConstraintError, ValueError) as e:
+        print(f"ascend-ref explain: {e}", file=sys.stderr)
+        return 2
+    print(amap.text(max_repeats=args.max_repeats))
+    tree = None
+    if args.tree is not None or args.tree_png:
+        try:
+            tree = rounding_tree(case, repeat=args.tree or 0, block=args.block, stage=args.stage)
+        except ValueError as e:
+            print(f"\n(no rounding tree: {e})")
+        else:
+            print()
+            print(tree.text(depth=args.tree_depth, full=args.full_tree))
+    if args.png or (args.tree_png and tree is not None):
+        from . import viz
+
+        if args.png:
+            viz.save(viz.access_map(amap), args.png)
+            print(f"\naccess map picture: {args.png}")
+        if args.tree_png and tree is not None:
+            viz.save(viz.rounding_tree(tree), args.tree_png)
+            print(f"rounding tree picture: {args.tree_png}")
+    return 0 if amap.error is None else 1
+
+
+# ------------------------------------------------------------------ callable module ---------
+
+class _CallableModule(types.ModuleType):
+    """``ascend_ref.explain`` was a function naming a status code before this module existed
+    (``ascend_ref.explain(3)``); importing the module replaces that attribute of the package,
+    so the module answers the same call."""
+
+    def __call__(self, code: int) -> str:
+        return explain_code(code)
+
+
+sys.modules[__name__].__class__ = _CallableModule
+
+__all__ = ["make_case", "access_map", "AccessMap", "WriteTable", "rounding_tree", "replay",
+           "RoundingTree", "Node", "register", "explain_code"]

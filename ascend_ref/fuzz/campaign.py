@@ -1,0 +1,272 @@
+"""Campaign files (``configs/campaigns/*.toml``): what to fuzz, how, and against what.
+
+A campaign names the APIs, products and dtypes, the number of cases, the seed, the weights of
+every random choice (:class:`~ascend_ref.fuzz.generate.Distributions`) and the comparator.
+Its *identity* (``Campaign.id``) is a hash of everything that changes which cases are drawn
+or how they are judged — not the case count, chunk size, shrink budget or result file — so
+raising ``cases`` extends a finished campaign and an interrupted one resumes.
+See ``docs/fuzz.md`` for the full reference.
+
+>>> c = Campaign.from_dict({"campaign": {"name": "t", "apis": ["whole_reduce_sum"],
+...                                       "products": ["atlas_a2"], "cases": 10}})
+>>> c.apis, c.compare.kind, c.id.startswith("t-")
+(['whole_reduce_sum'], 'oracle', True)
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional, Union
+
+try:  # Python >= 3.11
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover - Python 3.10
+    import tomli as tomllib  # type: ignore[no-redef]
+
+from ..chips import API_NAMES, chips as all_chips, config_dir
+from .generate import (CAMPAIGN_DTYPES, Distributions, RngDraw, breakable_rules, build_pool,
+                       draw_campaign_case, pool_weights, template_universe)
+
+COMPARATORS = ("oracle", "product", "command")
+_CAMPAIGN_KEYS = {"name", "description", "seed", "cases", "apis", "products", "dtypes",
+                  "static_configs", "chunk", "ub_bytes", "cost_balance", "invalid_rate",
+                  "in_place_rate", "offset_rate", "workers"}
+_TOP_KEYS = {"campaign", "compare", "shrink", "results", "distributions"}
+
+
+def campaigns_dir() -> Path:
+    return config_dir() / "campaigns"
+
+
+@dataclass
+class Compare:
+    """The comparator: what the JAX reference is checked against.
+
+    ``oracle`` — expected = the scalar oracle, actual = the JAX path (default);
+    ``product`` — expected = JAX on the case's product, actual = JAX on ``product``;
+    ``command`` — expected = the JAX path, actual = an external command (a device under
+    test) fed through the file exchange of ``docs/fuzz.md``.
+    """
+
+    kind: str = "oracle"
+    product: Optional[str] = None
+    command: Optional[str] = None
+    timeout_s: float = 600.0
+
+    def identity(self) -> dict:
+        return {"kind": self.kind, "product": self.product, "command": self.command}
+
+    def describe(self) -> str:
+        if self.kind == "oracle":
+            return "JAX path (actual) vs scalar oracle (expected)"
+        if self.kind == "product":
+            return f"JAX on {self.product} (actual) vs JAX on the case's product (expected)"
+        return f"external command (actual) vs JAX path (expected): {self.command}"
+
+
+@dataclass
+class Shrink:
+    enabled: bool = True
+    budget_s: float = 120.0          # per run; mismatches left over are shrunk on the next run
+    max_evaluations: int = 3000      # per mismatch
+    cut_ub: bool = True              # finally cut the UB to a power of two >= 4 KiB
+
+
+@dataclass
+class Campaign:
+    name: str
+    description: str = ""
+    seed: int = 0
+    cases: int = 1000
+    apis: list = field(default_factory=lambda: list(API_NAMES))
+    products: list = field(default_factory=all_chips)
+    dtypes: Optional[list] = None
+    static_configs: int = 40
+    chunk: int = 200
+    ub_bytes: Union[int, str] = "product"
+    cost_balance: float = 0.5
+    dist: Distributions = field(default_factory=Distributions)
+    compare: Compare = field(default_factory=Compare)
+    shrink: Shrink = field(default_factory=Shrink)
+    db: str = "ascend-ref-fuzz.sqlite"
+    workers: int = 0                 # oracle worker processes (0: in this process)
+    source: str = ""                 # the TOML text (stored with the results)
+    path: Optional[str] = None
+
+    # ------------------------------------------------------------------ loading -----------
+    @classmethod
+    def load(cls, name_or_path: Union[str, Path, None] = None) -> "Campaign":
+        """A campaign file: a path, or a name in ``configs/campaigns/`` (default ``default``)."""
+        p = Path(name_or_path) if name_or_path else campaigns_dir() / "default.toml"
+        if not p.exists() and not p.suffix:
+            p = campaigns_dir() / f"{p.name}.toml"
+        if not p.exists():
+            known = sorted(x.stem for x in campaigns_dir().glob("*.toml"))
+            raise FileNotFoundError(f"no campaign {name_or_path!s}: not a file, and not one of "
+                                    f"{known} in {campaigns_dir()}")
+        text = p.read_text()
+        try:
+            raw = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as e:
+            raise ValueError(f"{p}: {e}") from None
+        c = cls.from_dict(raw, source=text, where=str(p))
+        c.path = str(p)
+        return c
+
+    @classmethod
+    def from_dict(cls, raw: dict, source: str = "", where: str = "campaign") -> "Campaign":
+        bad = set(raw) - _TOP_KEYS
+        if bad:
+            raise ValueError(f"{where}: unknown table(s) {sorted(bad)}; known: {sorted(_TOP_KEYS)}")
+        c = dict(raw.get("campaign", {}))
+        bad = set(c) - _CAMPAIGN_KEYS
+        if bad:
+            raise ValueError(f"{where}: unknown [campaign] key(s) {sorted(bad)}; "
+                             f"known: {sorted(_CAMPAIGN_KEYS)}")
+        if "name" not in c:
+            raise ValueError(f"{where}: [campaign] needs a name")
+        apis = _all_or(c.get("apis"), list(API_NAMES), "apis", where)
+        products = _all_or(c.get("products"), all_chips(), "products", where)
+        dtypes = c.get("dtypes")
+        dtypes = None if dtypes in (None, "all", ["all"]) else _all_or(dtypes, CAMPAIGN_DTYPES,
+                                                                       "dtypes", where)
+        rates = {k: c[k] for k in ("invalid_rate", "in_place_rate", "offset_rate") if k in c}
+        try:
+            dist = Distributions(raw.get("distributions", {}), **rates)
+        except ValueError as e:
+            raise ValueError(f"{where}: {e}") from None
+        cmp_raw = dict(raw.get("compare", {}))
+        bad = set(cmp_raw) - {"kind", "product", "command", "timeout_s"}
+        if bad:
+            raise ValueError(f"{where}: unknown [compare] key(s) {sorted(bad)}")
+        cmp = Compare(**cmp_raw)
+        if cmp.kind not in COMPARATORS:
+            raise ValueError(f"{where}: [compare] kind = {cmp.kind!r}; one of {COMPARATORS}")
+        if cmp.kind == "product":
+            if cmp.product not in all_chips():
+                raise ValueError(f"{where}: [compare] product = {cmp.product!r}; "
+                                 f"one of {all_chips()}")
+        if cmp.kind == "command" and not cmp.command:
+            raise ValueError(f"{where}: [compare] kind = 'command' needs command = '...'")
+        sh_raw = dict(raw.get("shrink", {}))
+        bad = set(sh_raw) - {"enabled", "budget_s", "max_evaluations", "cut_ub"}
+        if bad:
+            raise ValueError(f"{where}: unknown [shrink] key(s) {sorted(bad)}")
+        res = dict(raw.get("results", {}))
+        bad = set(res) - {"db"}
+        if bad:
+            raise ValueError(f"{where}: unknown [results] key(s) {sorted(bad)}")
+        ub = c.get("ub_bytes", "product")
+        if not (ub == "product" or (isinstance(ub, int) and 1024 <= ub <= 262144 and ub % 64 == 0)):
+            raise ValueError(f"{where}: ub_bytes = {ub!r}: 'product' or a multiple of 64 in "
+                             f"[1024, 262144]")
+        camp = cls(
+            name=str(c["name"]), description=str(c.get("description", "")),
+            seed=int(c.get("seed", 0)), cases=int(c.get("cases", 1000)), apis=apis,
+            products=products, dtypes=dtypes, static_configs=int(c.get("static_configs", 40)),
+            chunk=max(1, int(c.get("chunk", 200))), ub_bytes=ub,
+            cost_balance=float(c.get("cost_balance", 0.5)), dist=dist, compare=cmp,
+            shrink=Shrink(**sh_raw), db=str(res.get("db", "ascend-ref-fuzz.sqlite")),
+            workers=_workers(c.get("workers", "auto"), where), source=source)
+        if not camp.universe():
+            raise ValueError(f"{where}: no API / product / dtype combination is left to fuzz")
+        return camp
+
+    def to_dict(self) -> dict:
+        """The campaign as a TOML-shaped dict (``from_dict(to_dict())`` gives it back, CLI
+        overrides included); stored with the results so a replay needs no file."""
+        c = {"name": self.name, "description": self.description, "seed": self.seed,
+             "cases": self.cases, "apis": list(self.apis), "products": list(self.products),
+             "static_configs": self.static_configs, "chunk": self.chunk,
+             "ub_bytes": self.ub_bytes, "cost_balance": self.cost_balance,
+             "invalid_rate": self.dist.invalid_rate, "in_place_rate": self.dist.in_place_rate,
+             "offset_rate": self.dist.offset_rate, "workers": self.workers}
+        if self.dtypes:
+            c["dtypes"] = list(self.dtypes)
+        cmp = {k: v for k, v in vars(self.compare).items() if v is not None}
+        return {"campaign": c, "compare": cmp, "shrink": dict(vars(self.shrink)),
+                "results": {"db": self.db},
+                "distributions": {t: dict(w) for t, w in self.dist.weights.items()}}
+
+    # ------------------------------------------------------------------ identity ----------
+    def identity(self) -> dict:
+        """What decides the cases and their verdicts (the hash behind :attr:`id`)."""
+        return {"seed": self.seed, "apis": self.apis, "products": self.products,
+                "dtypes": self.dtypes, "static_configs": self.static_configs,
+                "ub_bytes": self.ub_bytes, "cost_balance": self.cost_balance,
+                "dist": self.dist.as_dict(), "compare": self.compare.identity(),
+                "generator": GENERATOR_VERSION}
+
+    @property
+    def id(self) -> str:
+        h = hashlib.sha1(json.dumps(self.identity(), sort_keys=True).encode()).hexdigest()
+        return f"{self.name}-{h[:10]}"
+
+    # ------------------------------------------------------------------ cases -------------
+    def universe(self) -> list:
+        other = self.compare.product if self.compare.kind == "product" else None
+        return template_universe(self.apis, self.products, self.dtypes, self.ub_bytes,
+                                 self.dist, also_on=other)
+
+    def pool(self) -> list:
+        """The campaign's static configurations (cached)."""
+        if getattr(self, "_pool", None) is None:
+            extra = None
+            if self.dist.invalid_rate > 0:       # cover every rule a case can be drawn to break
+                extra = lambda t: {("validity", r) for r in breakable_rules(t)   # noqa: E731
+                                   if self.dist.weight("invalid", r) > 0}
+            self._pool = build_pool(self.universe(), self.static_configs, self.seed, extra)
+            self._weights = pool_weights(self._pool, self.cost_balance)
+        return self._pool
+
+    def case(self, case_id: int):
+        """Case ``case_id``: a pure function of (campaign identity, case id)."""
+        pool = self.pool()
+        d = RngDraw(self.seed, case_id)
+        k = d.choice(list(range(len(pool))), self._weights)
+        prefer = None
+        if case_id < MIN_CASES_PER_CONFIG * len(pool):   # every configuration runs at least twice,
+            k = case_id % len(pool)                       # at both ends of its repeat range
+            classes = [x for x in pool[k].classes if self.dist.weight("repeat", x) > 0]
+            if classes:
+                prefer = classes[-1] if case_id < len(pool) else classes[0]
+        case = draw_campaign_case(d, pool[k], self.dist, prefer_repeat=prefer)
+        case.tags["case_id"] = int(case_id)
+        return case
+
+    def summary(self) -> str:
+        return (f"campaign {self.name} ({self.id}): {self.cases} cases, seed {self.seed}, "
+                f"{len(self.apis)} API(s) x {len(self.products)} product(s), "
+                f"{len(self.pool())} static configurations; {self.compare.describe()}")
+
+
+#: bump when the campaign generator changes which case a (seed, case id) gives
+GENERATOR_VERSION = 2
+#: the first ``MIN_CASES_PER_CONFIG * len(pool)`` case ids go round-robin over the pool
+MIN_CASES_PER_CONFIG = 2
+
+
+def _workers(v, where: str) -> int:
+    """``"auto"``: one oracle worker process when there are at least 2 CPUs, else none."""
+    if v == "auto":
+        import os
+
+        return 1 if (os.cpu_count() or 1) >= 2 else 0
+    if isinstance(v, int) and 0 <= v <= 64:
+        return v
+    raise ValueError(f"{where}: workers = {v!r}: 'auto' or an int in [0, 64]")
+
+
+def _all_or(v: Any, universe: list, key: str, where: str) -> list:
+    if v in (None, "all", ["all"]):
+        return list(universe)
+    if isinstance(v, str):
+        v = [v]
+    bad = [x for x in v if x not in universe]
+    if bad:
+        raise ValueError(f"{where}: [campaign] {key}: unknown {bad}; known: {universe}")
+    return list(v)
+

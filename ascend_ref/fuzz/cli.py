@@ -1,0 +1,119 @@
+"""``ascend-ref fuzz`` — the project's main job (see ``docs/fuzz.md``).
+
+    ascend-ref fuzz                         # the default campaign: every API and product
+    ascend-ref fuzz a2_vs_950               # a campaign by name (configs/campaigns/) or path
+    ascend-ref fuzz --replay default:123    # re-run one case and explain it
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "fuzz", help="run a fuzz campaign (default: the main job) or replay one case",
+        description="Fuzz campaigns over the parameter space, JAX reference vs a comparator "
+                    "(scalar oracle, another product, or a device command). Results go to "
+                    "SQLite; an interrupted campaign resumes where it stopped.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="examples:\n  ascend-ref fuzz\n  ascend-ref fuzz a2_vs_950\n"
+               "  ascend-ref fuzz configs/campaigns/tie_rule.toml --cases 500\n"
+               "  ascend-ref fuzz --replay default:17\n  ascend-ref fuzz --list")
+    p.add_argument("campaign", nargs="?", default=None,
+                   help="campaign TOML file, or a name in configs/campaigns/ (default: default)")
+    p.add_argument("--cases", type=int, help="override the case count (more extends a campaign)")
+    p.add_argument("--seed", type=int, help="override the seed (a new campaign identity)")
+    p.add_argument("--db", help="results file (default: the campaign's [results] db, "
+                                "else ascend-ref-fuzz.sqlite in the current directory)")
+    p.add_argument("--fresh", action="store_true",
+                   help="forget this campaign's stored results and run it again")
+    p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
+    p.add_argument("--workers", type=int, metavar="N",
+                   help="oracle worker processes (default: the campaign's, 'auto' = 1 on 2+ CPUs)")
+    p.add_argument("--no-shrink", action="store_true", help="record mismatches, do not shrink")
+    p.add_argument("--shrink-budget", type=float, metavar="S",
+                   help="seconds for shrinking in this run (default: the campaign's budget)")
+    p.add_argument("--replay", metavar="[NAME:]ID",
+                   help="re-run case ID (a mismatch: its minimal case) and explain it")
+    p.add_argument("--original", action="store_true",
+                   help="with --replay: the original case, not the shrunk one")
+    p.add_argument("--save", metavar="FILE.npz", help="with --replay: save the case (npz)")
+    p.add_argument("--report", action="store_true",
+                   help="print the stored report of the campaign without running it")
+    p.add_argument("--detail", action="store_true", help="untruncated coverage table")
+    p.add_argument("--list", action="store_true",
+                   help="list campaign files and the campaigns stored in the results file")
+    p.set_defaults(func=main)
+
+
+def main(args) -> int:
+    from .campaign import Campaign
+    from .runner import DEFAULT_DB
+
+    try:
+        if args.list:
+            return _list(args)
+        if args.replay:
+            from .replay import replay
+
+            db = args.db or (Campaign.load(args.campaign).db if args.campaign else DEFAULT_DB)
+            return replay(args.replay, db, args.campaign, original=args.original,
+                          save=args.save)
+        camp = Campaign.load(args.campaign)
+        if args.cases is not None:
+            camp.cases = args.cases
+        if args.seed is not None:
+            camp.seed = args.seed
+            camp._pool = None
+        if args.workers is not None:
+            camp.workers = max(0, args.workers)
+        if args.shrink_budget is not None:
+            camp.shrink.budget_s = args.shrink_budget
+        db = args.db or camp.db or DEFAULT_DB
+        if args.report:
+            from .runner import report
+            from .store import Store
+
+            if not Path(db).exists():
+                print(f"no results file {db}", file=sys.stderr)
+                return 2
+            print(report(camp, Store(db), detail=args.detail))
+            return 0
+        from .runner import run_campaign
+
+        s = run_campaign(camp, db, fresh=args.fresh, quiet=args.quiet,
+                         do_shrink=False if args.no_shrink else None)
+        return 1 if s["mismatch"] and camp.compare.kind != "product" else 0
+    except (FileNotFoundError, ValueError) as e:
+        print(f"ascend-ref fuzz: {e}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("\ninterrupted: committed chunks are kept; run the same command to resume",
+              file=sys.stderr)
+        return 130
+
+
+def _list(args) -> int:
+    from .campaign import Campaign, campaigns_dir
+    from .runner import DEFAULT_DB
+    from .store import Store
+
+    print(f"campaign files in {campaigns_dir()}:")
+    for p in sorted(campaigns_dir().glob("*.toml")):
+        try:
+            c = Campaign.load(p)
+            print(f"  {p.stem:<14} {c.cases:>6} cases  {c.compare.kind:<8} {c.description[:70]}")
+        except Exception as e:  # noqa: BLE001
+            print(f"  {p.stem:<14} (invalid: {e})")
+    db = args.db or DEFAULT_DB
+    if Path(db).exists():
+        st = Store(db)
+        print(f"campaigns in {db}:")
+        for row in st.find_campaigns():
+            n = st.counts(row["id"])
+            print(f"  {row['id']:<28} {n['total']:>6}/{row['cases']} cases, "
+                  f"{n['mismatch']} mismatch(es)")
+    return 0

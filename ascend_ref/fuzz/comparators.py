@@ -1,0 +1,230 @@
+"""Comparators: run a list of cases on two sides and return (expected, actual) outcomes.
+
+The JAX side always goes through :func:`ascend_ref.batch.run_cases` (batched). The other
+side is the scalar oracle, the JAX path on another product, or an external command.
+A side that crashes on a case (a Python exception) yields a :class:`Crash` outcome, which
+never agrees with anything: a crash is a finding, not an abort.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import traceback
+from typing import Callable, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..case import Case, Outcome, run_jax, run_oracle
+from . import exchange
+from .signature import signature as bit_signature
+
+
+class Crash(Outcome):
+    """A side raised something other than a constraint error."""
+
+    def __init__(self, side: str, exc: BaseException):
+        super().__init__(None)
+        self.side = side
+        self.error = f"{type(exc).__name__}: {exc}"
+        self.trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-2000:]
+
+    def __repr__(self) -> str:
+        return f"Crash({self.side}: {self.error})"
+
+
+class Skip(Outcome):
+    """The device under test did not run the case (or gave no usable answer)."""
+
+    def __init__(self, verdict: str, note: str):
+        super().__init__(None)
+        self.verdict, self.note = verdict, note
+
+    def __repr__(self) -> str:
+        return f"Skip({self.verdict}: {self.note})"
+
+
+#: at most this many cases of one static configuration per :func:`run_cases` call: the batch
+#: executor compiles one kernel per (configuration, batch size bucket), so a bounded group
+#: size keeps one executable per configuration for the whole campaign (and its shrinking)
+GROUP = 8
+
+
+def _config_key(c: Case):
+    t = c.tags.get("template")
+    if t is not None and not c.tags.get("shrunk"):
+        return ("t", t)
+    return (c.api, c.chip, c.dtype, str(c.option), isinstance(c.mask, int), c.ub.size)
+
+
+def run_jax_batch(cases: Sequence[Case]) -> List[Outcome]:
+    """JAX outcomes of ``cases`` (in order) through :func:`ascend_ref.batch.run_cases`, in
+    rounds holding at most :data:`GROUP` cases of each static configuration."""
+    cases = list(cases)
+    groups: dict = {}
+    for i, c in enumerate(cases):
+        groups.setdefault(_config_key(c), []).append(i)
+    out: List[Optional[Outcome]] = [None] * len(cases)
+    rounds = max((len(v) for v in groups.values()), default=0)
+    for r in range(0, rounds, GROUP):
+        idx = [i for v in groups.values() for i in v[r:r + GROUP]]
+        for i, o in zip(idx, _run_cases_safe([cases[i] for i in idx])):
+            out[i] = o
+    return out  # type: ignore[return-value]
+
+
+def _run_cases_safe(cases: Sequence[Case]) -> List[Outcome]:
+    from ..batch import run_cases
+
+    try:
+        return list(run_cases(list(cases)))
+    except Exception:  # noqa: BLE001 - isolate the case that breaks the batch
+        out = []
+        for c in cases:
+            try:
+                out.append(run_jax(c))
+            except Exception as e:  # noqa: BLE001
+                out.append(Crash("jax", e))
+        return out
+
+
+def _safe(fn: Callable, side: str, c: Case) -> Outcome:
+    try:
+        return fn(c)
+    except Exception as e:  # noqa: BLE001
+        return Crash(side, e)
+
+
+def compare(case: Case, expected: Outcome, actual: Outcome) -> Tuple[str, Optional[str]]:
+    """``(verdict, signature)``: verdict ``pass`` / ``mismatch`` / ``skip``."""
+    for o, who in ((expected, "expected"), (actual, "actual")):
+        if isinstance(o, Crash):
+            return "mismatch", f"crash ({who}: {o.error.split(':')[0]})"
+        if isinstance(o, Skip):
+            if o.verdict == "skip":
+                return "skip", None
+            return "mismatch", f"device {o.verdict} result"
+    sig = bit_signature(case, expected, actual)
+    return ("pass", None) if sig is None else ("mismatch", sig)
+
+
+class Comparator:
+    """Base: ``run(cases, progress)`` → ``(expected, actual)`` lists of outcomes."""
+
+    expected_label = "expected"
+    actual_label = "actual"
+
+    def run(self, cases: Sequence[Case], progress: Callable[[int], None] = lambda n: None):
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+def oracle_many(cases: Sequence[Case]) -> List[Outcome]:
+    """The scalar oracle on each case (a worker-process entry point)."""
+    return [_safe(run_oracle, "oracle", c) for c in cases]
+
+
+class OracleComparator(Comparator):
+    """Expected: the scalar oracle; actual: the JAX path. With ``workers`` > 0 the oracle runs
+    in that many worker processes while the JAX side runs (and compiles) in this one."""
+
+    expected_label, actual_label = "oracle", "jax"
+
+    def __init__(self, workers: int = 0):
+        self.workers = int(workers)
+        self.pool = None
+
+    def _executor(self):
+        if self.pool is None:
+            from .worker import Workers
+
+            self.pool = Workers(self.workers)
+        return self.pool
+
+    def run(self, cases, progress=lambda n: None):
+        if self.workers <= 0 or len(cases) < 8:
+            actual = run_jax_batch(cases)
+            expected = []
+            for c in cases:
+                expected.append(_safe(run_oracle, "oracle", c))
+                progress(1)
+            return expected, actual
+        ex = self._executor()
+        step = max(4, min(32, len(cases) // (4 * self.workers) or 4))
+        futs = [ex.submit(cases[i:i + step]) for i in range(0, len(cases), step)]
+        actual = run_jax_batch(cases)
+        expected = []
+        for f in futs:
+            part = f.result()
+            expected += part
+            progress(len(part))
+        return expected, actual
+
+    def close(self) -> None:
+        if self.pool is not None:
+            self.pool.close()
+            self.pool = None
+
+
+class ProductComparator(Comparator):
+    def __init__(self, product: str):
+        self.product = product
+        self.expected_label, self.actual_label = "jax@case product", f"jax@{product}"
+
+    def run(self, cases, progress=lambda n: None):
+        expected = run_jax_batch(cases)
+        other = [dataclasses.replace(c, chip=self.product, tags=dict(c.tags)) for c in cases]
+        actual = run_jax_batch(other)
+        progress(len(cases))
+        return expected, actual
+
+
+class CommandComparator(Comparator):
+    expected_label, actual_label = "jax", "device"
+
+    def __init__(self, command: str, timeout_s: float = 600.0, keep_dirs: bool = False):
+        self.command, self.timeout_s, self.keep = command, timeout_s, keep_dirs
+
+    def run(self, cases, progress=lambda n: None):
+        expected = run_jax_batch(cases)
+        names = exchange.names_for(c.tags.get("case_id", f"x{i:07d}") if "case_id" in c.tags
+                                   else f"x{i:07d}" for i, c in enumerate(cases))
+        if len(set(names)) != len(names):
+            names = [f"x{i:07d}" for i in range(len(cases))]
+        with exchange.ExchangeDir(keep=self.keep) as folder:
+            exchange.write_exchange(folder, cases, names,
+                                    [not isinstance(e, Crash) and e.code is None for e in expected])
+            exchange.run_command(self.command, folder, self.timeout_s)
+            actual = []
+            for n, e in zip(names, expected):
+                verdict, out, note = exchange.read_result(folder / "results" / f"{n}.npz", e)
+                actual.append(out if verdict == "ok" else Skip(verdict, note))
+        progress(len(cases))
+        return expected, actual
+
+
+def make(camp) -> Comparator:
+    k = camp.compare.kind
+    if k == "oracle":
+        return OracleComparator(camp.workers)
+    if k == "product":
+        return ProductComparator(camp.compare.product)
+    return CommandComparator(camp.compare.command, camp.compare.timeout_s)
+
+
+def evaluate(comparator: Comparator, cases: Sequence[Case]) -> List[Optional[str]]:
+    """Signature of each case under ``comparator`` (None: agree; ``"skip"`` for skipped)."""
+    if not cases:
+        return []
+    exp, act = comparator.run(cases)
+    out = []
+    for c, e, a in zip(cases, exp, act):
+        v, s = compare(c, e, a)
+        out.append("skip" if v == "skip" else s)
+    return out
+
+
+__all__ = ["Comparator", "OracleComparator", "ProductComparator", "CommandComparator", "Crash",
+           "Skip", "compare", "evaluate", "make", "run_jax_batch"]
+_ = np

@@ -1,0 +1,130 @@
+"""Coverage model of a campaign: bins over the parameter space, what a campaign can reach,
+and the table printed at the end of a run.
+
+Each case falls into one value of every *bin group* (:func:`case_bins`); the model
+(:func:`model`) lists, per group, the values the campaign's APIs, products, dtypes and
+distributions can reach, so the table says what was hit and what was missed.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from ..case import TIK, Case
+from .generate import (MASK_BITS_KINDS, MASK_COUNT_KINDS, MASK_MODES, REPEAT_CLASSES,
+                       STRIDE_REGIMES, _TABLE_VALUES, breakable_rules)
+
+#: bin groups, in table order
+GROUPS = ["api", "product", "api x product", "api x dtype", "api x option", "mask", "repeat",
+          "api x repeat", "src stride", "blk stride", "dst stride", "layout", "data",
+          "saturate", "validity", "outcome"]
+_SUM = ("whole_reduce_sum", "reduce_data_block", "vec_reduce_add")
+
+
+def _opt(case_or_t) -> Optional[str]:
+    o = case_or_t.option
+    if o is None:
+        return None
+    if isinstance(o, bool):
+        return "cal_index" if o else "no_index"
+    return str(getattr(o, "value", o))
+
+
+def case_bins(case: Case, expected_code: str) -> dict:
+    """``{group: value}`` for one case (``expected_code``: "ok" or the expected error)."""
+    t = case.tags
+    a = case.api
+    b = {"api": a, "product": case.chip, "api x product": f"{a}/{case.chip}",
+         "api x dtype": f"{a}/{case.dtype}", "mask": t.get("mask", "?"),
+         "repeat": t.get("repeat_class", "?"), "api x repeat": f"{a}/{t.get('repeat_class')}",
+         "src stride": t.get("stride_regime", "?"), "layout": t.get("layout", "?"),
+         "data": t.get("data", "?"), "validity": t.get("validity", "valid"),
+         "outcome": expected_code}
+    if _opt(case) is not None:
+        b["api x option"] = f"{a}/{_opt(case)}"
+    if a not in TIK:
+        b["blk stride"] = t.get("blk_stride", "?")
+        b["dst stride"] = t.get("dst_stride", "?")
+    if "saturate" in t:
+        b["saturate"] = t["saturate"]
+    return b
+
+
+def model(camp) -> dict:
+    """``{group: set of reachable values}`` (no entry: the group is counted, not bounded)."""
+    uni = [t for t, _ in camp.universe()]
+    dist = camp.dist
+    w = dist.weight
+    m = {g: set() for g in GROUPS if g != "outcome"}
+    for t in uni:
+        a = t.api
+        m["api"].add(a)
+        for c in t.chips:
+            m["product"].add(c)
+            m["api x product"].add(f"{a}/{c}")
+        m["api x dtype"].add(f"{a}/{t.dtype}")
+        if _opt(t) is not None:
+            m["api x option"].add(f"{a}/{_opt(t)}")
+        m["mask"] |= {f"{t.mask_mode}:{k}" for k in
+                      (MASK_COUNT_KINDS if t.mask_mode == "count" else MASK_BITS_KINDS)
+                      if w("mask_count" if t.mask_mode == "count" else "mask_bits", k) > 0}
+        for k in t.classes:
+            if w("repeat", k) > 0:
+                m["repeat"].add(k)
+                m["api x repeat"].add(f"{a}/{k}")
+        if a not in TIK:
+            m["blk stride"] |= {_stride_tag(k) for k in _TABLE_VALUES["blk_stride"]
+                                if w("blk_stride", k) > 0}
+            m["dst stride"] |= {_stride_tag(k) for k in _TABLE_VALUES["dst_stride"]
+                                if w("dst_stride", k) > 0}
+            if dist.in_place_rate > 0:
+                m["layout"].add("in_place")
+        if a in _SUM and t.dtype == "float16":
+            m["saturate"] |= {k for k in _TABLE_VALUES["saturate"] if w("saturate", k) > 0}
+        m["validity"] |= breakable_rules(t) if dist.invalid_rate > 0 else set()
+    m["src stride"] = {k for k in STRIDE_REGIMES if w("stride", k) > 0}
+    m["layout"] |= {"at_zero"} | ({"offset"} if dist.offset_rate > 0 else set())
+    m["data"] = {k for k in _TABLE_VALUES["data"] if w("data", k) > 0}
+    m["validity"] = {v for v in m["validity"] if w("invalid", v) > 0}
+    if dist.invalid_rate < 1:
+        m["validity"].add("valid")
+    return {g: v for g, v in m.items() if v}
+
+
+def _stride_tag(k: str) -> str:
+    return {"double": "gapped"}.get(k, k)
+
+
+def table(hits: dict, mdl: dict, width: int = 100, detail: bool = False) -> str:
+    """The coverage table: per group hit / reachable bins, and the misses (or top values)."""
+    lines = [f"{'coverage bin':<16}{'hit / bins':>13}{'':>7}  values (hits) / missing"]
+    tot_hit = tot = 0
+    for g in GROUPS:
+        vals = hits.get(g, {})
+        reach = mdl.get(g)
+        if not vals and not reach:
+            continue
+        if reach:
+            hit = len([v for v in reach if vals.get(v)])
+            tot_hit += hit
+            tot += len(reach)
+            pct = f"{100.0 * hit / len(reach):5.1f}%"
+            missing = sorted(v for v in reach if not vals.get(v))
+            head = f"{g:<16}{hit:>6} / {len(reach):<4}{pct:>7}  "
+        else:
+            missing = []
+            head = f"{g:<16}{len(vals):>6}{'':>7}{'':>7}  "
+        if missing:
+            body = "MISSING " + ", ".join(missing)
+        else:
+            top = sorted(vals.items(), key=lambda kv: (-kv[1], kv[0]))
+            body = " ".join(f"{k}({n})" for k, n in top)
+        if not detail and len(head) + len(body) > width:
+            body = body[:max(10, width - len(head) - 3)] + "..."
+        lines.append(head + body)
+    if tot:
+        lines.append(f"{'total':<16}{tot_hit:>6} / {tot:<4}{100.0 * tot_hit / tot:6.1f}%")
+    return "\n".join(lines)
+
+
+__all__ = ["GROUPS", "case_bins", "model", "table", "MASK_MODES", "REPEAT_CLASSES"]

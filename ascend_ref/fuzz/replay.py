@@ -1,0 +1,280 @@
+"""``ascend-ref fuzz --replay [NAME:]ID``: re-run one case on both sides and explain it.
+
+A mismatch replays its shrunk (minimal) case unless ``--original`` is given; any other case
+id is re-drawn from (seed, case id). The explanation names the case, the comparator, the
+bit signature, every differing element (tensor, element, role, expected and actual bits and
+values), the non-zero source data, and a Python snippet that reproduces the call.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import List, Optional, TextIO
+
+import numpy as np
+
+from ..case import TIK, Case, Outcome
+from . import comparators, exchange
+from .campaign import Campaign
+from .generate import slot_bytes
+from .signature import _roles
+
+MAX_ROWS = 24
+
+
+# ---------------------------------------------------------------------- values ------------
+
+def fmt_bits(bits: int, dtype: str) -> str:
+    s = np.dtype(dtype).itemsize
+    bt = np.dtype(f"uint{8 * s}")
+    raw = np.array(bits, bt)
+    if dtype.startswith("float"):
+        v = raw.view(dtype)
+        text = repr(float(v)) if np.isfinite(v) else ("nan" if np.isnan(v) else
+                                                      ("inf" if v > 0 else "-inf"))
+        if np.isnan(v):
+            text = f"nan(payload {bits & ((1 << (10 if s == 2 else 23)) - 1):#x})"
+    else:
+        text = str(int(raw.view(dtype)))
+    return f"{bits:#0{2 + 2 * s}x} ({text})"
+
+
+def where(case: Case, addr: int) -> str:
+    """``"dst[3] (repeat 1, index)"``: the tensor element holding byte ``addr``."""
+    s = np.dtype(case.dtype).itemsize
+    for name, (a, n) in sorted(case.tensors.items(), key=lambda kv: kv[0] != "dst"):
+        if a <= addr < a + n * s:
+            k = (addr - a) // s
+            role = _roles(case, addr)
+            extra = ""
+            if name == "dst" and case.api not in TIK:
+                try:
+                    unit = slot_bytes(case.api, case.dtype, getattr(case.option, "value",
+                                                                    case.option))
+                except KeyError:
+                    unit = 0
+                drs = int(case.params.get("dst_rep_stride", 1))
+                if unit and drs:
+                    extra = f"repeat {(addr - a) // (drs * unit)}, "
+                elif unit:
+                    extra = "every repeat (dst_rep_stride 0), "
+            elif name == "work_tensor":
+                pair = 2 if case.api in ("vec_reduce_min", "vec_reduce_max") else 1
+                extra = f"stage-1 result of repeat {k // pair}, "
+            return f"{name}[{k}] ({extra}{role})"
+    return f"byte {addr} (outside every tensor)"
+
+
+def mask_text(case: Case) -> str:
+    m = case.mask
+    if isinstance(m, int):
+        return f"{m} (continuous: lanes 0..{m - 1})" if m > 0 else "0"
+    words = list(m)
+    if case.api in TIK and len(words) == 2:
+        words = [words[1], words[0]]
+    bits = 0
+    for i, w in enumerate(words[:2]):
+        bits |= int(w) << (64 * i)
+    lanes = [i for i in range(128) if bits >> i & 1]
+    shown = _ranges(lanes)
+    return f"{[hex(w) for w in m]} (bit mode: lanes {shown})"
+
+
+def _ranges(xs: List[int]) -> str:
+    out, i = [], 0
+    while i < len(xs):
+        j = i
+        while j + 1 < len(xs) and xs[j + 1] == xs[j] + 1:
+            j += 1
+        out.append(str(xs[i]) if i == j else f"{xs[i]}-{xs[j]}")
+        i = j + 1
+    return ", ".join(out) or "none"
+
+
+def _words(ub: np.ndarray, s: int) -> np.ndarray:
+    n = ub.size // s * s
+    return ub[:n].view(f"uint{8 * s}")
+
+
+def source_text(case: Case) -> List[str]:
+    s = np.dtype(case.dtype).itemsize
+    a, n = case.tensors.get("src", (0, 0))
+    if a % s:
+        return [f"src at byte {a} (misaligned)"]
+    w = _words(case.ub, s)[a // s: a // s + n]
+    nz = np.flatnonzero(w)
+    if not nz.size:
+        return [f"src: all {n} elements are +0"]
+    lines = [f"src: {n} elements, {nz.size} non-zero (the rest +0):"]
+    for i in nz[:MAX_ROWS]:
+        lines.append(f"    src[{int(i)}] = {fmt_bits(int(w[i]), case.dtype)}")
+    if nz.size > MAX_ROWS:
+        lines.append(f"    ... {nz.size - MAX_ROWS} more")
+    return lines
+
+
+def diff_rows(case: Case, e: Outcome, a: Outcome) -> List[str]:
+    s = np.dtype(case.dtype).itemsize
+    und = e.undefined | a.undefined
+    bad = np.flatnonzero((e.ub != a.ub) & ~und)
+    words = sorted({int(b) // s * s for b in bad})
+    rows = []
+    for lo in words[:MAX_ROWS]:
+        ev = int(e.ub[lo:lo + s].view(f"uint{8 * s}")[0])
+        av = int(a.ub[lo:lo + s].view(f"uint{8 * s}")[0])
+        bv = int(case.ub[lo:lo + s].view(f"uint{8 * s}")[0])
+        dt = case.dtype if _roles(case, lo) == "value" else f"uint{8 * s}"
+        rows.append(f"    {where(case, lo):<40} expected {fmt_bits(ev, dt)}  actual "
+                    f"{fmt_bits(av, dt)}  (before {bv:#0{2 + 2 * s}x})")
+    if len(words) > MAX_ROWS:
+        rows.append(f"    ... {len(words) - MAX_ROWS} more element(s)")
+    if not words:
+        for name, m1, m2 in (("undefined", e.undefined, a.undefined),
+                             ("written", e.written, a.written)):
+            d = np.flatnonzero(m1 != m2)
+            if d.size:
+                rows.append(f"    {name} masks differ at {d.size} byte(s), first "
+                            f"{where(case, int(d[0]))}: expected {bool(m1[d[0]])}, "
+                            f"actual {bool(m2[d[0]])}")
+    return rows
+
+
+def python_snippet(case: Case) -> List[str]:
+    s = np.dtype(case.dtype).itemsize
+    w = _words(case.ub, s)
+    nz = np.flatnonzero(w)
+    lines = ["import numpy as np, ascend_ref as ar",
+             f"ub = np.zeros({case.ub.size}, np.uint8)"]
+    if nz.size and nz.size <= 64:
+        lines.append(f"ub.view(np.uint{8 * s})[{[int(i) for i in nz]}] = "
+                     f"{[hex(int(w[i])) for i in nz]}".replace("'", ""))
+    elif nz.size:
+        lines[1] = "ub = np.load('repro.npz')['ub']   # written by --save repro.npz"
+    t = {k: f"ar.Tensor({a}, {case.dtype!r}, {n})" for k, (a, n) in case.tensors.items()}
+    p = case.params
+    mask = case.mask if isinstance(case.mask, int) else "[" + ", ".join(hex(x) for x in case.mask) + "]"
+    kw = f"chip={case.chip!r}"
+    if case.api in TIK:
+        args = [str(mask), t["dst"], t["src"], t["work_tensor"], str(p["repeat"]),
+                str(p["src_rep_stride"])]
+        if case.api != "vec_reduce_add":
+            args.append(f"cal_index={case.option}")
+        else:
+            kw += f", saturate={case.saturate}"
+        call = f"ar.tik.{case.api}(ub, {', '.join(args)}, {kw})"
+    else:
+        args = [t["dst"], t["src"], str(mask), str(p["repeat"]), str(p["dst_rep_stride"]),
+                str(p["src_blk_stride"]), str(p["src_rep_stride"])]
+        if case.api in ("whole_reduce_min", "whole_reduce_max"):
+            args.append(repr(getattr(case.option, "value", case.option)))
+        elif case.api == "reduce_data_block":
+            kw = f"reduce_type={case.option!r}, " + kw + f", saturate={case.saturate}"
+        else:
+            kw += f", saturate={case.saturate}"
+        call = f"ar.ascendc.{case.api}(ub, {', '.join(args)}, {kw})"
+    lines.append(f"ub, info = {call[:-1]}, return_info=True)")
+    lines.append(f"# the scalar oracle takes the same arguments: ar.oracle.{case.api}(ub, ...)")
+    return lines
+
+
+def explain(case: Case, expected: Outcome, actual: Outcome, labels=("expected", "actual"),
+            title: str = "") -> str:
+    verdict, sig = comparators.compare(case, expected, actual)
+    lines = [title] if title else []
+    lines.append(f"case: {case.describe()}")
+    if case.tags.get("validity") not in (None, "valid"):
+        lines.append(f"  drawn to break a rule: {case.tags['validity']}")
+    lines.append(f"mask: {mask_text(case)}")
+    lines += source_text(case)
+    lines.append(f"{labels[0]} (expected): {_outcome_text(expected)}")
+    lines.append(f"{labels[1]} (actual): {_outcome_text(actual)}")
+    if verdict == "pass":
+        lines.append("verdict: the two sides agree bit for bit")
+    elif verdict == "skip":
+        lines.append("verdict: skipped by the device")
+    else:
+        lines.append(f"verdict: MISMATCH — signature: {sig}")
+        if not isinstance(expected, (comparators.Crash, comparators.Skip)) and \
+                not isinstance(actual, (comparators.Crash, comparators.Skip)) and \
+                expected.code is None and actual.code is None:
+            lines.append("differing elements:")
+            lines += diff_rows(case, expected, actual)
+        for o in (expected, actual):
+            if isinstance(o, comparators.Crash):
+                lines.append(o.trace)
+    lines.append("reproduce in Python:")
+    lines += ["    " + x for x in python_snippet(case)]
+    return "\n".join(lines)
+
+
+def _outcome_text(o: Outcome) -> str:
+    if isinstance(o, (comparators.Crash, comparators.Skip)):
+        return repr(o)
+    if o.code is not None:
+        return f"error {o.code.name}"
+    return f"ok, wrote {int(o.written.sum())} byte(s), {int(o.undefined.sum())} undefined"
+
+
+# ---------------------------------------------------------------------- resolve -----------
+
+def resolve(store, ref: str, camp_arg: Optional[str]):
+    """``(Campaign, case_id)`` for ``--replay [NAME:]ID``."""
+    name, _, num = ref.rpartition(":")
+    try:
+        case_id = int(num)
+    except ValueError:
+        raise SystemExit(f"--replay {ref!r}: expected ID or NAME:ID (an integer case id)")
+    if camp_arg:
+        camp = Campaign.load(camp_arg)
+        if name and name != camp.name:
+            raise SystemExit(f"--replay {ref}: the campaign file is {camp.name!r}")
+        return camp, case_id
+    rows = store.find_campaigns(name or None) if store else []
+    if not rows:
+        if name:
+            try:
+                return Campaign.load(name), case_id
+            except FileNotFoundError:
+                pass
+        raise SystemExit(f"--replay {ref}: no campaign {'named ' + name if name else ''} "
+                         f"in the results file; give the campaign file too")
+    row = rows[0]
+    camp = Campaign.from_dict(json.loads(row["config"]), source=row["source"],
+                              where=row["path"] or row["name"])
+    camp.path = row["path"]
+    if camp.id != row["id"]:
+        raise SystemExit(f"campaign {row['name']}: stored results are for {row['id']}, this "
+                         f"package draws {camp.id} from the stored campaign (package changed?)")
+    return camp, case_id
+
+
+def replay(ref: str, db: str, camp_arg: Optional[str] = None, *, original: bool = False,
+           save: Optional[str] = None, out: TextIO = None) -> int:
+    import sys
+
+    from .store import Store
+
+    out = out or sys.stdout
+    store = Store(db) if Path(db).exists() else None
+    camp, cid = resolve(store, ref, camp_arg)
+    m = store.mismatch(camp.id, cid) if store else None
+    if m and m["shrunk"] is not None and not original:
+        case = exchange.case_from_bytes(m["shrunk"])
+        title = (f"replay {camp.name}:{cid} — minimal case, shrunk in {m['shrink_steps']} steps "
+                 f"({m['shrink_evals']} evaluations) from:\n  {m['description']}\n"
+                 f"  (original signature: {m['signature']}; --original replays it)")
+    else:
+        case = camp.case(cid)
+        title = f"replay {camp.name}:{cid} — case drawn from seed {camp.seed}, case id {cid}"
+        if m:
+            title += f" (recorded mismatch: {m['signature']})"
+    cmp = comparators.make(camp)
+    exp, act = cmp.run([case])
+    print(explain(case, exp[0], act[0], (cmp.expected_label, cmp.actual_label), title),
+          file=out)
+    if save:
+        exchange.save_case(case, save)
+        print(f"case saved to {save}", file=out)
+    verdict, _ = comparators.compare(case, exp[0], act[0])
+    return 1 if verdict == "mismatch" else 0

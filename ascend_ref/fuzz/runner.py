@@ -1,0 +1,237 @@
+"""Run a campaign: draw cases in chunks, run both sides, commit, shrink, report.
+
+:func:`run_campaign` is what ``ascend-ref fuzz CAMPAIGN`` does. Each chunk of case ids is
+drawn from (seed, case id), run on the JAX side in one :func:`ascend_ref.batch.run_cases`
+call and on the comparator's side, judged by bit signature and committed in one SQLite
+transaction (:mod:`ascend_ref.fuzz.store`). Then every mismatch not yet shrunk is shrunk
+(:mod:`ascend_ref.fuzz.shrink`) within the campaign's time budget, and the report is printed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections import Counter, defaultdict
+from typing import Optional, TextIO
+
+from . import comparators, coverage, exchange
+from .campaign import Campaign
+from .compare import diff
+from .shrink import shrink
+from .store import Store
+
+DEFAULT_DB = "ascend-ref-fuzz.sqlite"
+
+
+def _code(o) -> str:
+    if isinstance(o, comparators.Crash):
+        return "crash"
+    if isinstance(o, comparators.Skip):
+        return o.verdict
+    return "ok" if o.code is None else o.code.name
+
+
+def _detail(e, a) -> str:
+    for o in (e, a):
+        if isinstance(o, comparators.Crash):
+            return f"{o.side} crashed: {o.error}\n{o.trace}"
+        if isinstance(o, comparators.Skip):
+            return f"device: {o.note}"
+    try:
+        return diff(e, a) or ""
+    except Exception as ex:  # noqa: BLE001
+        return f"(diff failed: {ex})"
+
+
+class _Progress:
+    """tqdm on a terminal; a line per chunk on stderr otherwise; nothing with ``quiet``."""
+
+    def __init__(self, total: int, initial: int, quiet: bool, desc: str):
+        self.bar = None
+        self.quiet, self.total, self.n, self.desc = quiet, total, initial, desc
+        self.t0, self.start = time.time(), initial
+        if not quiet and sys.stderr.isatty():
+            from tqdm import tqdm
+
+            self.bar = tqdm(total=total, initial=initial, unit=" cases", desc=desc,
+                            dynamic_ncols=True, smoothing=0.1)
+
+    def update(self, k: int) -> None:
+        self.n += k
+        if self.bar is not None:
+            self.bar.update(k)
+
+    def chunk_done(self, mismatches: Optional[int] = None) -> None:
+        if self.bar is not None:
+            if mismatches is not None:
+                self.bar.set_postfix(mismatches=mismatches, refresh=False)
+        elif not self.quiet:
+            dt = max(time.time() - self.t0, 1e-9)
+            tail = "" if mismatches is None else f", {mismatches} mismatch(es)"
+            print(f"  {self.desc} {self.n}/{self.total} cases, {(self.n - self.start) / dt:.1f} "
+                  f"cases/s{tail}", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def run_campaign(camp: Campaign, db: Optional[str] = None, *, fresh: bool = False,
+                 quiet: bool = False, do_shrink: Optional[bool] = None,
+                 out: Optional[TextIO] = None) -> dict:
+    """Run (or resume) ``camp``; print the report on ``out``; return its summary dict."""
+    out = out or sys.stdout
+    db = db or camp.db or DEFAULT_DB
+    store = Store(db)
+    store.register(camp)
+    if fresh:
+        store.reset(camp.id)
+    camp.pool()
+    done = store.done_ids(camp.id)
+    todo = [i for i in range(camp.cases) if i not in done]
+    say = (lambda *a: None) if quiet else (lambda *a: print(*a, file=out, flush=True))
+    say(f"{camp.summary()}")
+    if done:
+        say(f"resuming: {len(done & set(range(camp.cases)))} of {camp.cases} cases already in "
+            f"{db}" + ("" if todo else " — complete (--fresh runs it again; --cases N or "
+                                         "--seed S draws new cases)"))
+    cmp = comparators.make(camp)
+    run_id = store.start_run(camp.id, os.getpid())
+    t0 = time.time()
+    mism = store.counts(camp.id)["mismatch"]
+    prog = _Progress(camp.cases, camp.cases - len(todo), quiet, camp.name)
+    ran = 0
+    try:
+        for k in range(0, len(todo), camp.chunk):
+            ids = todo[k:k + camp.chunk]
+            cases = [camp.case(i) for i in ids]
+            exp, act = cmp.run(cases, progress=prog.update)
+            rows = []
+            for i, c, e, a in zip(ids, cases, exp, act):
+                verdict, sig = comparators.compare(c, e, a)
+                row = {"case_id": i, "api": c.api, "chip": c.chip, "dtype": c.dtype,
+                       "option": None if c.option is None else str(c.option),
+                       "expected": _code(e), "actual": _code(a), "verdict": verdict,
+                       "signature": sig, "bins": coverage.case_bins(c, _code(e))}
+                if verdict == "mismatch":
+                    meta = exchange.case_meta(c)
+                    row["mismatch"] = {"signature": sig, "description": c.describe(),
+                                       "detail": _detail(e, a), "original": json.dumps(meta)}
+                rows.append(row)
+            ran += store.commit_chunk(camp.id, run_id, rows, time.time() - t0)
+            mism += sum(r["verdict"] == "mismatch" for r in rows)
+            prog.chunk_done(mism)
+    finally:
+        prog.close()
+    run_seconds = time.time() - t0
+    shrink_note = ""
+    if (camp.shrink.enabled if do_shrink is None else do_shrink):
+        shrink_note = shrink_pending(camp, store, cmp, quiet=quiet)
+    store.finish_run(run_id, time.time() - t0)
+    cmp.close()
+    summary = {"campaign": camp.id, "db": db, "ran": ran, "seconds": run_seconds,
+               "total_seconds": time.time() - t0, **store.counts(camp.id)}
+    print(report(camp, store, session=summary, note=shrink_note), file=out, flush=True)
+    store.close()
+    return summary
+
+
+def shrink_pending(camp: Campaign, store: Store, cmp=None, *, quiet: bool = False,
+                   budget_s: Optional[float] = None) -> str:
+    """Shrink every mismatch of ``camp`` not shrunk yet, within the time budget."""
+    pending = store.pending_shrinks(camp.id)
+    if not pending:
+        return ""
+    # one mismatch of each signature first, then of each (signature, API), then the rest:
+    # if the budget runs out, every group still has a minimal repro
+    info = {m["case_id"]: (m["signature"], m["description"].split("<")[0])
+            for m in store.mismatches(camp.id)}
+    seen_sig, seen_api = set(), set()
+    rank = {}
+    for cid in pending:
+        sig, api = info.get(cid, ("", ""))
+        rank[cid] = 0 if sig not in seen_sig else (1 if (sig, api) not in seen_api else 2)
+        seen_sig.add(sig)
+        seen_api.add((sig, api))
+    pending.sort(key=lambda cid: (rank[cid], cid))
+    cmp = cmp or comparators.make(camp)
+    budget = camp.shrink.budget_s if budget_s is None else budget_s
+    deadline = time.time() + budget
+    prog = _Progress(len(pending), 0, quiet, "shrunk")
+
+    def evaluate(cases):
+        return comparators.evaluate(cmp, cases)
+
+    done = 0
+    try:
+        for cid in pending:
+            if time.time() > deadline:
+                break
+            m = store.mismatch(camp.id, cid)
+            case = camp.case(cid)
+            res = shrink(case, m["signature"], evaluate, max_evals=camp.shrink.max_evaluations,
+                         deadline=deadline, cut_ub=camp.shrink.cut_ub)
+            store.save_shrunk(camp.id, cid, exchange.case_to_bytes(res.case),
+                              res.case.describe(), res.steps, res.evals, res.seconds)
+            done += 1
+            prog.update(1)
+            if done % 10 == 0:
+                prog.chunk_done()
+    finally:
+        prog.close()
+    left = len(pending) - done
+    if left:
+        return (f"shrink budget ({budget:.0f} s) spent: {left} mismatch(es) not shrunk yet; "
+                f"run the campaign again to continue")
+    return ""
+
+
+# ---------------------------------------------------------------------- report ------------
+
+def replay_ref(camp: Campaign, case_id: int, db: str) -> str:
+    extra = "" if db == DEFAULT_DB else f" --db {db}"
+    return f"ascend-ref fuzz{extra} --replay {camp.name}:{case_id}"
+
+
+def report(camp: Campaign, store: Store, session: Optional[dict] = None, note: str = "",
+           detail: bool = False) -> str:
+    c = store.counts(camp.id)
+    row = store.campaign_row(camp.id)
+    target = row["cases"] if row else camp.cases
+    lines = ["", f"== campaign {camp.name} ({camp.id}) — {camp.compare.describe()} =="]
+    lines.append(f"cases: {c['total']} of {target} done — {c['pass']} pass, "
+                 f"{c['mismatch']} mismatch, {c['skip']} skipped")
+    if session:
+        rate = session["ran"] / session["seconds"] if session["seconds"] > 0 else 0.0
+        lines.append(f"this run: {session['ran']} cases in {session['seconds']:.1f} s "
+                     f"({rate:.1f} cases/s, JAX compilation included; "
+                     f"{len(camp.pool())} static configurations), "
+                     f"total {session['total_seconds']:.1f} s")
+    lines.append("")
+    lines.append(coverage.table(store.coverage(camp.id), coverage.model(camp), detail=detail))
+    lines.append("")
+    ms = store.mismatches(camp.id)
+    if not ms:
+        lines.append("mismatches: none")
+    else:
+        groups = defaultdict(list)
+        for m in ms:
+            groups[m["signature"]].append(m)
+        lines.append(f"mismatches: {len(ms)} in {len(groups)} group(s) by bit signature")
+        lines.append(f"  {'signature':<40}{'cases':>6}{'shrunk':>7}  APIs / smallest repro")
+        db = store.path
+        for sig, items in sorted(groups.items(), key=lambda kv: -len(kv[1])):
+            apis = Counter(m["description"].split("<")[0] for m in items)
+            shrunk = [m for m in items if m["shrunk"]]
+            best = min(shrunk or items, key=lambda m: (m["shrunk_size"] or 1 << 40, m["case_id"]))
+            lines.append(f"  {sig[:40]:<40}{len(items):>6}{len(shrunk):>7}  "
+                         + ", ".join(f"{a}({n})" for a, n in apis.most_common(4)))
+            lines.append(f"  {'':<53}{replay_ref(camp, best['case_id'], db)}")
+            if best["shrunk"]:
+                lines.append(f"  {'':<53}{best['shrunk_description'][:110]}")
+    if note:
+        lines.append(note)
+    lines.append(f"results: {store.path} (campaign id {camp.id})")
+    return "\n".join(lines)

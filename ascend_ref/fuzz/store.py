@@ -1,0 +1,257 @@
+"""Campaign results in SQLite (stdlib): crash-safe, resumable, one file for many campaigns.
+
+Every chunk of cases is committed in one transaction: its ``cases`` rows, its ``coverage``
+increments and its ``mismatches`` rows, together. A process killed at any moment (SIGKILL
+included) leaves whole chunks only; a resumed run skips the case ids already present, and
+``(campaign, case_id)`` primary keys make a duplicate impossible (a row that already exists
+is ignored *and* its coverage is not counted twice). Shrinking updates one mismatch row per
+transaction. The schema is documented in ``docs/fuzz.md`` (``SCHEMA`` below is the truth).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from pathlib import Path
+from typing import Iterable, List, Optional
+
+SCHEMA_VERSION = 1
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (
+    key   TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS campaigns (
+    id          TEXT PRIMARY KEY,      -- name-<hash of what decides cases and verdicts>
+    name        TEXT NOT NULL,
+    seed        INTEGER NOT NULL,
+    cases       INTEGER NOT NULL,      -- target case count of the latest run
+    comparator  TEXT NOT NULL,         -- human description of the comparator
+    identity    TEXT NOT NULL,         -- JSON: the hashed campaign identity
+    config      TEXT NOT NULL,         -- JSON: the whole campaign (overrides included)
+    source      TEXT NOT NULL,         -- the campaign TOML text as read
+    path        TEXT,                  -- where the TOML was read from
+    created     REAL NOT NULL,
+    updated     REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS runs (
+    run_id      INTEGER PRIMARY KEY AUTOINCREMENT,
+    campaign    TEXT NOT NULL REFERENCES campaigns(id),
+    started     REAL NOT NULL,
+    finished    REAL,                  -- NULL: killed or still running
+    cases_run   INTEGER NOT NULL DEFAULT 0,
+    seconds     REAL NOT NULL DEFAULT 0,   -- wall time up to the last commit
+    pid         INTEGER
+);
+CREATE TABLE IF NOT EXISTS cases (
+    campaign    TEXT NOT NULL REFERENCES campaigns(id),
+    case_id     INTEGER NOT NULL,
+    run_id      INTEGER NOT NULL,
+    api         TEXT NOT NULL,
+    chip        TEXT NOT NULL,
+    dtype       TEXT NOT NULL,
+    option      TEXT,
+    expected    TEXT NOT NULL,         -- 'ok' or the error code name of the expected side
+    actual      TEXT NOT NULL,         -- same for the actual side ('crash', 'skip', ...)
+    verdict     TEXT NOT NULL,         -- 'pass' | 'mismatch' | 'skip'
+    signature   TEXT,                  -- mismatch bit signature, NULL when pass
+    bins        TEXT NOT NULL,         -- JSON {bin: value} coverage bins of the case
+    PRIMARY KEY (campaign, case_id)
+);
+CREATE TABLE IF NOT EXISTS coverage (
+    campaign    TEXT NOT NULL REFERENCES campaigns(id),
+    bin         TEXT NOT NULL,
+    value       TEXT NOT NULL,
+    hits        INTEGER NOT NULL,
+    PRIMARY KEY (campaign, bin, value)
+);
+CREATE TABLE IF NOT EXISTS mismatches (
+    campaign    TEXT NOT NULL REFERENCES campaigns(id),
+    case_id     INTEGER NOT NULL,
+    signature   TEXT NOT NULL,         -- of the original case
+    description TEXT NOT NULL,         -- Case.describe() of the original case
+    detail      TEXT,                  -- first differing bytes / crash trace
+    original    TEXT NOT NULL,         -- JSON parameters of the case as drawn (its UB
+                                       -- bytes are re-drawn from seed and case_id)
+    shrunk      BLOB,                  -- the minimal case (npz: ub + meta), NULL until shrunk
+    shrunk_description TEXT,
+    shrink_steps INTEGER,              -- accepted simplifications
+    shrink_evals INTEGER,              -- candidate cases evaluated
+    shrink_seconds REAL,
+    PRIMARY KEY (campaign, case_id)
+);
+CREATE INDEX IF NOT EXISTS mismatches_by_signature ON mismatches (campaign, signature);
+"""
+
+
+class Store:
+    def __init__(self, path):
+        self.path = str(path)
+        if self.path != ":memory:":
+            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
+        self.db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+        self.db.execute("PRAGMA journal_mode=WAL")
+        self.db.execute("PRAGMA synchronous=NORMAL")   # WAL + NORMAL: safe against SIGKILL
+        self.db.execute("PRAGMA foreign_keys=ON")
+        self.db.executescript(SCHEMA)
+        v = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        if v is None:
+            self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
+                            (str(SCHEMA_VERSION),))
+        elif int(v[0]) != SCHEMA_VERSION:
+            raise RuntimeError(f"{self.path}: schema version {v[0]}, this package writes "
+                               f"{SCHEMA_VERSION}; use another --db")
+
+    # ------------------------------------------------------------------ transactions ------
+    def tx(self):
+        return _Tx(self.db)
+
+    def close(self) -> None:
+        self.db.close()
+
+    # ------------------------------------------------------------------ campaigns ---------
+    def register(self, camp) -> None:
+        now = time.time()
+        with self.tx():
+            self.db.execute(
+                "INSERT INTO campaigns VALUES (?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(id) DO UPDATE "
+                "SET cases=excluded.cases, config=excluded.config, source=excluded.source, "
+                "path=excluded.path, updated=excluded.updated",
+                (camp.id, camp.name, camp.seed, camp.cases, camp.compare.describe(),
+                 json.dumps(camp.identity(), sort_keys=True), json.dumps(camp.to_dict()),
+                 camp.source, camp.path, now, now))
+
+    def reset(self, campaign: str) -> None:
+        with self.tx():
+            for t in ("cases", "coverage", "mismatches", "runs"):
+                self.db.execute(f"DELETE FROM {t} WHERE campaign=?", (campaign,))
+
+    def campaign_row(self, campaign: str) -> Optional[dict]:
+        cur = self.db.execute("SELECT * FROM campaigns WHERE id=?", (campaign,))
+        row = cur.fetchone()
+        return None if row is None else dict(zip([c[0] for c in cur.description], row))
+
+    def find_campaigns(self, name: Optional[str] = None) -> List[dict]:
+        """Campaign rows, most recently updated first (``name``: that name only)."""
+        q = "SELECT * FROM campaigns" + (" WHERE name=?" if name else "") + " ORDER BY updated DESC"
+        cur = self.db.execute(q, (name,) if name else ())
+        cols = [c[0] for c in cur.description]
+        return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+    def touch(self, campaign: str) -> None:
+        self.db.execute("UPDATE campaigns SET updated=? WHERE id=?", (time.time(), campaign))
+
+    # ------------------------------------------------------------------ runs --------------
+    def start_run(self, campaign: str, pid: int) -> int:
+        with self.tx():
+            cur = self.db.execute("INSERT INTO runs (campaign, started, pid) VALUES (?,?,?)",
+                                  (campaign, time.time(), pid))
+        return int(cur.lastrowid)
+
+    def finish_run(self, run_id: int, seconds: float) -> None:
+        with self.tx():
+            self.db.execute("UPDATE runs SET finished=?, seconds=? WHERE run_id=?",
+                            (time.time(), seconds, run_id))
+
+    # ------------------------------------------------------------------ cases -------------
+    def done_ids(self, campaign: str) -> set:
+        return {r[0] for r in self.db.execute("SELECT case_id FROM cases WHERE campaign=?",
+                                              (campaign,))}
+
+    def commit_chunk(self, campaign: str, run_id: int, rows: Iterable[dict],
+                     seconds: float) -> int:
+        """Insert a chunk atomically; returns the number of new case rows."""
+        new = 0
+        with self.tx():
+            cov = {}
+            for r in rows:
+                cur = self.db.execute(
+                    "INSERT OR IGNORE INTO cases VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                    (campaign, r["case_id"], run_id, r["api"], r["chip"], r["dtype"],
+                     r["option"], r["expected"], r["actual"], r["verdict"], r["signature"],
+                     json.dumps(r["bins"], sort_keys=True)))
+                if cur.rowcount != 1:
+                    continue                         # already there: count nothing twice
+                new += 1
+                for b, v in r["bins"].items():
+                    cov[(b, str(v))] = cov.get((b, str(v)), 0) + 1
+                m = r.get("mismatch")
+                if m is not None:
+                    self.db.execute(
+                        "INSERT OR IGNORE INTO mismatches (campaign, case_id, signature, "
+                        "description, detail, original) VALUES (?,?,?,?,?,?)",
+                        (campaign, r["case_id"], m["signature"], m["description"],
+                         m["detail"], m["original"]))
+            self.db.executemany(
+                "INSERT INTO coverage VALUES (?,?,?,?) ON CONFLICT(campaign, bin, value) "
+                "DO UPDATE SET hits = hits + excluded.hits",
+                [(campaign, b, v, n) for (b, v), n in cov.items()])
+            self.db.execute("UPDATE runs SET cases_run = cases_run + ?, seconds=? WHERE run_id=?",
+                            (new, seconds, run_id))
+            self.touch(campaign)
+        return new
+
+    def counts(self, campaign: str) -> dict:
+        out = {"pass": 0, "mismatch": 0, "skip": 0}
+        for v, n in self.db.execute("SELECT verdict, COUNT(*) FROM cases WHERE campaign=? "
+                                    "GROUP BY verdict", (campaign,)):
+            out[v] = n
+        out["total"] = sum(out.values())
+        return out
+
+    def coverage(self, campaign: str) -> dict:
+        out = {}
+        for b, v, n in self.db.execute("SELECT bin, value, hits FROM coverage WHERE campaign=?",
+                                       (campaign,)):
+            out.setdefault(b, {})[v] = n
+        return out
+
+    def case_row(self, campaign: str, case_id: int) -> Optional[dict]:
+        cur = self.db.execute("SELECT * FROM cases WHERE campaign=? AND case_id=?",
+                              (campaign, case_id))
+        row = cur.fetchone()
+        return None if row is None else dict(zip([c[0] for c in cur.description], row))
+
+    # ------------------------------------------------------------------ mismatches --------
+    def pending_shrinks(self, campaign: str) -> List[int]:
+        return [r[0] for r in self.db.execute(
+            "SELECT case_id FROM mismatches WHERE campaign=? AND shrunk IS NULL ORDER BY case_id",
+            (campaign,))]
+
+    def mismatch(self, campaign: str, case_id: int) -> Optional[dict]:
+        cur = self.db.execute("SELECT * FROM mismatches WHERE campaign=? AND case_id=?",
+                              (campaign, case_id))
+        row = cur.fetchone()
+        return None if row is None else dict(zip([c[0] for c in cur.description], row))
+
+    def mismatches(self, campaign: str) -> List[dict]:
+        cur = self.db.execute(
+            "SELECT case_id, signature, description, shrunk IS NOT NULL, shrunk_description, "
+            "shrink_steps, length(shrunk) FROM mismatches WHERE campaign=? ORDER BY case_id",
+            (campaign,))
+        keys = ["case_id", "signature", "description", "shrunk", "shrunk_description",
+                "shrink_steps", "shrunk_size"]
+        return [dict(zip(keys, r)) for r in cur.fetchall()]
+
+    def save_shrunk(self, campaign: str, case_id: int, blob: bytes, description: str,
+                    steps: int, evals: int, seconds: float) -> None:
+        with self.tx():
+            self.db.execute(
+                "UPDATE mismatches SET shrunk=?, shrunk_description=?, shrink_steps=?, "
+                "shrink_evals=?, shrink_seconds=? WHERE campaign=? AND case_id=?",
+                (blob, description, steps, evals, seconds, campaign, case_id))
+
+
+class _Tx:
+    def __init__(self, db):
+        self.db = db
+
+    def __enter__(self):
+        self.db.execute("BEGIN IMMEDIATE")
+        return self.db
+
+    def __exit__(self, et, ev, tb):
+        self.db.execute("COMMIT" if et is None else "ROLLBACK")
+        return False

@@ -1,0 +1,489 @@
+"""Bit-exact golden files for Ascend sample kernels: ``ascend-ref golden KERNEL.toml --out DIR``.
+
+Ascend sample kernels ship a ``gen_data.py`` that makes ``input/*.bin`` with numpy and an
+``output/golden.bin`` that the run is compared with, under a tolerance. A short TOML
+description of the kernel's reduce calls (API, product, dtype, parameters, an input
+generator with a seed) lets this module write the same files **bit-exact**: the inputs come
+from numpy's seeded generators exactly as a ``gen_data.py`` would make them, the golden from
+the reference. Files are raw little-endian arrays in ``ndarray.tofile`` layout.
+
+The TOML format is specified in ``docs/verify.md``; examples are in ``configs/kernels/``.
+
+>>> import tempfile
+>>> from ascend_ref.golden import generate
+>>> g = generate("whole_reduce_max_half", tempfile.mkdtemp())
+>>> g.golden.dtype.name, g.golden.shape, sorted(g.files)[0].split("/")[-2:]
+('float16', (8,), ['input', 'input_x.bin'])
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Dict, List, Optional, Union
+
+import numpy as np
+
+try:  # Python >= 3.11
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover
+    import tomli as tomllib  # type: ignore[no-redef]
+
+from .case import TIK, Case, Outcome
+from .chips import API_NAMES, chip as get_chip, chips as all_chips, config_dir
+from .constraints import ConstraintError
+
+GENERATORS = ("uniform", "normal", "randint", "constant", "arange", "bits", "values", "file")
+_DTYPES = ("float16", "float32", "int16", "uint16", "int32", "uint32")
+_ALIASES = {"half": "float16", "float": "float32"}
+_TOP = {"name", "description", "chip", "dtype", "inputs", "output", "calls"}
+_INPUT = {"shape", "generator", "seed", "low", "high", "mean", "std", "value", "start", "step",
+          "values", "path", "file", "ub_row_stride", "ub_pad"}
+_OUTPUT = {"size", "shape", "init", "file"}
+_CALL_COMMON = {"api", "src", "src_offset", "dst_offset", "mask", "repeat", "src_rep_stride"}
+_CALL_ASCENDC = _CALL_COMMON | {"dst_rep_stride", "src_blk_stride", "order", "reduce_type",
+                                "saturate"}
+_CALL_TIK = _CALL_COMMON | {"cal_index", "saturate", "work_size"}
+ALIGN = 32
+
+
+class GoldenError(ValueError):
+    """A kernel description that cannot produce golden data: ``file``, ``field``, ``reason``."""
+
+    def __init__(self, file, field: str, reason: str):
+        self.file, self.field, self.reason = str(file), field, reason
+        super().__init__(f"{self.file}: {field}: {reason}")
+
+
+# ------------------------------------------------------------------ description ------------
+
+@dataclass
+class Input:
+    name: str
+    shape: tuple
+    spec: dict
+    file: str
+    row_stride: int          # elements between rows in the UB
+    pad: float
+
+
+@dataclass
+class Call:
+    api: str
+    src: str
+    src_offset: int
+    dst_offset: int
+    mask: Any
+    params: dict
+    option: Any
+    saturate: Optional[bool]
+    work_size: Optional[int]
+
+
+@dataclass
+class Kernel:
+    """A parsed kernel description (see ``docs/verify.md``)."""
+
+    path: str
+    name: str
+    description: str
+    chip: str
+    dtype: str
+    inputs: List[Input]
+    calls: List[Call]
+    out_size: Optional[int]
+    out_shape: Optional[tuple]
+    out_init: float
+    out_file: str
+
+
+def _round_up(x: int, a: int) -> int:
+    return -(-x // a) * a
+
+
+def find_kernel(name_or_path: Union[str, os.PathLike]) -> Path:
+    """A kernel file: a path, or the name of one in ``configs/kernels/`` (``.toml`` optional)."""
+    p = Path(name_or_path)
+    if p.exists():
+        return p
+    for cand in (config_dir() / "kernels" / p.name, config_dir() / "kernels" / f"{p.name}.toml"):
+        if cand.exists():
+            return cand
+    known = sorted(x.stem for x in (config_dir() / "kernels").glob("*.toml"))
+    raise GoldenError(p, "file", f"no such kernel description (files, or one of {known})")
+
+
+def _int(path, fld, v, lo=0, hi=2**31 - 1) -> int:
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise GoldenError(path, fld, f"{v!r} is not an integer")
+    if not lo <= v <= hi:
+        raise GoldenError(path, fld, f"{v} outside [{lo}, {hi}]")
+    return v
+
+
+def _word(path, fld, w) -> int:
+    if isinstance(w, str):
+        try:
+            w = int(w, 0)
+        except ValueError:
+            raise GoldenError(path, fld, f"{w!r} is not an integer (decimal or 0x hex)") from None
+    return _int(path, fld, w, 0, 2**64 - 1)
+
+
+def _unknown(path, where: str, got: dict, known: set) -> None:
+    bad = sorted(set(got) - known)
+    if bad:
+        raise GoldenError(path, f"{where}{bad[0]}", f"unknown key (known: {sorted(known)})")
+
+
+def load_kernel(name_or_path) -> Kernel:
+    """Parse and check a kernel description (raises :class:`GoldenError`)."""
+    path = find_kernel(name_or_path)
+    try:
+        raw = tomllib.loads(path.read_text())
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise GoldenError(path, "file", f"not valid TOML: {e}") from None
+    _unknown(path, "", raw, _TOP)
+    for k in ("chip", "dtype", "inputs", "calls"):
+        if k not in raw:
+            raise GoldenError(path, k, "missing")
+    chip_id = raw["chip"]
+    if chip_id not in all_chips():
+        raise GoldenError(path, "chip", f"unknown product {chip_id!r}; known: {all_chips()}")
+    dtype = _ALIASES.get(raw["dtype"], raw["dtype"])
+    if dtype not in _DTYPES:
+        raise GoldenError(path, "dtype", f"{raw['dtype']!r}; known: {list(_DTYPES)} "
+                                         f"(or half / float)")
+    if not isinstance(raw["inputs"], dict) or not raw["inputs"]:
+        raise GoldenError(path, "inputs", "expected at least one [inputs.NAME] table")
+    inputs = []
+    for name, spec in raw["inputs"].items():
+        where = f"inputs.{name}."
+        if not isinstance(spec, dict):
+            raise GoldenError(path, f"inputs.{name}", "expected a table")
+        _unknown(path, where, spec, _INPUT)
+        gen = spec.get("generator", "uniform")
+        if gen not in GENERATORS:
+            raise GoldenError(path, where + "generator", f"{gen!r}; known: {list(GENERATORS)}")
+        if "shape" not in spec:
+            raise GoldenError(path, where + "shape", "missing (a list of ints, e.g. [1024])")
+        shape = spec["shape"]
+        if not isinstance(shape, list) or not shape:
+            raise GoldenError(path, where + "shape", f"{shape!r}: expected a list of ints")
+        shape = tuple(_int(path, where + "shape", d, 1) for d in shape)
+        row = shape[-1]
+        stride = _int(path, where + "ub_row_stride", spec.get("ub_row_stride", row), row)
+        need = {"uniform": ("low", "high"), "normal": ("mean", "std"), "randint": ("low", "high"),
+                "constant": ("value",), "values": ("values",), "file": ("path",)}.get(gen, ())
+        for k in need:
+            if k not in spec:
+                raise GoldenError(path, where + k, f"missing (generator {gen!r} needs "
+                                                   f"{list(need)})")
+        inputs.append(Input(name, shape, dict(spec, generator=gen),
+                            spec.get("file", f"input_{name}.bin"), stride,
+                            float(spec.get("ub_pad", 0))))
+    out = raw.get("output", {})
+    _unknown(path, "output.", out, _OUTPUT)
+    out_shape = tuple(out["shape"]) if "shape" in out else None
+    out_size = int(np.prod(out_shape)) if out_shape else None
+    if "size" in out:
+        out_size = _int(path, "output.size", out["size"], 1)
+        if out_shape and int(np.prod(out_shape)) != out_size:
+            raise GoldenError(path, "output.shape", f"{list(out_shape)} does not hold "
+                                                    f"{out_size} elements")
+    calls = []
+    if not isinstance(raw["calls"], list) or not raw["calls"]:
+        raise GoldenError(path, "calls", "expected at least one [[calls]] table")
+    names = [i.name for i in inputs]
+    for k, c in enumerate(raw["calls"]):
+        where = f"calls[{k}]."
+        api = c.get("api")
+        if api not in API_NAMES:
+            raise GoldenError(path, where + "api", f"{api!r}; known: {list(API_NAMES)}")
+        tik = api in TIK
+        _unknown(path, where, c, _CALL_TIK if tik else _CALL_ASCENDC)
+        src = c.get("src", names[0] if len(names) == 1 else None)
+        if src not in names:
+            raise GoldenError(path, where + "src", f"{src!r}: expected one of the inputs {names}")
+        for key in ("mask", "repeat"):
+            if key not in c:
+                raise GoldenError(path, where + key, "missing")
+        mask = c["mask"]
+        if isinstance(mask, list):
+            mask = [_word(path, f"{where}mask[{j}]", w) for j, w in enumerate(mask)]
+        else:
+            mask = _int(path, where + "mask", mask, 0)
+        params = {"repeat": _int(path, where + "repeat", c["repeat"])}
+        if not tik:
+            params["dst_rep_stride"] = _int(path, where + "dst_rep_stride",
+                                            c.get("dst_rep_stride", 1))
+            params["src_blk_stride"] = _int(path, where + "src_blk_stride",
+                                            c.get("src_blk_stride", 1))
+        params["src_rep_stride"] = _int(path, where + "src_rep_stride", c.get("src_rep_stride", 8))
+        option = None
+        if api in ("whole_reduce_min", "whole_reduce_max"):
+            option = str(c.get("order", "ORDER_VALUE_INDEX")).split(".")[-1].upper()
+            if not option.startswith("ORDER_"):
+                option = "ORDER_" + option
+        elif api == "reduce_data_block":
+            if "reduce_type" not in c:
+                raise GoldenError(path, where + "reduce_type", "missing (SUM, MAX or MIN)")
+            option = str(c["reduce_type"]).split(".")[-1].upper()
+        elif api in ("vec_reduce_min", "vec_reduce_max"):
+            option = c.get("cal_index", False)
+            if not isinstance(option, bool):
+                raise GoldenError(path, where + "cal_index", f"{option!r}: true or false")
+        sat = c.get("saturate")
+        if sat is not None and not isinstance(sat, bool):
+            raise GoldenError(path, where + "saturate", f"{sat!r}: true or false")
+        calls.append(Call(api, src, _int(path, where + "src_offset", c.get("src_offset", 0)),
+                          _int(path, where + "dst_offset", c.get("dst_offset", 0)), mask, params,
+                          option, sat,
+                          None if "work_size" not in c
+                          else _int(path, where + "work_size", c["work_size"], 1)))
+    return Kernel(str(path), raw.get("name", path.stem), raw.get("description", ""), chip_id,
+                  dtype, inputs, calls, out_size, out_shape, float(out.get("init", 0)),
+                  out.get("file", "golden.bin"))
+
+
+# ------------------------------------------------------------------ data -------------------
+
+def make_input(inp: Input, dtype: str, base: Optional[Path] = None) -> np.ndarray:
+    """The input array, exactly as a ``gen_data.py`` would make it.
+
+    ``uniform``: ``np.random.seed(seed); np.random.uniform(low, high, shape).astype(dtype)``
+    (numpy's legacy global generator, which ``np.random.RandomState(seed)`` reproduces);
+    likewise ``normal`` (mean, std) and ``randint`` (low, high exclusive). ``bits``: random raw
+    bit patterns (every value, NaN and inf included). ``constant``, ``arange`` (start, step),
+    ``values`` (a list), ``file`` (a raw ``.bin`` next to the TOML).
+    """
+    sp, shape = inp.spec, inp.shape
+    g = sp["generator"]
+    rs = np.random.RandomState(int(sp.get("seed", 0)))
+    n = int(np.prod(shape))
+    if g == "uniform":
+        x = rs.uniform(sp["low"], sp["high"], shape)
+    elif g == "normal":
+        x = rs.normal(sp["mean"], sp["std"], shape)
+    elif g == "randint":
+        x = rs.randint(sp["low"], sp["high"], shape)
+    elif g == "constant":
+        x = np.full(shape, sp["value"])
+    elif g == "arange":
+        x = (sp.get("start", 0) + sp.get("step", 1) * np.arange(n)).reshape(shape)
+    elif g == "bits":
+        s = np.dtype(dtype).itemsize
+        return rs.randint(0, 2 ** (8 * s), shape, dtype=np.uint64).astype(
+            f"uint{8 * s}").view(dtype)
+    elif g == "values":
+        x = np.asarray(sp["values"])
+        if x.size != n:
+            raise ValueError(f"inputs.{inp.name}.values: {x.size} values for shape {list(shape)}")
+        x = x.reshape(shape)
+    else:  # file
+        p = Path(sp["path"])
+        if not p.is_absolute() and base is not None:
+            p = base / p
+        x = np.fromfile(p, dtype=np.dtype(dtype).newbyteorder("<"))
+        if x.size != n:
+            raise ValueError(f"inputs.{inp.name}.path: {p} holds {x.size} elements, shape "
+                             f"{list(shape)} needs {n}")
+        x = x.reshape(shape)
+    return x.astype(dtype)
+
+
+# ------------------------------------------------------------------ the calls ---------------
+
+@dataclass
+class Golden:
+    """What :func:`generate` produced."""
+
+    kernel: Kernel
+    inputs: Dict[str, np.ndarray]
+    golden: np.ndarray
+    cases: List[Case]
+    outcomes: List[Outcome]
+    files: List[str] = field(default_factory=list)
+
+
+def _dst_bytes(call: Call, s: int) -> int:
+    """Bytes from dst to the end of the last slot the call writes."""
+    from .fuzz.generate import slot_bytes
+
+    r = call.params["repeat"]
+    if call.api in TIK:
+        return 2 * s if call.option is True else s
+    slot = slot_bytes(call.api, "float16" if s == 2 else "float32", call.option)
+    if r == 0:
+        return slot
+    return slot * ((r - 1) * call.params["dst_rep_stride"] + 1)
+
+
+def _work_need(call: Call) -> int:
+    from .fuzz.generate import tik_work_need
+
+    return tik_work_need(call.api, max(call.params["repeat"], 1), call.option is True)
+
+
+def kernel_cases(kernel: Union[Kernel, str, os.PathLike]):
+    """The kernel as reference calls: ``(cases, outcomes, inputs, layout, out_size)``.
+
+    Each :class:`~ascend_ref.case.Case` holds the UB before its call (the previous call's UB
+    after); ``layout`` maps ``input:NAME``, ``output`` and ``work:K`` to ``(addr, nbytes)``.
+    Raises :class:`GoldenError` when a call is outside the documented range.
+    """
+    from .batch import run_cases
+
+    k = kernel if isinstance(kernel, Kernel) else load_kernel(kernel)
+    prof = get_chip(k.chip)
+    s = np.dtype(k.dtype).itemsize
+    base = Path(k.path).parent
+    layout: Dict[str, tuple] = {}
+    cursor = 0
+    inputs: Dict[str, np.ndarray] = {}
+    images = []
+    for inp in k.inputs:
+        try:
+            x = make_input(inp, k.dtype, base)
+        except (ValueError, OSError) as e:
+            raise GoldenError(k.path, f"inputs.{inp.name}", str(e)) from None
+        inputs[inp.name] = x
+        rows = int(np.prod(inp.shape[:-1])) if len(inp.shape) > 1 else 1
+        img = np.full((rows, inp.row_stride), inp.pad, dtype=k.dtype)
+        img[:, :inp.shape[-1]] = x.reshape(rows, inp.shape[-1])
+        nbytes = img.size * s
+        layout[f"input:{inp.name}"] = (cursor, nbytes)
+        images.append((cursor, img))
+        cursor = _round_up(cursor + nbytes, ALIGN)
+    need = max(c.dst_offset * s + _dst_bytes(c, s) for c in k.calls)
+    out_size = k.out_size if k.out_size is not None else _round_up(need, s) // s
+    out_bytes = _round_up(max(need, out_size * s), ALIGN)
+    layout["output"] = (cursor, out_bytes)
+    out_addr = cursor
+    cursor += out_bytes
+    for i, c in enumerate(k.calls):
+        if c.api in TIK:
+            n = c.work_size if c.work_size is not None else _work_need(c)
+            layout[f"work:{i}"] = (cursor, n * s)
+            cursor = _round_up(cursor + n * s, ALIGN)
+    if cursor > prof.ub_bytes:
+        raise GoldenError(k.path, "inputs", f"the tensors need {cursor} bytes of UB, more than "
+                                            f"{k.chip} has ({prof.ub_bytes})")
+    ub = np.zeros(prof.ub_bytes, np.uint8)
+    for a, img in images:
+        ub[a:a + img.size * s] = np.ascontiguousarray(img.astype(np.dtype(k.dtype).newbyteorder("<"))).view(np.uint8).ravel()
+    init = np.full(out_bytes // s, k.out_init, dtype=k.dtype)
+    ub[out_addr:out_addr + out_bytes] = init.view(np.uint8)
+    cases, outs = [], []
+    for i, c in enumerate(k.calls):
+        ia, inb = layout[f"input:{c.src}"]
+        if c.src_offset * s >= inb:
+            raise GoldenError(k.path, f"calls[{i}].src_offset", f"{c.src_offset} is past the end "
+                                                                f"of input {c.src}")
+        tensors = {"dst": (out_addr + c.dst_offset * s, out_bytes // s - c.dst_offset),
+                   "src": (ia + c.src_offset * s, inb // s - c.src_offset)}
+        if c.api in TIK:
+            wa, wn = layout[f"work:{i}"]
+            tensors["work_tensor"] = (wa, wn // s)
+        case = Case(c.api, k.chip, k.dtype, c.option, c.mask, dict(c.params), tensors, ub,
+                    c.saturate, {"kernel": k.name, "call": i})
+        cases.append(case)
+        o = run_cases([case])[0]
+        if o.code is not None:
+            from .verify.run import _field_of, constraint_error
+
+            e = constraint_error(case)
+            fld = _field_of(e.param).replace("meta.params.", "").replace("meta.", "") if e else "?"
+            raise GoldenError(k.path, f"calls[{i}].{fld}", str(e) if e else o.code.name)
+        outs.append(o)
+        ub = np.asarray(o.ub).copy()
+    return cases, outs, inputs, layout, out_size
+
+
+def generate(kernel: Union[Kernel, str, os.PathLike], out_dir: Union[str, os.PathLike], *,
+             dumps: bool = False) -> Golden:
+    """Write ``out_dir/input/*.bin`` and ``out_dir/output/golden.bin`` for ``kernel``.
+
+    ``kernel`` is a :class:`Kernel`, a TOML path or the name of a file in
+    ``configs/kernels/``. ``dumps=True`` also writes ``out_dir/dumps/<name>.npz``: the calls
+    as a dump file with the reference's results (``ascend-ref verify`` input; replace the
+    ``ub_after`` arrays with what a device wrote).
+    """
+    k = kernel if isinstance(kernel, Kernel) else load_kernel(kernel)
+    cases, outs, inputs, layout, out_size = kernel_cases(k)
+    s = np.dtype(k.dtype).itemsize
+    out_addr = layout["output"][0]
+    final = np.asarray(outs[-1].ub)
+    le = np.dtype(k.dtype).newbyteorder("<")
+    golden = final[out_addr:out_addr + out_size * s].copy().view(le).astype(k.dtype)
+    if k.out_shape:
+        golden = golden.reshape(k.out_shape)
+    out = Path(out_dir)
+    (out / "input").mkdir(parents=True, exist_ok=True)
+    (out / "output").mkdir(parents=True, exist_ok=True)
+    files = []
+    for inp in k.inputs:
+        p = out / "input" / inp.file
+        inputs[inp.name].astype(le).tofile(p)
+        files.append(str(p))
+    p = out / "output" / k.out_file
+    golden.astype(le).tofile(p)
+    files.append(str(p))
+    if dumps:
+        from .verify import write_dumps
+
+        (out / "dumps").mkdir(exist_ok=True)
+        p = out / "dumps" / f"{k.name}.npz"
+        write_dumps(p, cases, [o.ub for o in outs])
+        files.append(str(p))
+    return Golden(k, inputs, golden, cases, outs, files)
+
+
+# ------------------------------------------------------------------ CLI --------------------
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "golden", help="write bit-exact input/*.bin and output/golden.bin for a sample kernel",
+        description="From a kernel description (TOML: product, dtype, inputs with a seeded "
+                    "generator, the reduce calls), write DIR/input/*.bin and "
+                    "DIR/output/golden.bin (raw little-endian, ndarray.tofile layout), "
+                    "bit-exact. KERNEL is a path or a name from configs/kernels/. "
+                    "Format: docs/verify.md.")
+    p.add_argument("kernel", nargs="?", metavar="KERNEL.toml")
+    p.add_argument("--out", metavar="DIR", help="output folder (default: ./golden/<name>)")
+    p.add_argument("--dumps", action="store_true",
+                   help="also write DIR/dumps/<name>.npz (the calls as a dump file)")
+    p.add_argument("--list", action="store_true", help="list the kernels in configs/kernels/")
+    p.set_defaults(func=_main)
+
+
+def _main(args: argparse.Namespace) -> int:
+    if args.list or not args.kernel:
+        for f in sorted((config_dir() / "kernels").glob("*.toml")):
+            try:
+                k = load_kernel(f)
+                print(f"{f.stem:<32} {k.description}")
+            except GoldenError as e:
+                print(f"{f.stem:<32} (broken: {e})")
+        return 0 if args.list else 2
+    try:
+        k = load_kernel(args.kernel)
+        out = args.out or os.path.join("golden", k.name)
+        g = generate(k, out, dumps=args.dumps)
+    except (GoldenError, ConstraintError) as e:
+        print(f"ascend-ref golden: {e}", file=sys.stderr)
+        return 1
+    print(f"{k.name}: {len(k.calls)} call(s) on {k.chip}, {k.dtype}")
+    for name, x in g.inputs.items():
+        print(f"  input  {name}: shape {list(x.shape)}")
+    print(f"  golden: shape {list(g.golden.shape)}")
+    for f in g.files:
+        print(f"  wrote {f} ({os.path.getsize(f)} bytes)")
+    return 0
+
+
+__all__ = ["load_kernel", "find_kernel", "generate", "kernel_cases", "make_input", "Kernel",
+           "Golden", "GoldenError", "register"]

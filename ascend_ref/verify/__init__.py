@@ -1,0 +1,63 @@
+"""Mass verification of device / simulator dumps against the reference.
+
+A *dump* (``.npz``, format version 1, see ``docs/verify.md`` and
+:mod:`ascend_ref.verify.format`) records calls as the device ran them: API, product, static
+option, parameters, tensors, and the UB before and after (whole, or as regions with their
+addresses). :func:`verify` streams any number of dump files, compares every byte the
+reference defines (undefined bytes are skipped and counted), groups mismatches by bit
+signature (as the fuzzer does) with a repro command each, and reports every bad file or case
+without stopping. ``audit=True`` adds the assumption audit (:mod:`ascend_ref.verify.audit`).
+
+>>> import numpy as np, tempfile, os
+>>> from ascend_ref.case import Case
+>>> from ascend_ref.verify import dumps_from_cases, verify
+>>> ub = np.zeros(512, np.uint8); ub[:256] = np.ones(64, np.float32).view(np.uint8)
+>>> c = Case("whole_reduce_sum", "atlas_a2", "float32", None, 64,
+...          {"repeat": 1, "dst_rep_stride": 1, "src_blk_stride": 1, "src_rep_stride": 8},
+...          {"src": (0, 64), "dst": (256, 8)}, ub)
+>>> d = tempfile.mkdtemp()
+>>> paths = dumps_from_cases([c], d)          # a "device" that behaves like the reference
+>>> r = verify(d, progress=False)
+>>> r.ok, r.cases, r.agreed
+(True, 1, 1)
+"""
+
+from __future__ import annotations
+
+import os
+from typing import List, Optional, Sequence
+
+from .format import (FORMAT, VERSION, DumpCase, DumpError, DumpFile, case_meta,
+                     iter_dump_cases, iter_paths, open_dump, tensor_regions, write_dump,
+                     write_dumps)
+from .run import Group, Report, explain, repro_command, verify
+
+
+def dumps_from_cases(cases: Sequence, out_dir, *, per_file: int = 1, regions=None,
+                     prefix: str = "dump", outcomes: Optional[Sequence] = None) -> List[str]:
+    """Run ``cases`` on the reference and write what it left as dumps — a perfect "device".
+
+    Tests and users start from these and corrupt them (or replace ``ub_after`` with real
+    device bytes). ``per_file`` cases go in each file ``{out_dir}/{prefix}_{k:06d}.npz``;
+    ``regions`` as in :func:`write_dumps`. A case the reference rejects is written with
+    ``error=`` its constraint code. ``outcomes`` — reference outcomes already computed.
+    Returns the paths written.
+    """
+    from ..batch import run_cases
+
+    os.makedirs(out_dir, exist_ok=True)
+    cases = list(cases)
+    outs = list(outcomes) if outcomes is not None else run_cases(cases)
+    paths = []
+    for k in range(0, len(cases), per_file):
+        cs, os_ = cases[k:k + per_file], outs[k:k + per_file]
+        p = os.path.join(os.fspath(out_dir), f"{prefix}_{k // per_file:06d}.npz")
+        write_dumps(p, cs, [None if o.code is not None else o.ub for o in os_],
+                    regions=regions, errors=[o.code for o in os_])
+        paths.append(p)
+    return paths
+
+
+__all__ = ["FORMAT", "VERSION", "DumpError", "DumpCase", "DumpFile", "open_dump", "write_dump",
+           "write_dumps", "iter_dump_cases", "iter_paths", "case_meta", "tensor_regions",
+           "verify", "Report", "Group", "explain", "repro_command", "dumps_from_cases"]

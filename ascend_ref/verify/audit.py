@@ -1,0 +1,495 @@
+"""Assumption audit: confirm or refute, from device dumps, every profile field marked ``assumed``.
+
+For each verified case whose product lists an assumption, the auditor decides which bytes
+of the result the assumption *decides* (the bytes it exercises), and whether the device
+agreed with the reference on those bytes. Two techniques:
+
+* **counterfactual** — run the case again with the assumed value changed (``saturate``
+  flipped; another default NaN; ``fp32_ftz`` flipped). The bytes where the two reference
+  results differ are exactly the bytes the assumption decides. A device that matches the
+  counterfactual there "follows the alternative".
+* **data inspection** — ``minmax_rules`` (no profile value to flip): the result slots of the
+  repeats (blocks, for ReduceDataBlock) whose active lanes contain a NaN, both zeros when the
+  extreme is a zero, or a tie that decides an index; ``zero_repeat``: the destination of a
+  ``repeat = 0`` call; ``ub_bytes``: cases whose tensors reach into the top part of the UB
+  (above the next smaller documented UB size), or that the device ran beyond the assumed UB.
+
+Undocumented behaviour the reference reports as undefined (``block_fill = "undefined"``:
+what is written for a DataBlock with no active lane) is *observed*: the auditor tallies what
+the device left there, to settle the open question.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Tuple
+
+import numpy as np
+
+from ..case import TIK, Case, Outcome
+from ..chips import chip as get_chip, chips as all_chips
+from ..constraints import Code
+
+SUMS = ("whole_reduce_sum", "vec_reduce_add")
+MINMAX = ("whole_reduce_min", "whole_reduce_max", "vec_reduce_min", "vec_reduce_max")
+
+#: what exercises each assumption (printed in the report and in docs/verify.md)
+DESCRIPTIONS = {
+    "minmax_rules": "min/max whose active lanes hold a NaN, both zeros at the extreme, or a tie "
+                    "that decides an index",
+    "minmax_rules (nan)": "a NaN among the active lanes: the first NaN lane wins",
+    "minmax_rules (signed zero)": "the extreme is a zero and both -0 and +0 take part: -0 < +0",
+    "minmax_rules (ties)": "the extreme value in several lanes and the result has an index: "
+                           "smallest lane wins",
+    "default_nan_f16": "a half sum whose result is the default NaN (inf - inf)",
+    "default_nan_f32": "a float sum whose result is the default NaN (inf - inf)",
+    "saturate_default": "a half sum called with saturate=None whose result would differ with "
+                        "the other mode",
+    "fp32_ftz": "a float sum whose result changes if subnormals are flushed",
+    "zero_repeat": "repeat 0 (nothing may be written)",
+    "ub_bytes": "tensors in the top part of the assumed UB (above the next smaller documented "
+                "UB size), or a call the device ran beyond it",
+    "block_fill (undefined)": "ReduceDataBlock with a DataBlock with no active lane: what the "
+                              "device writes there is tallied",
+}
+
+
+@dataclass
+class Row:
+    """One (product, assumption) line of the audit."""
+
+    chip: str
+    assumption: str
+    kind: str = "check"                 # "check" or "observe"
+    exercised: int = 0
+    agreed: int = 0
+    alternative: int = 0                # device matched the counterfactual
+    other: int = 0                      # device matched neither
+    observed: Counter = field(default_factory=Counter)
+    examples: List[Tuple[str, int]] = field(default_factory=list)
+
+    @property
+    def disagreed(self) -> int:
+        return self.alternative + self.other
+
+    @property
+    def verdict(self) -> str:
+        if self.exercised == 0:
+            return "not exercised"
+        if self.kind == "observe":
+            return "observed"
+        if self.disagreed == 0:
+            return "confirmed"
+        alt = f", device follows the alternative in {self.alternative}" if self.alternative else ""
+        return f"REFUTED ({self.disagreed} of {self.exercised}{alt})"
+
+
+def _fmt_word(bits: int, dtype: str) -> str:
+    s = np.dtype(dtype).itemsize
+    if dtype.startswith("float"):
+        v = np.array(bits, f"uint{8 * s}").view(dtype)
+        return f"{bits:#0{2 + 2 * s}x} ({float(v):g})"
+    return f"{bits:#0{2 + 2 * s}x}"
+
+
+class Auditor:
+    """Accumulates audit rows over verified cases (used by :func:`ascend_ref.verify.verify`)."""
+
+    def __init__(self, max_examples: int = 3):
+        self.rows: Dict[Tuple[str, str], Row] = {}
+        self.max_examples = max_examples
+        self._seen_chips = set()
+
+    # -- bookkeeping
+    def row(self, chip: str, assumption: str, kind: str = "check") -> Row:
+        key = (chip, assumption)
+        if key not in self.rows:
+            self.rows[key] = Row(chip, assumption, kind)
+        return self.rows[key]
+
+    def _record(self, row: Row, d, D: np.ndarray, ref: np.ndarray, dev: np.ndarray,
+                cf: Optional[np.ndarray] = None) -> None:
+        row.exercised += 1
+        if np.array_equal(dev[D], ref[D]):
+            row.agreed += 1
+            return
+        if cf is not None and np.array_equal(dev[D], cf[D]):
+            row.alternative += 1
+        else:
+            row.other += 1
+        from ..fuzz.signature import _roles
+
+        s = np.dtype(d.case.dtype).itemsize
+        bt = f"uint{8 * s}"
+        for w in np.unique(np.flatnonzero(D & (dev != ref)) // s)[:64]:
+            bits = int(dev[w * s:w * s + s].view(bt)[0])
+            if _roles(d.case, int(w) * s) == "index":
+                row.observed[f"index {bits}"] += 1
+            else:
+                row.observed[_fmt_word(bits, d.case.dtype)] += 1
+        if len(row.examples) < self.max_examples:
+            row.examples.append((d.file, d.index))
+
+    # -- main entry
+    def add(self, items: List[Tuple[object, Outcome, Optional[str]]]) -> None:
+        """Audit a chunk of ``(dump_case, reference_outcome, signature)``."""
+        from .run import _run, device_outcome
+
+        pending = []   # (dump_case, ref, dev, valid, assumption, counterfactual case)
+        for d, ref, sig in items:
+            c = d.case
+            prof = get_chip(c.chip)
+            self._seen_chips.add(prof.id)
+            assumed = set(prof.assumed)
+            if d.error is not None or d.after is None:
+                continue
+            if ref.code is not None:
+                if ref.code == Code.UB_BOUNDS and "ub_bytes" in assumed:
+                    row = self.row(prof.id, "ub_bytes")
+                    row.exercised += 1
+                    row.other += 1
+                    row.observed[f"ran with a tensor beyond {prof.ub_bytes} B"] += 1
+                    if len(row.examples) < self.max_examples:
+                        row.examples.append((d.file, d.index))
+                continue
+            dev = device_outcome(d, ref).ub
+            valid = ~ref.undefined
+            if d.compared is not None:
+                valid &= d.compared
+            s = np.dtype(c.dtype).itemsize
+            is_float = c.dtype.startswith("float")
+            # -- data inspection
+            if "minmax_rules" in assumed and _is_minmax(c):
+                for sub, D in _minmax_masks(c, ref.ub.size).items():
+                    D &= valid
+                    if D.any():
+                        self._record(self.row(prof.id, f"minmax_rules ({sub})"), d, D, ref.ub, dev)
+            if "zero_repeat" in assumed and c.api not in TIK and c.params["repeat"] == 0:
+                D = _extent_mask(c, "dst", ref.ub.size) & valid
+                if D.any():
+                    self._record(self.row(prof.id, "zero_repeat"), d, D, ref.ub, dev)
+            if "ub_bytes" in assumed:
+                top = _top_threshold(prof)
+                end = max(a + n * s for a, n in c.tensors.values())
+                if end > top:
+                    row = self.row(prof.id, "ub_bytes")
+                    row.exercised += 1
+                    if sig is None:
+                        row.agreed += 1
+                    else:
+                        row.other += 1
+                        row.observed[sig] += 1
+                        if len(row.examples) < self.max_examples:
+                            row.examples.append((d.file, d.index))
+            if prof.block_fill == "undefined" and c.api == "reduce_data_block":
+                self._observe_fill(prof.id, d, ref, dev)
+            # -- counterfactuals
+            sumlike = c.api in SUMS or (c.api == "reduce_data_block" and c.option == "SUM")
+            if not (sumlike and is_float):
+                continue
+            if "saturate_default" in assumed and s == 2 and c.saturate is None:
+                alt = copy.copy(c)
+                alt.saturate = not prof.saturate_default
+                pending.append((d, ref, dev, valid, "saturate_default", alt))
+            nan_field = "default_nan_f16" if s == 2 else "default_nan_f32"
+            if nan_field in assumed:
+                dn = prof.default_nan(c.dtype)
+                if dn in _written_words(ref, s):
+                    flip = dn ^ (1 << (8 * s - 1))
+                    alt = copy.copy(c)
+                    alt.chip = dataclasses.replace(prof, id=f"{prof.id}~{nan_field}={flip:#x}",
+                                                   **{nan_field: flip})
+                    pending.append((d, ref, dev, valid, nan_field, alt))
+            if "fp32_ftz" in assumed and s == 4 and _has_subnormal(c, ref):
+                alt = copy.copy(c)
+                alt.chip = dataclasses.replace(prof, id=f"{prof.id}~fp32_ftz={not prof.fp32_ftz}",
+                                               fp32_ftz=not prof.fp32_ftz)
+                pending.append((d, ref, dev, valid, "fp32_ftz", alt))
+        if pending:
+            outs = _run([p[-1] for p in pending])
+            for (d, ref, dev, valid, name, _), cf in zip(pending, outs):
+                if isinstance(cf, Exception) or cf.code is not None:
+                    continue
+                D = (ref.ub != cf.ub) & valid
+                if D.any():
+                    self._record(self.row(get_chip(d.case.chip).id, name), d, D, ref.ub, dev,
+                                 cf.ub)
+
+    def _observe_fill(self, chip_id: str, d, ref: Outcome, dev: np.ndarray) -> None:
+        c = d.case
+        s = np.dtype(c.dtype).itemsize
+        R = c.params["repeat"]
+        empty = ~_active(c).reshape(8, -1).any(axis=1)
+        if R == 0 or not empty.any():
+            return
+        row = self.row(chip_id, "block_fill (undefined)", "observe")
+        row.exercised += 1
+        dst, drs = c.tensors["dst"][0], c.params["dst_rep_stride"]
+        rs = [R - 1] if drs == 0 else range(R)
+        bt = f"uint{8 * s}"
+        seen = set()
+        for r in rs:
+            for b in np.flatnonzero(empty):
+                a = dst + r * drs * 8 * s + int(b) * s
+                if d.compared is not None and not d.compared[a:a + s].all():
+                    continue
+                after = int(dev[a:a + s].view(bt)[0])
+                before = int(c.ub[a:a + s].view(bt)[0])
+                key = f"{c.option} {c.dtype}: " + \
+                    ("kept" if after == before else _fmt_word(after, c.dtype))
+                seen.add(key)
+        for k in seen:
+            row.observed[k] += 1
+        if len(row.examples) < self.max_examples:
+            row.examples.append((d.file, d.index))
+
+    # -- output
+    def sorted_rows(self) -> List[Row]:
+        out = list(self.rows.values())
+        for chip_id in self._seen_chips:                 # assumptions nothing exercised
+            prof = get_chip(chip_id)
+            for a in prof.assumed:
+                if not _relevant(prof, a):
+                    continue
+                names = [f"minmax_rules ({k})" for k in ("nan", "signed zero", "ties")] \
+                    if a == "minmax_rules" else [a]
+                for n in names:
+                    if (chip_id, n) not in self.rows:
+                        out.append(Row(chip_id, n))
+        return sorted(out, key=lambda r: (r.chip, r.assumption))
+
+    def format(self) -> str:
+        rows = self.sorted_rows()
+        if not rows:
+            return "assumption audit: no product with assumed fields among the cases"
+        lines = ["assumption audit (profile fields marked `assumed`; exercised = cases whose "
+                 "result the assumption decides):",
+                 f"  {'product':<28} {'assumption':<28} {'exercised':>9} {'agreed':>7} "
+                 f"{'disagreed':>9}  verdict"]
+        for r in rows:
+            dis = "-" if r.kind == "observe" else str(r.disagreed)
+            agr = "-" if r.kind == "observe" else str(r.agreed)
+            lines.append(f"  {r.chip:<28} {r.assumption:<28} {r.exercised:>9} {agr:>7} "
+                         f"{dis:>9}  {r.verdict}")
+            if r.observed:
+                seen = ", ".join(f"{k} x{n}" for k, n in r.observed.most_common(6))
+                lines.append(f"      device wrote{'' if r.kind == 'observe' else ' (where it disagreed)'}"
+                             f": {seen}")
+            if r.examples and (r.disagreed or r.kind == "observe"):
+                from .run import repro_command
+
+                lines.append(f"      repro: {repro_command(*r.examples[0])}")
+        return "\n".join(lines)
+
+    def to_json(self) -> list:
+        return [{"chip": r.chip, "assumption": r.assumption, "kind": r.kind,
+                 "exercised": r.exercised, "agreed": r.agreed, "alternative": r.alternative,
+                 "other": r.other, "verdict": r.verdict, "observed": dict(r.observed),
+                 "examples": [{"file": f, "case": i} for f, i in r.examples],
+                 "what": DESCRIPTIONS.get(r.assumption, "")}
+                for r in self.sorted_rows()]
+
+
+# ------------------------------------------------------------------ case analysis -----------
+
+def _relevant(prof, assumption: str) -> bool:
+    """Whether any API of the product can exercise ``assumption`` (for "not exercised" rows)."""
+    def has(apis, dtype=None):
+        return any(prof.dtypes(a) and (dtype is None or dtype in prof.dtypes(a)) for a in apis)
+
+    sums = SUMS + ("reduce_data_block",)
+    if assumption == "minmax_rules":
+        return has(MINMAX + ("reduce_data_block",))
+    if assumption == "zero_repeat":
+        return has(("whole_reduce_min", "whole_reduce_max", "whole_reduce_sum",
+                    "reduce_data_block"))
+    if assumption in ("saturate_default", "default_nan_f16"):
+        return has(sums, "float16")
+    if assumption in ("default_nan_f32", "fp32_ftz"):
+        return has(sums, "float32")
+    return True
+
+
+def _is_minmax(c: Case) -> bool:
+    return c.api in MINMAX or (c.api == "reduce_data_block" and c.option in ("MAX", "MIN"))
+
+
+def _top_threshold(prof) -> int:
+    """Bytes above which an access proves a UB larger than every smaller documented UB."""
+    smaller = [get_chip(p).ub_bytes for p in all_chips() if get_chip(p).ub_bytes < prof.ub_bytes]
+    return max(smaller) if smaller else prof.ub_bytes // 2
+
+
+def _extent_mask(c: Case, name: str, n: int) -> np.ndarray:
+    s = np.dtype(c.dtype).itemsize
+    a, size = c.tensors[name]
+    m = np.zeros(n, bool)
+    m[a:a + size * s] = True
+    return m
+
+
+def _written_words(ref: Outcome, s: int) -> set:
+    idx = np.flatnonzero(ref.written[::s])
+    if idx.size == 0:
+        return set()
+    bt = np.dtype(f"uint{8 * s}")
+    usable = ref.ub[:ref.ub.size // s * s].view(bt)
+    return set(int(x) for x in np.unique(usable[idx[idx < usable.size]]))
+
+
+def _active(c: Case) -> np.ndarray:
+    """Which lanes of a repeat take part (bool[L])."""
+    s = np.dtype(c.dtype).itemsize
+    L = 256 // s
+    m = c.mask
+    if not isinstance(m, (list, tuple)):
+        return np.arange(L) < int(m)
+    words = [int(w) for w in m]
+    if c.api in TIK:
+        words = [words[1], words[0]] if len(words) == 2 else words
+    bits = np.zeros(L, bool)
+    for i in range(L):
+        if i // 64 < len(words):
+            bits[i] = (words[i // 64] >> (i % 64)) & 1
+    return bits
+
+
+def _src_bits(c: Case) -> np.ndarray:
+    """Source element bits ``[R, L]`` as the call reads them (inactive lanes: 0)."""
+    s = np.dtype(c.dtype).itemsize
+    L, epb = 256 // s, 32 // s
+    R = c.params["repeat"]
+    bs = c.params.get("src_blk_stride", 1)
+    rs = c.params["src_rep_stride"]
+    i = np.arange(L)
+    addr = (c.tensors["src"][0] + np.arange(R)[:, None] * rs * 32 + (i // epb) * bs * 32
+            + (i % epb) * s)
+    addr = np.where(_active(c)[None, :], addr, 0)
+    addr = np.clip(addr, 0, c.ub.size - s)
+    byte = addr[..., None] + np.arange(s)
+    raw = c.ub[byte].astype(np.uint64)
+    return (raw << (8 * np.arange(s, dtype=np.uint64))).sum(axis=-1).astype(np.uint64)
+
+
+def _keys(bits: np.ndarray, dtype: str):
+    """Monotone integer keys (-0 < +0) and a NaN mask."""
+    s = np.dtype(dtype).itemsize
+    sign = np.uint64(1 << (8 * s - 1))
+    full = np.uint64((1 << (8 * s)) - 1)
+    if dtype.startswith("float"):
+        e_bits = 5 if s == 2 else 8
+        m_bits = 8 * s - 1 - e_bits
+        exp = (bits >> np.uint64(m_bits)) & np.uint64((1 << e_bits) - 1)
+        nan = (exp == np.uint64((1 << e_bits) - 1)) & ((bits & np.uint64((1 << m_bits) - 1)) != 0)
+        neg = (bits & sign) != 0
+        key = np.where(neg, (~bits) & full, bits | sign).astype(np.int64)
+        zero = (bits & ~sign & full) == 0
+        return key, nan, zero, neg
+    if dtype.startswith("int"):
+        key = (bits ^ sign).astype(np.int64)
+    else:
+        key = bits.astype(np.int64)
+    f = np.zeros(bits.shape, bool)
+    return key, f, f, f
+
+
+def _decide(bits, act, dtype: str, want_max: bool):
+    """Per group (last axis = lanes): (nan, signed_zero, ties, winner_bits)."""
+    key, nan, zero, neg = _keys(bits, dtype)
+    ok = act & ~nan
+    big = np.int64(1 << 40)
+    k = np.where(ok, key, -big if want_max else big)
+    ext = k.max(axis=-1) if want_max else k.min(axis=-1)
+    hit = ok & (k == ext[..., None])
+    has_nan = (act & nan).any(axis=-1)
+    ties = (hit.sum(axis=-1) > 1) & ~has_nan
+    zpos = (ok & zero & ~neg).any(axis=-1)
+    zneg = (ok & zero & neg).any(axis=-1)
+    ext_zero = (hit & zero).any(axis=-1)
+    signed_zero = zpos & zneg & ext_zero & ~has_nan
+    first = np.argmax(np.where(has_nan[..., None], act & nan, hit), axis=-1)
+    winner = np.take_along_axis(bits, first[..., None], axis=-1)[..., 0]
+    return has_nan, signed_zero, ties, winner
+
+
+def _minmax_masks(c: Case, n: int) -> Dict[str, np.ndarray]:
+    """Bytes of the result decided by each min/max rule (``nan``, ``signed zero``, ``ties``)."""
+    s = np.dtype(c.dtype).itemsize
+    R = c.params["repeat"]
+    out = {k: np.zeros(n, bool) for k in ("nan", "signed zero", "ties")}
+    if R == 0:
+        return out
+    act = _active(c)
+    bits = _src_bits(c)
+    want_max = c.api.endswith("max") or c.option == "MAX"
+    dst = c.tensors["dst"][0]
+
+    def mark(name, a, nbytes):
+        out[name][a:a + nbytes] = True
+
+    if c.api == "reduce_data_block":
+        epb = 32 // s
+        nan, sz, _, _ = _decide(bits.reshape(R, 8, epb), act.reshape(8, epb)[None], c.dtype,
+                                want_max)
+        drs = c.params["dst_rep_stride"]
+        for r in ([R - 1] if drs == 0 else range(R)):
+            for b in range(8):
+                a = dst + r * drs * 8 * s + b * s
+                if nan[r, b]:
+                    mark("nan", a, s)
+                if sz[r, b]:
+                    mark("signed zero", a, s)
+        return out
+    nan, sz, ties, winner = _decide(bits, act[None], c.dtype, want_max)
+    if c.api in ("whole_reduce_min", "whole_reduce_max"):
+        from ..fuzz.generate import slot_bytes
+
+        slot = slot_bytes(c.api, c.dtype, c.option)
+        drs = c.params["dst_rep_stride"]
+        has_index = c.option != "ORDER_ONLY_VALUE"
+        for r in ([R - 1] if drs == 0 else range(R)):
+            a = dst + r * drs * slot
+            if nan[r]:
+                mark("nan", a, slot)
+            if sz[r]:
+                mark("signed zero", a, slot)
+            if ties[r] and has_index:
+                mark("ties", a, slot)
+        return out
+    # TIK vec_reduce_min / max: stage-1 pairs in work, overall result in dst
+    work = c.tensors["work_tensor"][0]
+    for r in range(R):
+        a = work + 2 * r * s
+        if nan[r]:
+            mark("nan", a, 2 * s)
+        if sz[r]:
+            mark("signed zero", a, 2 * s)
+        if ties[r]:
+            mark("ties", a, 2 * s)
+    xnan, xsz, xties, _ = _decide(winner[None, :], np.ones((1, R), bool), c.dtype, want_max)
+    dst_bytes = 2 * s if c.option is True else s
+    if nan.any() or xnan[0]:
+        mark("nan", dst, dst_bytes)
+    if sz.any() or xsz[0]:
+        mark("signed zero", dst, dst_bytes)
+    if c.option is True and (ties.any() or xties[0]):
+        mark("ties", dst, dst_bytes)
+    return out
+
+
+def _has_subnormal(c: Case, ref: Outcome) -> bool:
+    """A float32 call whose source or written result holds a subnormal."""
+    bits = _src_bits(c)
+    sub = ((bits & np.uint64(0x7F800000)) == 0) & ((bits & np.uint64(0x007FFFFF)) != 0)
+    if (sub & _active(c)[None, :]).any():
+        return True
+    for w in _written_words(ref, 4):
+        if (w & 0x7F800000) == 0 and (w & 0x007FFFFF) != 0:
+            return True
+    return False
+
+
+__all__ = ["Auditor", "Row", "DESCRIPTIONS"]

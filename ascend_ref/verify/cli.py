@@ -1,0 +1,66 @@
+"""``ascend-ref verify PATH...`` — verify device dumps against the reference.
+
+Exit code: 0 when every case agrees; 1 on any mismatch or bad input (or no case found).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+
+def register(sub) -> None:
+    p = sub.add_parser(
+        "verify", help="verify device/simulator dumps (.npz) against the reference",
+        description="Stream dump files (directories are searched for *.npz), compare every byte "
+                    "the reference defines (undefined bytes are skipped and counted), group "
+                    "mismatches by bit signature with a repro command, report every "
+                    "bad file. Exit 1 on any mismatch or bad input. Dump format: docs/verify.md.")
+    p.add_argument("paths", nargs="+", metavar="PATH", help="dump files or directories")
+    p.add_argument("--case", type=int, metavar="N",
+                   help="verify only case N of the (single) file given")
+    p.add_argument("--explain", action="store_true",
+                   help="with --case: show every differing element, reference vs device")
+    p.add_argument("--audit", action="store_true",
+                   help="audit the profile assumptions: per assumption, how many cases "
+                        "exercised it and whether the device agreed")
+    p.add_argument("--batch", type=int, default=None, metavar="N",
+                   help="cases per reference batch (memory ~ N x 5 x UB size; default 256)")
+    p.add_argument("--json", metavar="FILE", help="also write the report as JSON")
+    p.add_argument("--examples", type=int, default=1, metavar="K",
+                   help="example cases shown per mismatch group")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    from .format import DumpError
+    from .run import DEFAULT_BATCH, explain, verify
+
+    if args.case is not None:
+        if len(args.paths) != 1:
+            print("ascend-ref verify: --case needs exactly one dump file", file=sys.stderr)
+            return 2
+        try:
+            text, sig = explain(args.paths[0], args.case)
+        except DumpError as e:
+            print(f"bad input: {e}")
+            return 1
+        if args.explain:
+            print(text)
+        else:
+            print(f"{args.paths[0]} case {args.case}: "
+                  f"{'agree' if sig is None else ('bad' if sig == 'bad' else 'MISMATCH: ' + sig)}")
+        return 0 if sig is None else 1
+    if args.explain:
+        print("ascend-ref verify: --explain needs --case N", file=sys.stderr)
+        return 2
+    report = verify(args.paths, batch_size=args.batch or DEFAULT_BATCH, audit=args.audit,
+                    progress=False if args.no_progress else None,
+                    max_examples=max(args.examples, 1))
+    print(report.format(examples=args.examples))
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(report.to_json(), fh, indent=1)
+    return report.exit_code

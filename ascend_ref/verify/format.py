@@ -1,0 +1,580 @@
+"""The dump format (version 1): what a device or simulator wrote, as an ``.npz`` archive.
+
+A dump file holds ``count`` recorded calls. Each call is a :class:`~ascend_ref.case.Case`
+(API, product, dtype, static option, mask, parameters, tensors, UB before) plus what the
+device left in the UB afterwards: either the whole UB (layout ``"ub"``) or named byte regions
+with their addresses (layout ``"regions"``). ``docs/verify.md`` is the full specification.
+
+Keys of the archive::
+
+    format              "ascend_ref.dump"
+    version             1
+    count               N (number of cases)
+    c{i}.meta           JSON text (str, or uint8 UTF-8 bytes) — see docs/verify.md
+    c{i}.ub_before      uint8[n]  } layout "ub"
+    c{i}.ub_after       uint8[n]  }
+    c{i}.before.{name}  uint8[nbytes]  } layout "regions": meta.regions = {name: [addr, nbytes]}
+    c{i}.after.{name}   uint8[nbytes]  }
+
+Reading never yields a silent partial result: anything truncated, malformed or inconsistent
+raises :class:`DumpError` naming the file, the case and the field.
+
+>>> import numpy as np, tempfile, os
+>>> from ascend_ref.case import Case
+>>> c = Case("whole_reduce_sum", "atlas_a2", "float32", None, 64,
+...          {"repeat": 1, "dst_rep_stride": 1, "src_blk_stride": 1, "src_rep_stride": 8},
+...          {"src": (0, 64), "dst": (256, 8)}, np.zeros(512, np.uint8))
+>>> p = os.path.join(tempfile.mkdtemp(), "one.npz")
+>>> write_dump(p, c, ub_after=c.ub)
+>>> with open_dump(p) as f:
+...     d = f.case(0)
+>>> d.case.api, d.case.params["repeat"], d.after.size
+('whole_reduce_sum', 1, 512)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from typing import Iterable, Iterator, Optional, Sequence, Union
+
+import numpy as np
+
+from ..case import TIK, Case
+from ..chips import API_NAMES, chip as get_chip, chips as all_chips
+from ..constraints import Code
+
+FORMAT = "ascend_ref.dump"
+VERSION = 1
+SUPPORTED_VERSIONS = (1,)
+
+ORDERS = ("ORDER_VALUE_INDEX", "ORDER_INDEX_VALUE", "ORDER_ONLY_VALUE", "ORDER_ONLY_INDEX")
+REDUCE_TYPES = ("SUM", "MAX", "MIN")
+ASCENDC_PARAMS = ("repeat", "dst_rep_stride", "src_blk_stride", "src_rep_stride")
+TIK_PARAMS = ("repeat", "src_rep_stride")
+_DTYPES = ("float16", "float32", "int16", "uint16", "int32", "uint32")
+_ALIASES = {"half": "float16", "float": "float32"}
+_META_KEYS = {"api", "chip", "dtype", "option", "mask", "params", "tensors", "saturate",
+              "layout", "regions", "error", "tags", "source", "ub_bytes"}
+PathLike = Union[str, "os.PathLike[str]"]
+
+
+class DumpError(ValueError):
+    """A dump file (or one case in it) cannot be verified: ``file``, ``case``, ``field``, ``reason``."""
+
+    def __init__(self, file: PathLike, field: str, reason: str, case: Optional[int] = None):
+        self.file, self.field, self.reason, self.case = str(file), field, reason, case
+        where = f"{self.file}" + (f": case {case}" if case is not None else "")
+        super().__init__(f"{where}: {field}: {reason}")
+
+
+@dataclass
+class DumpCase:
+    """One recorded call, validated: the :class:`Case`, and what the device left.
+
+    ``after`` — the whole UB after the call as the device left it, rebuilt from regions for
+    layout ``"regions"`` (bytes outside the regions copy ``case.ub``); ``compared`` — bool mask
+    of the bytes the dump actually recorded after the call (None: all of them); ``error`` —
+    the constraint code the device/simulator reported instead of running (then ``after`` is
+    None).
+    """
+
+    file: str
+    index: int
+    case: Case
+    after: Optional[np.ndarray]
+    compared: Optional[np.ndarray] = None
+    error: Optional[Code] = None
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def where(self) -> str:
+        return f"{self.file} case {self.index}"
+
+
+# ------------------------------------------------------------------ writing -----------------
+
+def _jsonable_mask(mask):
+    if isinstance(mask, (list, tuple, np.ndarray)):
+        return [int(w) for w in mask]
+    return int(mask)
+
+
+def case_meta(case: Case, *, layout: str = "ub", regions: Optional[dict] = None,
+              error: Optional[Union[str, Code]] = None, source: Optional[str] = None) -> dict:
+    """The JSON ``meta`` object of one case (see docs/verify.md)."""
+    opt = case.option
+    opt = getattr(opt, "value", opt)
+    if isinstance(opt, np.bool_):
+        opt = bool(opt)
+    meta = {
+        "api": case.api, "chip": case.chip if isinstance(case.chip, str) else case.chip.id,
+        "dtype": case.dtype, "option": opt, "mask": _jsonable_mask(case.mask),
+        "params": {k: int(v) for k, v in case.params.items()},
+        "tensors": {k: [int(a), int(s)] for k, (a, s) in case.tensors.items()},
+        "saturate": None if case.saturate is None else bool(case.saturate),
+        "layout": layout,
+    }
+    if regions is not None:
+        meta["regions"] = {k: [int(a), int(n)] for k, (a, n) in regions.items()}
+        meta["ub_bytes"] = int(case.ub.size)
+    if error is not None:
+        meta["error"] = error.name if isinstance(error, Code) else str(error)
+    if case.tags:
+        meta["tags"] = {str(k): (v if isinstance(v, (int, float, str, bool)) or v is None
+                                 else str(v)) for k, v in case.tags.items()}
+    if source:
+        meta["source"] = source
+    return meta
+
+
+def tensor_regions(case: Case) -> dict:
+    """``{name: (addr, nbytes)}``: each tensor's declared extent (the default dump regions)."""
+    s = np.dtype(case.dtype).itemsize
+    return {k: (int(a), int(n) * s) for k, (a, n) in case.tensors.items()}
+
+
+def _case_arrays(i: int, case: Case, ub_after, regions, error) -> dict:
+    pre = f"c{i}."
+    ub = np.ascontiguousarray(case.ub, np.uint8)
+    if regions == "tensors":
+        regions = tensor_regions(case)
+    layout = "regions" if regions is not None else "ub"
+    out = {pre + "meta": np.array(json.dumps(case_meta(case, layout=layout, regions=regions,
+                                                       error=error)))}
+    after = None if ub_after is None else np.ascontiguousarray(np.asarray(ub_after), np.uint8)
+    if after is not None and after.shape != ub.shape:
+        raise ValueError(f"ub_after has {after.size} bytes, the case's UB has {ub.size}")
+    if error is None and after is None:
+        raise ValueError("ub_after is required unless error= says the device rejected the call")
+    if layout == "ub":
+        out[pre + "ub_before"] = ub
+        if after is not None:
+            out[pre + "ub_after"] = after
+    else:
+        for name, (a, n) in regions.items():
+            out[f"{pre}before.{name}"] = ub[a:a + n]
+            if after is not None:
+                out[f"{pre}after.{name}"] = after[a:a + n]
+    return out
+
+
+def write_dumps(path: PathLike, cases: Sequence[Case], ub_afters: Optional[Sequence] = None, *,
+                regions=None, errors: Optional[Sequence] = None, compress: bool = True) -> None:
+    """Write several cases into one dump file.
+
+    ``ub_afters[i]`` — the whole UB after case ``i`` (same size as ``cases[i].ub``).
+    ``regions`` — None: store the whole UB before/after (layout ``"ub"``); ``"tensors"``:
+    store each tensor's declared extent; or a dict ``{name: (addr, nbytes)}`` applied to every
+    case. ``errors[i]`` — a :class:`~ascend_ref.constraints.Code` (or its name) when the device
+    rejected case ``i`` instead of running it.
+    """
+    n = len(cases)
+    ub_afters = list(ub_afters) if ub_afters is not None else [None] * n
+    errors = list(errors) if errors is not None else [None] * n
+    if len(ub_afters) != n or len(errors) != n:
+        raise ValueError("cases, ub_afters and errors must have the same length")
+    arrays = {"format": np.array(FORMAT), "version": np.array(VERSION), "count": np.array(n)}
+    for i, (c, a, e) in enumerate(zip(cases, ub_afters, errors)):
+        arrays.update(_case_arrays(i, c, a, regions, e))
+    tmp = f"{os.fspath(path)}.part"
+    with open(tmp, "wb") as fh:
+        (np.savez_compressed if compress else np.savez)(fh, **arrays)
+    os.replace(tmp, path)
+
+
+def write_dump(path: PathLike, case: Case, ub_after=None, *, regions=None, error=None,
+               compress: bool = True) -> None:
+    """Write one case (see :func:`write_dumps`)."""
+    write_dumps(path, [case], None if ub_after is None else [ub_after], regions=regions,
+                errors=None if error is None else [error], compress=compress)
+
+
+# ------------------------------------------------------------------ reading -----------------
+
+def iter_paths(paths: Iterable[PathLike]) -> Iterator[str]:
+    """Dump files named by ``paths``: files as given, directories searched for ``*.npz``."""
+    for p in paths:
+        p = os.fspath(p)
+        if os.path.isdir(p):
+            for root, dirs, files in os.walk(p):
+                dirs.sort()
+                for f in sorted(files):
+                    if f.endswith(".npz"):
+                        yield os.path.join(root, f)
+        else:
+            yield p
+
+
+class DumpFile:
+    """An open dump file: ``count`` cases, read one at a time with :meth:`case` (lazy)."""
+
+    def __init__(self, path: PathLike):
+        self.path = os.fspath(path)
+        if not os.path.exists(self.path):
+            raise DumpError(self.path, "file", "no such file")
+        try:
+            with open(self.path, "rb") as fh:
+                magic = fh.read(4)
+        except OSError as e:
+            raise DumpError(self.path, "file", f"cannot read: {e}") from None
+        if magic != b"PK\x03\x04":
+            raise DumpError(self.path, "file", "not an .npz (zip) archive" +
+                            (" (empty file)" if not magic else ""))
+        try:
+            self._npz = np.load(self.path, allow_pickle=False)
+            self.keys = set(self._npz.files)
+        except Exception as e:  # BadZipFile, EOFError, OSError, ValueError, ...
+            raise DumpError(self.path, "file", f"not a readable .npz archive (truncated or not "
+                                               f"a dump?): {type(e).__name__}: {e}") from None
+        try:
+            fmt = self._scalar("format", str)
+            if fmt != FORMAT:
+                raise DumpError(self.path, "format", f"{fmt!r}, expected {FORMAT!r}")
+            self.version = self._scalar("version", int)
+            if self.version not in SUPPORTED_VERSIONS:
+                raise DumpError(self.path, "version",
+                                f"{self.version} is not supported (this ascend_ref reads "
+                                f"{list(SUPPORTED_VERSIONS)}; newer dumps need a newer ascend_ref)")
+            self.count = self._scalar("count", int)
+            if self.count < 0:
+                raise DumpError(self.path, "count", f"{self.count} is negative")
+            stray = sorted({k.split(".")[0] for k in self.keys if k.startswith("c")
+                            and k.split(".")[0][1:].isdigit()
+                            and int(k.split(".")[0][1:]) >= self.count})
+            if stray:
+                raise DumpError(self.path, "count",
+                                f"{self.count}, but the archive also holds {', '.join(stray[:5])}")
+        except Exception:
+            self.close()
+            raise
+
+    # -- plumbing
+    def _get(self, key: str, case: Optional[int] = None) -> np.ndarray:
+        if key not in self.keys:
+            raise DumpError(self.path, key, "missing", case)
+        try:
+            return self._npz[key]
+        except Exception as e:
+            raise DumpError(self.path, key, f"unreadable (corrupt or truncated): "
+                                            f"{type(e).__name__}: {e}", case) from None
+
+    def _scalar(self, key: str, kind):
+        a = self._get(key)
+        if a.shape != ():
+            raise DumpError(self.path, key, f"expected a scalar, got shape {a.shape}")
+        v = a[()]
+        if kind is str:
+            if isinstance(v, bytes):
+                v = v.decode("utf-8", "replace")
+            if not isinstance(v, str):
+                raise DumpError(self.path, key, f"expected text, got {a.dtype}")
+            return str(v)
+        if not np.issubdtype(a.dtype, np.integer):
+            raise DumpError(self.path, key, f"expected an integer, got {a.dtype}")
+        return int(v)
+
+    def close(self) -> None:
+        npz = getattr(self, "_npz", None)
+        if npz is not None:
+            npz.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # -- one case
+    def meta(self, i: int) -> dict:
+        a = self._get(f"c{i}.meta", i)
+        if a.dtype == np.uint8 and a.ndim == 1:
+            text = a.tobytes().decode("utf-8", "replace")
+        elif a.shape == () and isinstance(a[()], (str, bytes)):
+            text = a[()] if isinstance(a[()], str) else a[()].decode("utf-8", "replace")
+        else:
+            raise DumpError(self.path, f"c{i}.meta", f"expected JSON text, got {a.dtype} "
+                                                     f"{a.shape}", i)
+        try:
+            meta = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise DumpError(self.path, f"c{i}.meta", f"invalid JSON: {e}", i) from None
+        if not isinstance(meta, dict):
+            raise DumpError(self.path, f"c{i}.meta", "expected a JSON object", i)
+        return meta
+
+    def case(self, i: int) -> DumpCase:
+        """Case ``i``, validated (raises :class:`DumpError`)."""
+        if not 0 <= i < self.count:
+            raise DumpError(self.path, "case", f"{i} out of range: the file holds {self.count} "
+                                               f"case(s)", i)
+        meta = self.meta(i)
+        return _build(self, i, meta)
+
+
+def open_dump(path: PathLike) -> DumpFile:
+    """Open a dump file (raises :class:`DumpError` when it is not a readable dump)."""
+    return DumpFile(path)
+
+
+def iter_dump_cases(paths: Iterable[PathLike], on_file=None) -> Iterator[Union[DumpCase, DumpError]]:
+    """Every case of every dump file under ``paths``, one at a time (never all in memory).
+
+    Yields a :class:`DumpCase` for each valid case and a :class:`DumpError` (not raised) for
+    each bad file or bad case, then carries on with the next. ``on_file(path)`` is called
+    when a file is finished (progress bars).
+    """
+    for p in iter_paths(paths):
+        try:
+            f = DumpFile(p)
+        except DumpError as e:
+            yield e
+            if on_file:
+                on_file(p)
+            continue
+        with f:
+            if f.count == 0:
+                yield DumpError(p, "count", "the file holds no case")
+            for i in range(f.count):
+                try:
+                    yield f.case(i)
+                except DumpError as e:
+                    yield e
+        if on_file:
+            on_file(p)
+
+
+# ------------------------------------------------------------------ validation --------------
+
+class _V:
+    """Validation helpers bound to one file and case."""
+
+    def __init__(self, f: DumpFile, i: int):
+        self.f, self.i = f, i
+
+    def err(self, fld: str, reason: str) -> DumpError:
+        return DumpError(self.f.path, fld, reason, self.i)
+
+    def int_(self, v, fld: str, lo: int = 0, hi: int = 2**31 - 1) -> int:
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise self.err(fld, f"{v!r} is not an integer")
+        if not lo <= v <= hi:
+            raise self.err(fld, f"{v} outside [{lo}, {hi}]")
+        return v
+
+
+def _word(v: _V, w, fld: str) -> int:
+    if isinstance(w, str):
+        try:
+            w = int(w, 0)
+        except ValueError:
+            raise v.err(fld, f"{w!r} is not an integer (decimal or 0x hex)") from None
+    return v.int_(w, fld, 0, 2**64 - 1)
+
+
+def _option(v: _V, api: str, opt):
+    if api in ("whole_reduce_min", "whole_reduce_max"):
+        if opt is None:
+            return "ORDER_VALUE_INDEX"
+        name = str(opt).split(".")[-1].upper() if isinstance(opt, str) else None
+        if name and not name.startswith("ORDER_"):
+            name = "ORDER_" + name
+        if name not in ORDERS:
+            raise v.err("meta.option", f"{opt!r} is not a ReduceOrder; expected one of "
+                                       f"{list(ORDERS)}")
+        return name
+    if api == "reduce_data_block":
+        name = str(opt).split(".")[-1].upper() if isinstance(opt, str) else None
+        if name not in REDUCE_TYPES:
+            raise v.err("meta.option", f"{opt!r}: reduce_data_block needs the ReduceType, one of "
+                                       f"{list(REDUCE_TYPES)}")
+        return name
+    if api in ("vec_reduce_min", "vec_reduce_max"):
+        if opt is None:
+            return False
+        if not isinstance(opt, bool):
+            raise v.err("meta.option", f"{opt!r}: {api} takes cal_index, true or false")
+        return opt
+    if opt is not None:
+        raise v.err("meta.option", f"{opt!r}: {api} has no static option (use null)")
+    return None
+
+
+def _build(f: DumpFile, i: int, meta: dict) -> DumpCase:
+    v = _V(f, i)
+    unknown = sorted(set(meta) - _META_KEYS)
+    if unknown:
+        raise v.err(f"meta.{unknown[0]}", f"unknown field (known: {sorted(_META_KEYS)})")
+    for k in ("api", "chip", "dtype", "mask", "params", "tensors"):
+        if k not in meta:
+            raise v.err(f"meta.{k}", "missing")
+    api = meta["api"]
+    if api not in API_NAMES:
+        raise v.err("meta.api", f"unknown API {api!r}; known: {list(API_NAMES)}")
+    chip_id = meta["chip"]
+    if not isinstance(chip_id, str) or chip_id not in all_chips():
+        raise v.err("meta.chip", f"unknown product {chip_id!r}; known: {all_chips()}")
+    prof = get_chip(chip_id)
+    dtype = meta["dtype"]
+    dtype = _ALIASES.get(dtype, dtype) if isinstance(dtype, str) else dtype
+    if dtype not in _DTYPES:
+        raise v.err("meta.dtype", f"unknown element type {meta['dtype']!r}; known: "
+                                  f"{list(_DTYPES)} (or half / float)")
+    s = np.dtype(dtype).itemsize
+    option = _option(v, api, meta.get("option"))
+    # mask
+    mask = meta["mask"]
+    if isinstance(mask, list):
+        if not 1 <= len(mask) <= 2:
+            raise v.err("meta.mask", f"a bit mask has 1 or 2 words, got {len(mask)}")
+        mask = [_word(v, w, f"meta.mask[{k}]") for k, w in enumerate(mask)]
+    else:
+        mask = v.int_(mask, "meta.mask", 0, 2**31 - 1)
+    # params
+    params = meta["params"]
+    if not isinstance(params, dict):
+        raise v.err("meta.params", "expected an object")
+    want = TIK_PARAMS if api in TIK else ASCENDC_PARAMS
+    for k in want:
+        if k not in params:
+            raise v.err(f"meta.params.{k}", f"missing ({api} needs {list(want)})")
+    for k in params:
+        if k not in want:
+            raise v.err(f"meta.params.{k}", f"unknown parameter for {api} (expected {list(want)})")
+    params = {k: v.int_(params[k], f"meta.params.{k}") for k in want}
+    # tensors
+    tensors = meta["tensors"]
+    if not isinstance(tensors, dict):
+        raise v.err("meta.tensors", "expected an object {name: [addr, size]}")
+    names = ("dst", "src", "work_tensor") if api in TIK else ("dst", "src")
+    for k in names:
+        if k not in tensors:
+            raise v.err(f"meta.tensors.{k}", f"missing ({api} needs {list(names)})")
+    for k in tensors:
+        if k not in names:
+            raise v.err(f"meta.tensors.{k}", f"unknown tensor for {api} (expected {list(names)})")
+    tens = {}
+    for k in names:
+        t = tensors[k]
+        if not isinstance(t, list) or len(t) != 2:
+            raise v.err(f"meta.tensors.{k}", f"{t!r}: expected [addr, size] (byte address, "
+                                             f"size in elements)")
+        tens[k] = (v.int_(t[0], f"meta.tensors.{k}[0]"), v.int_(t[1], f"meta.tensors.{k}[1]"))
+    saturate = meta.get("saturate")
+    if saturate is not None and not isinstance(saturate, bool):
+        raise v.err("meta.saturate", f"{saturate!r}: expected true, false or null")
+    error = meta.get("error")
+    if error is not None:
+        if not isinstance(error, str) or error not in Code.__members__ or error == "OK":
+            raise v.err("meta.error", f"{error!r} is not a constraint code name "
+                                      f"(e.g. {Code.MASK_RANGE.name})")
+        error = Code[error]
+    tags = meta.get("tags") or {}
+    if not isinstance(tags, dict):
+        raise v.err("meta.tags", "expected an object")
+    # the UB
+    layout = meta.get("layout", "ub")
+    growable = "ub_bytes" in prof.assumed
+    if layout == "ub":
+        before = _bytes(v, f"c{i}.ub_before")
+        after = None
+        if error is None or f"c{i}.ub_after" in f.keys:
+            after = _bytes(v, f"c{i}.ub_after")
+            if after.size != before.size:
+                raise v.err(f"c{i}.ub_after", f"{after.size} bytes, but ub_before has "
+                                              f"{before.size}")
+        if before.size == 0:
+            raise v.err(f"c{i}.ub_before", "empty")
+        if before.size > prof.ub_bytes and not growable:
+            raise v.err(f"c{i}.ub_before", f"{before.size} bytes, more than the UB of {chip_id} "
+                                           f"({prof.ub_bytes} bytes)")
+        if "ub_bytes" in meta and meta["ub_bytes"] != before.size:
+            raise v.err("meta.ub_bytes", f"{meta['ub_bytes']!r}, but ub_before has "
+                                         f"{before.size} bytes")
+        compared = None
+    elif layout == "regions":
+        before, after, compared = _regions(v, meta, tens, s, prof, growable, error, api)
+    else:
+        raise v.err("meta.layout", f"{layout!r}: expected \"ub\" or \"regions\"")
+    case = Case(api, chip_id, dtype, option, mask, params, tens, before, saturate,
+                dict(tags, dump=f"{f.path}#{i}"))
+    return DumpCase(f.path, i, case, after, compared, error, meta)
+
+
+def _bytes(v: _V, key: str) -> np.ndarray:
+    a = v.f._get(key, v.i)
+    if a.dtype != np.uint8 or a.ndim != 1:
+        raise v.err(key, f"expected a 1-D uint8 array, got {a.dtype} {a.shape}")
+    return a
+
+
+def _covered(mask: np.ndarray, a: int, n: int) -> bool:
+    return bool(mask[a:a + n].all())
+
+
+def _regions(v: _V, meta: dict, tens: dict, s: int, prof, growable: bool, error, api: str):
+    regions = meta.get("regions")
+    if not isinstance(regions, dict) or not regions:
+        raise v.err("meta.regions", "layout \"regions\" needs {name: [addr, nbytes], ...}")
+    reg = {}
+    for name, r in regions.items():
+        if not isinstance(r, list) or len(r) != 2:
+            raise v.err(f"meta.regions.{name}", f"{r!r}: expected [addr, nbytes]")
+        reg[name] = (v.int_(r[0], f"meta.regions.{name}[0]"),
+                     v.int_(r[1], f"meta.regions.{name}[1]"))
+    end = max(a + n for a, n in reg.values())
+    size = int(meta.get("ub_bytes", prof.ub_bytes))
+    if end > size:
+        name = max(reg, key=lambda k: sum(reg[k]))
+        if not growable:
+            raise v.err(f"meta.regions.{name}", f"ends at byte {end}, beyond the UB of "
+                                                f"{prof.id} ({size} bytes)")
+        size = end
+    before = np.zeros(size, np.uint8)
+    have_before = np.zeros(size, bool)
+    after = before  # replaced below
+    after_parts = []
+    for name, (a, n) in reg.items():
+        kb, ka = f"c{v.i}.before.{name}", f"c{v.i}.after.{name}"
+        if kb not in v.f.keys and ka not in v.f.keys:
+            raise v.err(kb, f"missing (region {name!r} has neither before nor after bytes)")
+        if kb in v.f.keys:
+            b = _bytes(v, kb)
+            if b.size != n:
+                raise v.err(kb, f"{b.size} bytes, but meta.regions.{name} says {n}")
+            clash = have_before[a:a + n] & (before[a:a + n] != b)
+            if clash.any():
+                raise v.err(kb, f"disagrees with another region at byte "
+                                f"{a + int(np.flatnonzero(clash)[0])}")
+            before[a:a + n] = b
+            have_before[a:a + n] = True
+        if ka in v.f.keys:
+            b = _bytes(v, ka)
+            if b.size != n:
+                raise v.err(ka, f"{b.size} bytes, but meta.regions.{name} says {n}")
+            after_parts.append((a, b))
+    for k, (a, n) in tens.items():
+        if a + n * s > size:
+            continue            # the reference reports UB_BOUNDS with the parameter named
+        if not _covered(have_before, a, n * s):
+            raise v.err("meta.regions", f"tensor {k} [{a}, {a + n * s}) is not covered by the "
+                                        f"regions dumped before the call")
+    compared = np.zeros(size, bool)
+    after = None
+    if error is None or after_parts:
+        after = before.copy()
+        for a, b in after_parts:
+            after[a:a + b.size] = b
+            compared[a:a + b.size] = True
+        outs = [k for k in tens if k != "src"]
+        for k in outs:
+            a, n = tens[k]
+            if a + n * s <= size and not _covered(compared, a, n * s):
+                raise v.err("meta.regions", f"tensor {k} [{a}, {a + n * s}) is not covered by the "
+                                            f"regions dumped after the call")
+    return before, after, compared
+
+
+__all__ = ["FORMAT", "VERSION", "DumpError", "DumpCase", "DumpFile", "open_dump", "write_dump",
+           "write_dumps", "iter_dump_cases", "iter_paths", "case_meta", "tensor_regions"]

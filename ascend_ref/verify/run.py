@@ -1,0 +1,452 @@
+"""Streaming verification of dump files against the reference.
+
+:func:`verify` walks any number of dump files (directories are searched for ``*.npz``),
+reads the cases one at a time, runs them through :func:`ascend_ref.batch.run_cases` in
+chunks of ``batch_size`` and compares the bytes the reference defines; undefined bytes are
+skipped and counted. Nothing but the current chunk and the summary is held in memory, so
+the input may be far larger than memory. Mismatches are grouped by bit signature
+(:func:`ascend_ref.fuzz.signature.signature`), each group with a repro command; bad files
+and bad cases are all reported, and the good cases are still verified.
+"""
+
+from __future__ import annotations
+
+import shlex
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from ..case import Case, Outcome
+from ..chips import chip as get_chip
+from ..constraints import Code, ConstraintError
+from .format import (ASCENDC_PARAMS, DumpCase, DumpError, PathLike, iter_dump_cases,
+                     iter_paths, open_dump)
+
+DEFAULT_BATCH = 256
+
+
+def repro_command(file: str, index: int) -> str:
+    """The command that re-verifies one case and explains the difference."""
+    return f"ascend-ref verify {shlex.quote(str(file))} --case {index} --explain"
+
+
+# ------------------------------------------------------------------ report -----------------
+
+@dataclass
+class Group:
+    """Mismatches with one bit signature (as the fuzzer groups them), over APIs and products."""
+
+    signature: str
+    count: int = 0
+    apis: Counter = field(default_factory=Counter)
+    chips: Counter = field(default_factory=Counter)
+    dtypes: Counter = field(default_factory=Counter)
+    examples: List[Tuple[str, int, str]] = field(default_factory=list)   # (file, index, call)
+    best: Optional[Tuple[tuple, str, int, str]] = None   # smallest case: (size, file, index, call)
+
+    def add(self, d: DumpCase, max_examples: int) -> None:
+        c = d.case
+        self.count += 1
+        self.apis[c.api] += 1
+        self.chips[c.chip] += 1
+        self.dtypes[c.dtype] += 1
+        if len(self.examples) < max_examples:
+            self.examples.append((d.file, d.index, c.describe()))
+        size = (int(c.params.get("repeat", 0)), int(c.ub.size), d.file, d.index)
+        if self.best is None or size < self.best[0]:
+            self.best = (size, d.file, d.index, c.describe())
+
+    @property
+    def repro(self) -> str:
+        """Repro command of the smallest case of the group."""
+        return repro_command(self.best[1], self.best[2])
+
+
+@dataclass
+class Report:
+    """Totals of a verification run; ``ok`` is False on any mismatch or bad input."""
+
+    files: int = 0
+    cases: int = 0
+    agreed: int = 0
+    mismatched: int = 0
+    device_errors: int = 0          # cases the device rejected with the reference's code
+    undefined_bytes: int = 0
+    cases_with_undefined: int = 0
+    bad: List[DumpError] = field(default_factory=list)
+    bad_files: int = 0
+    groups: dict = field(default_factory=dict)
+    audit: object = None
+    seconds: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.mismatched == 0 and not self.bad and self.cases > 0
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.ok else 1
+
+    def sorted_groups(self) -> List[Group]:
+        return sorted(self.groups.values(), key=lambda g: (-g.count, g.signature))
+
+    def format(self, *, examples: int = 1) -> str:
+        lines = [f"verified {self.cases} case(s) from {self.files} file(s) in "
+                 f"{self.seconds:.1f} s: {self.agreed} agree, {self.mismatched} mismatch "
+                 f"({len(self.groups)} group(s)), {len(self.bad)} bad "
+                 f"(in {self.bad_files} file(s))"]
+        if self.device_errors:
+            lines.append(f"  {self.device_errors} case(s) rejected by the device with the "
+                         f"reference's constraint code (counted as agreeing)")
+        lines.append(f"  undefined bytes skipped: {self.undefined_bytes} "
+                     f"(in {self.cases_with_undefined} case(s))")
+        if self.groups:
+            lines.append("")
+            lines.append(f"mismatches: {self.mismatched} in {len(self.groups)} group(s) by bit "
+                         f"signature")
+            lines.append(f"  {'signature':<40}{'cases':>6}  APIs / products / dtypes")
+            for g in self.sorted_groups():
+                what = "; ".join(", ".join(f"{k}({n})" for k, n in cnt.most_common(4))
+                                 for cnt in (g.apis, g.chips, g.dtypes))
+                lines.append(f"  {g.signature:<40}{g.count:>6}  {what}")
+                lines.append(f"  {'':<48}repro: {g.repro}")
+                lines.append(f"  {'':<48}{g.best[3]}")
+                for f, i, desc in g.examples[:examples]:
+                    if (f, i) != (g.best[1], g.best[2]):
+                        lines.append(f"  {'':<48}also {f} case {i}")
+        if self.bad:
+            lines.append("")
+            lines.append(f"bad input ({len(self.bad)}):")
+            for e in sorted(self.bad, key=lambda e: (e.file, -1 if e.case is None else e.case)):
+                lines.append(f"  {e}")
+        if self.audit is not None:
+            lines.append("")
+            lines.append(self.audit.format())
+        if self.cases == 0 and not self.bad:
+            lines.append("no dump case found")
+        lines.append("")
+        lines.append("RESULT: " + ("OK" if self.ok else "FAILED"))
+        return "\n".join(lines)
+
+    def to_json(self) -> dict:
+        return {
+            "ok": self.ok, "files": self.files, "cases": self.cases, "agreed": self.agreed,
+            "mismatched": self.mismatched, "device_errors": self.device_errors,
+            "undefined_bytes": self.undefined_bytes,
+            "cases_with_undefined": self.cases_with_undefined,
+            "groups": [{"signature": g.signature, "count": g.count, "apis": dict(g.apis),
+                        "chips": dict(g.chips), "dtypes": dict(g.dtypes), "repro": g.repro,
+                        "examples": [{"file": f, "case": i, "call": d} for f, i, d in g.examples]}
+                       for g in self.sorted_groups()],
+            "bad": [{"file": e.file, "case": e.case, "field": e.field, "reason": e.reason}
+                    for e in self.bad],
+            "audit": None if self.audit is None else self.audit.to_json(),
+        }
+
+
+# ------------------------------------------------------------------ the reference side ----
+
+def _field_of(param: str) -> str:
+    """The dump field a reference constraint parameter lives in."""
+    if param in ("repeat_time", "repeat_times", "repeat"):
+        return "meta.params.repeat"
+    if param in ASCENDC_PARAMS:
+        return f"meta.params.{param}"
+    head = param.split(".")[0].split("/")[0]
+    if head in ("dst", "src", "work_tensor"):
+        return f"meta.tensors.{head}"
+    if param in ("order", "reduce_type", "cal_index"):
+        return "meta.option"
+    if param in ("mask", "saturate", "chip", "dtype"):
+        return f"meta.{param}"
+    return f"meta ({param})"
+
+
+def constraint_error(case: Case) -> Optional[ConstraintError]:
+    """The reference's error for ``case`` (with the parameter named), or None if it runs."""
+    import ascend_ref as ar
+
+    try:
+        case.call(ar, return_info=True)
+    except ConstraintError as e:
+        return e
+    return None
+
+
+def _run(cases: List[Case]) -> List[Outcome]:
+    from ..batch import run_cases
+    from ..case import run_jax
+
+    try:
+        return run_cases(cases)
+    except Exception:            # isolate the case that breaks the batch
+        out = []
+        for c in cases:
+            try:
+                out.append(run_jax(c))
+            except Exception as e:                                    # noqa: BLE001
+                out.append(e)
+        return out
+
+
+def beyond_assumed_ub(d: DumpCase, ref: Outcome) -> bool:
+    """The device ran a call the reference rejects only because the product's UB size, an
+    *assumed* value, is too small: evidence against ``ub_bytes`` (a mismatch, not bad input)."""
+    if ref.code != Code.UB_BOUNDS or d.after is None:
+        return False
+    prof = get_chip(d.case.chip)
+    if "ub_bytes" not in prof.assumed:
+        return False
+    s = np.dtype(d.case.dtype).itemsize
+    end = max(a + n * s for a, n in d.case.tensors.values())
+    return prof.ub_bytes < end <= d.case.ub.size
+
+
+def device_outcome(d: DumpCase, ref: Outcome) -> Outcome:
+    """The device side as an :class:`Outcome` (written/undefined taken from the reference)."""
+    if d.error is not None:
+        return Outcome(d.error)
+    if ref.code is not None:
+        return Outcome(None, d.after, np.zeros(d.after.size, bool), np.zeros(d.after.size, bool))
+    dev = d.after
+    if d.compared is not None:           # bytes not recorded: take the reference's
+        dev = np.where(d.compared, d.after, ref.ub)
+    return Outcome(None, dev, ref.written, ref.undefined)
+
+
+# ------------------------------------------------------------------ verification ----------
+
+class Verifier:
+    """Accumulates a :class:`Report` chunk by chunk (see :func:`verify`)."""
+
+    def __init__(self, *, audit: bool = False, max_examples: int = 3,
+                 on_case: Optional[Callable] = None):
+        self.report = Report()
+        self.max_examples = max_examples
+        self.on_case = on_case
+        self._bad_files = set()
+        self.auditor = None
+        if audit:
+            from .audit import Auditor
+
+            self.auditor = Auditor()
+            self.report.audit = self.auditor
+
+    def bad(self, e: DumpError) -> None:
+        self.report.bad.append(e)
+        self._bad_files.add(e.file)
+        self.report.bad_files = len(self._bad_files)
+        if self.on_case:
+            self.on_case(None, None, e)
+
+    def check(self, items: Sequence[DumpCase]) -> None:
+        """Verify one chunk of cases."""
+        if not items:
+            return
+        outs = _run([d.case for d in items])
+        audit_items = []
+        for d, ref in zip(items, outs):
+            if isinstance(ref, Exception):
+                self.bad(DumpError(d.file, "(reference)", f"the reference failed on this case: "
+                                                          f"{type(ref).__name__}: {ref}", d.index))
+                continue
+            sig = self._compare(d, ref)
+            if sig is False:
+                continue
+            if self.auditor is not None:
+                audit_items.append((d, ref, sig))
+        if self.auditor is not None and audit_items:
+            self.auditor.add(audit_items)
+
+    def _compare(self, d: DumpCase, ref: Outcome):
+        """Count one case; returns its signature (None: agrees) or False (bad case)."""
+        rep = self.report
+        if ref.code is not None and d.error is None and not beyond_assumed_ub(d, ref):
+            e = constraint_error(d.case)
+            if e is None:
+                e = ConstraintError(ref.code, api=d.case.api, param="?", value="?",
+                                    allowed="see ascend_ref.explain", chip=d.case.chip)
+            self.bad(DumpError(d.file, _field_of(e.param), f"outside the documented range, the "
+                                                           f"reference rejects the call: {e}",
+                               d.index))
+            return False
+        rep.cases += 1
+        dev = device_outcome(d, ref)
+        from ..fuzz.signature import signature
+
+        sig = signature(d.case, ref, dev)
+        if ref.code is None and dev.code is None:
+            und = ref.undefined if d.compared is None else (ref.undefined & d.compared)
+            n = int(und.sum())
+            if n:
+                rep.undefined_bytes += n
+                rep.cases_with_undefined += 1
+        if sig is None:
+            rep.agreed += 1
+            if d.error is not None:
+                rep.device_errors += 1
+        else:
+            rep.mismatched += 1
+            g = rep.groups.get(sig)
+            if g is None:
+                g = rep.groups[sig] = Group(sig)
+            g.add(d, self.max_examples)
+        if self.on_case:
+            self.on_case(d, sig, None)
+        return sig
+
+    def finish(self, files: int, seconds: float) -> Report:
+        self.report.files = files
+        self.report.seconds = seconds
+        return self.report
+
+
+def _chunks(it, n: int):
+    buf = []
+    for x in it:
+        buf.append(x)
+        if len(buf) >= n:
+            yield buf
+            buf = []
+    if buf:
+        yield buf
+
+
+def verify(paths: Iterable[PathLike], *, batch_size: int = DEFAULT_BATCH, audit: bool = False,
+           progress: Optional[bool] = None, max_examples: int = 3,
+           on_case: Optional[Callable] = None) -> Report:
+    """Verify every dump under ``paths`` against the reference; returns a :class:`Report`.
+
+    ``paths`` — files and/or directories (searched recursively for ``*.npz``); a single path
+    is accepted too. ``batch_size`` — cases per reference batch (memory is about
+    ``batch_size`` × 5 × UB size). ``audit`` — also audit the profile assumptions
+    (:mod:`ascend_ref.verify.audit`). ``progress`` — tqdm bar over files (default: when
+    stderr is a terminal). ``on_case(dump_case, signature, error)`` is called per case.
+    """
+    if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__"):
+        paths = [paths]
+    paths = list(iter_paths(paths))
+    t0 = time.time()
+    v = Verifier(audit=audit, max_examples=max_examples, on_case=on_case)
+    show = sys.stderr.isatty() if progress is None else progress
+    bar = None
+    if show:
+        from tqdm import tqdm
+
+        bar = tqdm(total=len(paths), unit="file", desc="verify", file=sys.stderr)
+    on_file = (lambda p: bar.update(1)) if bar is not None else None
+    try:
+        for chunk in _chunks(iter_dump_cases(paths, on_file=on_file), batch_size):
+            good = []
+            for x in chunk:
+                if isinstance(x, DumpError):
+                    v.bad(x)
+                else:
+                    good.append(x)
+            v.check(good)
+            if bar is not None:
+                bar.set_postfix(cases=v.report.cases, mismatch=v.report.mismatched,
+                                bad=len(v.report.bad), refresh=False)
+    finally:
+        if bar is not None:
+            bar.close()
+    return v.finish(len(paths), time.time() - t0)
+
+
+# ------------------------------------------------------------------ one case, explained ---
+
+def _decode(bits: int, dtype: str, role: str = "value") -> str:
+    s = np.dtype(dtype).itemsize
+    raw = np.array(bits, f"uint{8 * s}")
+    if role == "index":
+        return f"index {bits}"
+    if dtype.startswith("float"):
+        return f"{float(raw.view(dtype)):.7g}"
+    return str(int(raw.view(dtype)))
+
+
+def _locate(case: Case, addr: int) -> str:
+    s = np.dtype(case.dtype).itemsize
+    for name, (a, n) in case.tensors.items():
+        if a <= addr < a + n * s:
+            return f"{name}[{(addr - a) // s}]"
+    return "outside every tensor"
+
+
+def _ranges(m: np.ndarray) -> List[Tuple[int, int]]:
+    edges = np.flatnonzero(np.diff(np.concatenate([[0], m.astype(np.int8), [0]])))
+    return [(int(a), int(b)) for a, b in zip(edges[::2], edges[1::2])]
+
+
+def explain(path: PathLike, index: int, *, max_words: int = 32) -> Tuple[str, Optional[str]]:
+    """Verify one case and explain it: ``(text, signature)``; raises :class:`DumpError`."""
+    from ..fuzz.signature import _roles, classify_values, signature
+
+    with open_dump(path) as f:
+        d = f.case(index)
+    c = d.case
+    ref = _run([c])[0]
+    if isinstance(ref, Exception):
+        raise DumpError(d.file, "(reference)", f"the reference failed: {ref}", index)
+    lines = [f"{d.where}", f"  call:      {c.describe()}"]
+    if d.meta.get("source"):
+        lines.append(f"  source:    {d.meta['source']}")
+    layout = "whole UB" if d.compared is None else \
+        "regions " + ", ".join(f"{k}@{a}+{n}" for k, (a, n) in d.meta["regions"].items())
+    lines.append(f"  recorded:  {layout}" + (f"; device error {d.error.name}" if d.error else ""))
+    if ref.code is not None:
+        e = constraint_error(c)
+        lines.append(f"  reference: rejects the call: {e if e else ref.code.name}")
+    else:
+        lines.append(f"  reference: writes {_ranges(ref.written)}; undefined {_ranges(ref.undefined)}")
+    if ref.code is not None and d.error is None and not beyond_assumed_ub(d, ref):
+        lines.append("  => bad case: outside the documented range (nothing to compare)")
+        return "\n".join(lines), "bad"
+    dev = device_outcome(d, ref)
+    sig = signature(c, ref, dev)
+    if ref.code is not None or dev.code is not None:
+        lines.append(f"  => {'agree' if sig is None else sig}")
+        return "\n".join(lines), sig
+    s = np.dtype(c.dtype).itemsize
+    und = ref.undefined if d.compared is None else ref.undefined & d.compared
+    if und.any():
+        lines.append(f"  skipped:   {int(und.sum())} undefined byte(s) {_ranges(und)}")
+    differ = (ref.ub != dev.ub) & ~ref.undefined
+    words = np.unique(np.flatnonzero(differ) // s)
+    if sig is None:
+        lines.append("  => agree: every defined byte matches")
+        return "\n".join(lines), None
+    lines.append(f"  => MISMATCH ({sig}): {words.size} element(s) differ")
+    bt = f"uint{8 * s}"
+    for w in words[:max_words]:
+        lo = int(w) * s
+        e = int(ref.ub[lo:lo + s].view(bt)[0])
+        a = int(dev.ub[lo:lo + s].view(bt)[0])
+        b = int(c.ub[lo:lo + s].view(bt)[0])
+        role = _roles(c, lo) if ref.written[lo] else "not written by the reference"
+        if not ref.written[lo]:
+            kind = "extra write"
+        elif a == b and e != b:
+            kind = "slot not written"
+        elif role == "index":
+            kind = "index differs"
+        else:
+            kind = classify_values(e, a, c.dtype)
+        w = 2 + 2 * s
+        lines.append(f"     byte {lo:#07x} {_locate(c, lo):<14} reference {e:#0{w}x} "
+                     f"({_decode(e, c.dtype, role)})  device {a:#0{w}x} "
+                     f"({_decode(a, c.dtype, role)})  before {b:#0{w}x}  [{kind}]")
+    if words.size > max_words:
+        lines.append(f"     ... {words.size - max_words} more")
+    lines.append("  python:    from ascend_ref.verify import open_dump; import ascend_ref as ar; "
+                 f"c = open_dump({str(d.file)!r}).case({index}).case; "
+                 "ub, info = c.call(ar, return_info=True)")
+    return "\n".join(lines), sig
+
+
+__all__ = ["verify", "Verifier", "Report", "Group", "explain", "repro_command",
+           "device_outcome", "constraint_error", "DEFAULT_BATCH"]

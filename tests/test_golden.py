@@ -1,0 +1,175 @@
+"""Golden files: each shipped kernel, byte for byte against an independent model.
+
+The independent model regenerates the inputs the way a sample's ``gen_data.py`` does
+(``np.random.seed``; ``np.random.uniform``), lays the UB out itself, and runs the scalar
+oracle (``ascend_ref.oracle``, which shares no code with the JAX path); where plain numpy can
+compute the answer (max, argmin, float32 trees) that is checked too.
+"""
+
+import types
+
+import numpy as np
+import pytest
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # pragma: no cover
+    import tomli as tomllib
+
+from ascend_ref import oracle
+from ascend_ref.chips import config_dir
+from ascend_ref.cli import main as cli_main
+from ascend_ref.golden import GoldenError, generate, load_kernel
+from ascend_ref.verify import verify
+
+KERNELS = sorted(p.stem for p in (config_dir() / "kernels").glob("*.toml"))
+
+
+def T(addr, dtype, size):
+    return types.SimpleNamespace(addr=addr, dtype=dtype, size=size)
+
+
+def independent(name):
+    """(inputs {file: bytes}, golden bytes) computed without ascend_ref's JAX path."""
+    raw = tomllib.loads((config_dir() / "kernels" / f"{name}.toml").read_text())
+    dt = {"half": "float16", "float": "float32"}.get(raw["dtype"], raw["dtype"])
+    s = np.dtype(dt).itemsize
+    (xname, xs), = raw["inputs"].items()
+    np.random.seed(xs["seed"])
+    x = np.random.uniform(xs["low"], xs["high"], xs["shape"]).astype(dt)
+    stride = xs.get("ub_row_stride", xs["shape"][-1])
+    padded = np.zeros((int(np.prod(xs["shape"][:-1])), stride), dt)
+    padded[:, :xs["shape"][-1]] = x.reshape(padded.shape[0], -1)
+    (call,) = raw["calls"]
+    out = raw["output"]
+    n_out = out.get("size") or int(np.prod(out["shape"]))
+    ub = np.zeros(65536, np.uint8)
+    src_b = padded.view(np.uint8).ravel()
+    ub[:src_b.size] = src_b
+    dst_addr = 32768
+    ub[dst_addr:dst_addr + 4096] = np.full(4096 // s, out.get("init", 0), dt).view(np.uint8)
+    api, chip = call["api"], raw["chip"]
+    src = T(0, dt, padded.size)
+    dst = T(dst_addr, dt, 4096 // s)
+    if api == "vec_reduce_add":
+        work = T(40960, dt, call["work_size"])
+        r = oracle.vec_reduce_add(ub, call["mask"], dst, src, work, call["repeat"],
+                                  call["src_rep_stride"], chip=chip)
+    else:
+        args = (ub, dst, src, call["mask"], call["repeat"], call["dst_rep_stride"],
+                call["src_blk_stride"], call["src_rep_stride"])
+        if api == "reduce_data_block":
+            r = oracle.reduce_data_block(*args, reduce_type=call["reduce_type"], chip=chip)
+        elif api == "whole_reduce_sum":
+            r = oracle.whole_reduce_sum(*args, chip=chip)
+        else:
+            r = getattr(oracle, api)(*args, call["order"], chip=chip)
+    golden = r.ub[dst_addr:dst_addr + n_out * s]
+    return {f"input_{xname}.bin": x.tobytes()}, golden.tobytes(), x
+
+
+@pytest.fixture(scope="module")
+def generated(tmp_path_factory):
+    root = tmp_path_factory.mktemp("golden")
+    return root, {k: generate(k, root / k, dumps=True) for k in KERNELS}
+
+
+def test_six_example_kernels_ship():
+    assert KERNELS == ["reduce_data_block_sum_half", "row_sum_float_13x57",
+                       "tik_vec_reduce_add_half", "whole_reduce_max_half",
+                       "whole_reduce_min_index_half", "whole_reduce_sum_float"]
+
+
+@pytest.mark.parametrize("name", KERNELS)
+def test_golden_bit_exact_against_oracle(name, generated):
+    root, gens = generated
+    inputs, golden, _ = independent(name)
+    for f, data in inputs.items():
+        assert (root / name / "input" / f).read_bytes() == data
+    assert (root / name / "output" / "golden.bin").read_bytes() == golden
+    assert gens[name].golden.tobytes() == golden
+
+
+def tree(v):
+    while v.shape[-1] > 1:
+        v = v[..., 0::2] + v[..., 1::2]
+    return v[..., 0]
+
+
+def test_golden_against_plain_numpy(generated):
+    root, _ = generated
+
+    def read(name, dt):
+        return np.fromfile(root / name / "output" / "golden.bin", dt)
+
+    _, _, x = independent("whole_reduce_max_half")
+    assert read("whole_reduce_max_half", "<f2").tobytes() == x.reshape(8, 128).max(1).tobytes()
+    _, _, x = independent("whole_reduce_min_index_half")
+    g = read("whole_reduce_min_index_half", "<f2")
+    assert g[0::2].tobytes() == x.reshape(8, 128).min(1).tobytes()
+    assert (g.view("<u2")[1::2] == x.reshape(8, 128).argmin(1)).all()
+    _, _, x = independent("whole_reduce_sum_float")             # float32 adds are exact IEEE
+    assert read("whole_reduce_sum_float", "<f4").tobytes() == tree(x.reshape(32, 64)).tobytes()
+    _, _, x = independent("row_sum_float_13x57")
+    p = np.zeros((13, 64), np.float32)
+    p[:, :57] = x
+    assert read("row_sum_float_13x57", "<f4").tobytes() == tree(p).tobytes()
+    assert np.allclose(read("row_sum_float_13x57", "<f4"), x.sum(1), rtol=1e-5)
+
+
+def test_golden_dumps_verify(generated):
+    root, _ = generated
+    r = verify(root, progress=False)
+    assert r.ok and r.cases == len(KERNELS)
+
+
+def test_seed_example_vec_reduce_add(tmp_path):
+    """TIK doc example 2: rows of 1, 2, 3; mask 34, 6 repeats, stride 3 -> 326."""
+    k = tmp_path / "k.toml"
+    k.write_text("""
+chip = "atlas_training"
+dtype = "float16"
+[inputs.x]
+shape = [3, 128]
+generator = "values"
+values = [%s]
+[output]
+size = 64
+[[calls]]
+api = "vec_reduce_add"
+mask = 34
+repeat = 6
+src_rep_stride = 3
+work_size = 64
+""" % ", ".join(["1"] * 128 + ["2"] * 128 + ["3"] * 128))
+    g = generate(k, tmp_path / "out")
+    assert g.golden[0] == 326 and not g.golden[1:].any()
+    assert np.fromfile(tmp_path / "out" / "output" / "golden.bin", "<f2")[0] == 326
+    work = g.outcomes[0].ub[g.cases[0].tensors["work_tensor"][0]:][:12].view(np.float16)
+    assert work[:6].tolist() == [34, 34, 36, 68, 68, 86]
+
+
+@pytest.mark.parametrize("body,field", [
+    ("[[calls]]\napi = 'whole_reduce_sum'\nmask = 64\nrepeat = 300\n", "calls[0].repeat"),
+    ("[[calls]]\napi = 'whole_reduce_summ'\nmask = 64\nrepeat = 1\n", "calls[0].api"),
+    ("[[calls]]\napi = 'whole_reduce_sum'\nmask = 64\nrepeats = 1\n", "calls[0].repeats"),
+    ("[[calls]]\napi = 'whole_reduce_sum'\nmask = 65\nrepeat = 1\n", "calls[0].mask"),
+    ("[[calls]]\napi = 'whole_reduce_sum'\nmask = 64\nrepeat = 1\nsrc = 'y'\n", "calls[0].src"),
+])
+def test_bad_kernel_names_the_field(tmp_path, body, field):
+    k = tmp_path / "bad.toml"
+    k.write_text("chip = 'atlas_a2'\ndtype = 'float'\n[inputs.x]\nshape = [64]\n"
+                 "generator = 'uniform'\nlow = 0.0\nhigh = 1.0\n" + body)
+    with pytest.raises(GoldenError) as e:
+        generate(k, tmp_path / "out")
+    assert e.value.field == field and str(k) in str(e.value)
+
+
+def test_cli(tmp_path, capsys):
+    assert cli_main(["golden", "whole_reduce_max_half", "--out", str(tmp_path / "o")]) == 0
+    assert (tmp_path / "o" / "input" / "input_x.bin").stat().st_size == 2048
+    assert (tmp_path / "o" / "output" / "golden.bin").stat().st_size == 16
+    assert cli_main(["golden", "--list"]) == 0
+    assert "whole_reduce_sum_float" in capsys.readouterr().out
+    assert cli_main(["golden", str(tmp_path / "nope.toml"), "--out", str(tmp_path)]) == 1
+    assert load_kernel("row_sum_float_13x57").inputs[0].row_stride == 64
