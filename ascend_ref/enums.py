@@ -24,7 +24,7 @@ class ReduceType(str, enum.Enum):
     MIN = "MIN"
 
 
-def parse_enum(enum_cls, value, *, api: str, param: str, code: Code):
+def parse_enum(enum_cls, value, *, api: str, param: str, code: Code, chip=None):
     """Accept an enum member, its name, or its name without the ``ORDER_`` prefix."""
     if isinstance(value, enum_cls):
         return value
@@ -36,4 +36,5 @@ def parse_enum(enum_cls, value, *, api: str, param: str, code: Code):
     if not isinstance(value, str):
         code = Code.BAD_ARGUMENT
     raise ConstraintError(code, api=api, param=param, value=value,
-                          allowed=f"one of {[m.name for m in enum_cls]}")
+                          allowed=f"one of {[m.name for m in enum_cls]}",
+                          chip=getattr(chip, "id", chip))

@@ -12,7 +12,7 @@ def reduce_repeat(ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_strid
                   saturate=None, return_info=False):
     """The newer CANN name: ReduceRepeat<MIN|MAX|SUM> = WholeReduceMin / Max / Sum."""
     rt = parse_enum(ReduceType, reduce_type, api="reduce_repeat", param="reduce_type",
-                    code=Code.REDUCE_TYPE)
+                    code=Code.REDUCE_TYPE, chip=chip)
     if rt is ReduceType.SUM:
         return whole_reduce_sum(ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_stride,
                                 src_rep_stride, chip=chip, saturate=saturate,

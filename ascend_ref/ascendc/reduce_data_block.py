@@ -71,7 +71,7 @@ def reduce_data_block(ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_s
     ``return_info=True`` → ``(ub, CallInfo)``.
     """
     rt = parse_enum(ReduceType, reduce_type, api="reduce_data_block", param="reduce_type",
-                    code=Code.REDUCE_TYPE)
+                    code=Code.REDUCE_TYPE, chip=chip)
     return call(_RDB, ub, {"dst": dst, "src": src}, mask,
                 params(repeat_time, dst_rep_stride, src_blk_stride, src_rep_stride),
                 chip=chip, option=rt.value, saturate=saturate, return_info=return_info)

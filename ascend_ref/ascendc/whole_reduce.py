@@ -89,9 +89,9 @@ def _run_minmax(ins, ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_st
     from ..chips import chip as get_chip
     from ..constraints import ConstraintError
 
-    order = parse_enum(ReduceOrder, order, api=ins.api, param="order",
-                       code=Code.ORDER_UNSUPPORTED)
     prof = get_chip(chip)
+    order = parse_enum(ReduceOrder, order, api=ins.api, param="order",
+                       code=Code.ORDER_UNSUPPORTED, chip=prof)
     types_ok = getattr(src, "dtype", None) in prof.dtypes(ins.api) and \
         getattr(dst, "dtype", None) == src.dtype  # else call() reports the lower code
     if types_ok and order.name not in prof.orders:

@@ -27,8 +27,10 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
+import jax.numpy as jnp
 import numpy as np
 
+from .. import addressing, mask as masks, numerics
 from ..case import TIK, Case, Outcome
 from ..chips import chip as get_chip, chips as all_chips
 from ..constraints import Code
@@ -341,32 +343,20 @@ def _written_words(ref: Outcome, s: int) -> set:
 
 
 def _active(c: Case) -> np.ndarray:
-    """Which lanes of a repeat take part (bool[L])."""
-    s = np.dtype(c.dtype).itemsize
-    L = 256 // s
-    m = c.mask
-    if not isinstance(m, (list, tuple)):
-        return np.arange(L) < int(m)
-    words = [int(w) for w in m]
-    if c.api in TIK:
-        words = [words[1], words[0]] if len(words) == 2 else words
-    bits = np.zeros(L, bool)
-    for i in range(L):
-        if i // 64 < len(words):
-            bits[i] = (words[i // 64] >> (i % 64)) & 1
-    return bits
+    """Which lanes of a repeat take part (bool[L]), by the shared mask module."""
+    m = masks.parse(c.mask, c.dtype, api=c.api, chip=str(c.chip),
+                    word_order="tik" if c.api in TIK else "ascendc")
+    return np.asarray(masks.lane_bits(m.mode, m.value, masks.lanes_per_repeat(c.dtype)))
 
 
 def _src_bits(c: Case) -> np.ndarray:
-    """Source element bits ``[R, L]`` as the call reads them (inactive lanes: 0)."""
+    """Source element bits ``[R, L]`` as the call reads them (inactive lanes: 0), gathered
+    through the shared read table."""
     s = np.dtype(c.dtype).itemsize
-    L, epb = 256 // s, 32 // s
     R = c.params["repeat"]
     bs = c.params.get("src_blk_stride", 1)
-    rs = c.params["src_rep_stride"]
-    i = np.arange(L)
-    addr = (c.tensors["src"][0] + np.arange(R)[:, None] * rs * 32 + (i // epb) * bs * 32
-            + (i % epb) * s)
+    addr = np.asarray(addressing.read_table(c.tensors["src"][0], c.params["src_rep_stride"], bs,
+                                            r_max=max(R, 1), size=s))[:R]
     addr = np.where(_active(c)[None, :], addr, 0)
     addr = np.clip(addr, 0, c.ub.size - s)
     byte = addr[..., None] + np.arange(s)
@@ -375,25 +365,18 @@ def _src_bits(c: Case) -> np.ndarray:
 
 
 def _keys(bits: np.ndarray, dtype: str):
-    """Monotone integer keys (-0 < +0) and a NaN mask."""
+    """Monotone integer keys (-0 < +0, numerics.order_key), NaN, zero and sign masks."""
     s = np.dtype(dtype).itemsize
+    typed = jnp.asarray(bits.astype(f"uint{8 * s}"))
+    key = np.asarray(numerics.order_key(typed, dtype)).astype(np.int64)
+    if not dtype.startswith("float"):
+        f = np.zeros(bits.shape, bool)
+        return key, f, f, f
     sign = np.uint64(1 << (8 * s - 1))
-    full = np.uint64((1 << (8 * s)) - 1)
-    if dtype.startswith("float"):
-        e_bits = 5 if s == 2 else 8
-        m_bits = 8 * s - 1 - e_bits
-        exp = (bits >> np.uint64(m_bits)) & np.uint64((1 << e_bits) - 1)
-        nan = (exp == np.uint64((1 << e_bits) - 1)) & ((bits & np.uint64((1 << m_bits) - 1)) != 0)
-        neg = (bits & sign) != 0
-        key = np.where(neg, (~bits) & full, bits | sign).astype(np.int64)
-        zero = (bits & ~sign & full) == 0
-        return key, nan, zero, neg
-    if dtype.startswith("int"):
-        key = (bits ^ sign).astype(np.int64)
-    else:
-        key = bits.astype(np.int64)
-    f = np.zeros(bits.shape, bool)
-    return key, f, f, f
+    nan = np.asarray(numerics.is_nan(typed))
+    neg = (bits & sign) != 0
+    zero = (bits & ~sign & np.uint64((1 << (8 * s)) - 1)) == 0
+    return key, nan, zero, neg
 
 
 def _decide(bits, act, dtype: str, want_max: bool):

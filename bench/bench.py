@@ -1,0 +1,182 @@
+"""Throughput of the batched reference against baselines measured in the same run.
+
+For each API (half and float where the product has it) and R = 1, 16, 255 repeats with
+realistic strides (block stride 1, repeat stride 8) and full masks, one run measures:
+
+* ``jax``      — cases/s of ``ascend_ref.run_batch`` (steady state, compiled, donated UBs);
+* ``oracle``   — cases/s of the package's scalar oracle on the same cases;
+* ``numpy``    — cases/s of a vectorised numpy golden of the kind Ascend samples use
+                 (gather, then np.min / np.argmin / np.sum per repeat; *not* bit-exact);
+* ``copy``     — cases/s numpy needs just to copy the bytes the cases touch;
+* ``compile``  — seconds to compile the static configuration (first call minus a steady call);
+* peak resident memory of the process at the end.
+
+Usage: ``python bench/bench.py [--quick] [--json PATH]``. Prints a table and writes JSON.
+Not a test: nothing here asserts a timing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import resource
+import time
+from pathlib import Path
+
+import jax
+import numpy as np
+
+import ascend_ref as ar
+from ascend_ref import Tensor
+from ascend_ref.fuzz.generate import slot_bytes, tik_work_need
+
+CONFIGS = [  # (api, chip, dtype, option)
+    ("whole_reduce_min", "atlas_a2", "float16", "ORDER_VALUE_INDEX"),
+    ("whole_reduce_min", "atlas_a2", "float32", "ORDER_VALUE_INDEX"),
+    ("whole_reduce_sum", "atlas_a2", "float16", None),
+    ("whole_reduce_sum", "atlas_a2", "float32", None),
+    ("reduce_data_block", "atlas_a2", "float16", "SUM"),
+    ("reduce_data_block", "atlas_a2", "float32", "MAX"),
+    ("vec_reduce_min", "atlas_training", "float16", True),
+    ("vec_reduce_add", "atlas_training", "float16", None),
+    ("vec_reduce_add", "atlas_training", "float32", None),
+]
+TIK = ("vec_reduce_min", "vec_reduce_max", "vec_reduce_add")
+
+
+def _timeit(fn, repeat=3):
+    best = float("inf")
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def layout(api, dtype, r):
+    s = np.dtype(dtype).itemsize
+    src_bytes = r * 256
+    dst_at = src_bytes
+    if api in TIK:
+        work_at = dst_at + 32
+        need = tik_work_need(api, r, api != "vec_reduce_add")
+        window = work_at + -(-need * s // 32) * 32
+        return dict(src=(0, src_bytes // s), dst=(dst_at, 32 // s),
+                    work_tensor=(work_at, need)), window
+    slot = slot_bytes(api, dtype, "ORDER_VALUE_INDEX")
+    dst_bytes = -(-slot * r // 32) * 32
+    return dict(src=(0, src_bytes // s), dst=(dst_at, dst_bytes // s)), dst_at + dst_bytes
+
+
+def batch_kwargs(api, chip, dtype, option, r, tensors):
+    kw = dict(chip=chip, dtype=dtype, mask=256 // np.dtype(dtype).itemsize, max_repeat=r,
+              **tensors)
+    if api in TIK:
+        kw.update(repeat=r, src_rep_stride=8)
+        if api != "vec_reduce_add":
+            kw["cal_index"] = option
+    else:
+        kw.update(repeat=r, dst_rep_stride=1, src_blk_stride=1, src_rep_stride=8)
+        if api.startswith("whole_reduce_m"):
+            kw["order"] = option
+        if api == "reduce_data_block":
+            kw["reduce_type"] = option
+    return kw
+
+
+def numpy_golden(api, dtype, option, ubs, r):
+    """The usual sample golden: view the source as [cases, R, lanes] and reduce per repeat."""
+    s = np.dtype(dtype).itemsize
+    x = ubs[:, :r * 256].view(dtype).reshape(len(ubs), r, 256 // s)
+    if api in ("whole_reduce_min", "vec_reduce_min"):
+        v, i = x.min(axis=2), x.argmin(axis=2)
+        return (v.min(axis=1), i) if api in TIK else (v, i)
+    if api == "reduce_data_block":
+        b = x.reshape(len(ubs), r, 8, -1)
+        return b.sum(axis=3, dtype=dtype) if option == "SUM" else b.max(axis=3)
+    total = x.sum(axis=2, dtype=dtype)
+    return total.sum(axis=1, dtype=dtype) if api in TIK else total
+
+
+def oracle_case(api, chip, dtype, option, r, tensors, ub):
+    t = {k: Tensor(a, dtype, n) for k, (a, n) in tensors.items()}
+    mask = 256 // np.dtype(dtype).itemsize
+    o = ar.oracle
+    if api in TIK:
+        extra = (option,) if api != "vec_reduce_add" else ()
+        return getattr(o, api)(ub, mask, t["dst"], t["src"], t["work_tensor"], r, 8, *extra,
+                               chip=chip)
+    if api == "reduce_data_block":
+        return o.reduce_data_block(ub, t["dst"], t["src"], mask, r, 1, 1, 8, reduce_type=option,
+                                   chip=chip)
+    if api == "whole_reduce_sum":
+        return o.whole_reduce_sum(ub, t["dst"], t["src"], mask, r, 1, 1, 8, chip=chip)
+    return getattr(o, api)(ub, t["dst"], t["src"], mask, r, 1, 1, 8, option, chip=chip)
+
+
+def run(quick: bool):
+    rows = []
+    rng = np.random.default_rng(0)
+    for api, chip, dtype, option in CONFIGS:
+        for r in (1, 16, 255):
+            tensors, window = layout(api, dtype, r)
+            b = {1: 8192, 16: 2048, 255: 256}[r] // (4 if quick else 1)
+            s = np.dtype(dtype).itemsize
+            data = rng.standard_normal((b, window // s)).astype(dtype)
+            ubs = np.ascontiguousarray(data).view(np.uint8)
+            kw = batch_kwargs(api, chip, dtype, option, r, tensors)
+            t0 = time.perf_counter()
+            out, status = ar.run_batch(api, ubs.copy(), **kw)
+            first = time.perf_counter() - t0
+            assert (status == 0).all(), (api, r, set(status.tolist()))
+            steady = _timeit(lambda: ar.run_batch(api, ubs.copy(), **kw))
+            copy_t = _timeit(lambda: ubs.copy())
+            jax_cps = b / steady
+            np_t = _timeit(lambda: numpy_golden(api, dtype, option, ubs, r))
+            n_or = 2 if r == 255 else 4
+            or_t = _timeit(lambda: [oracle_case(api, chip, dtype, option, r, tensors, ubs[k])
+                                    for k in range(n_or)], repeat=1) / n_or
+            # the oracle agrees bit for bit with the batched result (a sanity check, not a timing)
+            ref = oracle_case(api, chip, dtype, option, r, tensors, ubs[0])
+            assert np.array_equal(ref.ub, out[0]), f"{api} R={r}: batch differs from oracle"
+            rows.append(dict(api=api, chip=chip, dtype=dtype, option=str(option), repeat=r,
+                             cases=b, jax_cases_per_s=jax_cps, numpy_cases_per_s=b / np_t,
+                             copy_cases_per_s=b / copy_t, oracle_cases_per_s=1 / or_t,
+                             vs_numpy=jax_cps * np_t / b, vs_oracle=jax_cps * or_t,
+                             compile_s=max(first - steady, 0.0)))
+            print(_fmt_row(rows[-1]), flush=True)
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return rows, peak_mb
+
+
+HEADER = (f"{'api':<18} {'dtype':<8} {'R':>4} {'cases':>6} {'jax c/s':>10} {'numpy c/s':>10} "
+          f"{'copy c/s':>10} {'oracle c/s':>10} {'×numpy':>7} {'×oracle':>9} {'compile s':>9}")
+
+
+def _fmt_row(r):
+    return (f"{r['api']:<18} {r['dtype']:<8} {r['repeat']:>4} {r['cases']:>6} "
+            f"{r['jax_cases_per_s']:>10.0f} {r['numpy_cases_per_s']:>10.0f} "
+            f"{r['copy_cases_per_s']:>10.0f} {r['oracle_cases_per_s']:>10.1f} "
+            f"{r['vs_numpy']:>7.2f} {r['vs_oracle']:>9.0f} {r['compile_s']:>9.2f}")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="a quarter of the cases")
+    ap.add_argument("--json", default=str(Path(__file__).parent / "results" / "bench.json"))
+    args = ap.parse_args()
+    print(f"jax {jax.__version__} on {jax.devices()[0].platform} ({jax.device_count()} device(s)), "
+          f"{platform.processor() or platform.machine()}")
+    print(HEADER, flush=True)
+    rows, peak = run(args.quick)
+    print(f"peak resident memory: {peak:.0f} MB")
+    out = Path(args.json)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"jax": jax.__version__, "platform": jax.devices()[0].platform,
+                               "peak_rss_mb": peak, "rows": rows}, indent=1))
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
