@@ -83,7 +83,11 @@ def read_after_write(write_addr, write_valid, write_repeat, base, rep_stride, bl
     d = write_addr.reshape(-1)[:, None] - lane_base[None, :]
     step = _blocks(1, rep_stride)
     w_rep = write_repeat.reshape(-1)[:, None]
-    r_read = jnp.where(step > 0, d // jnp.maximum(step, 1), repeat - 1)
+    # the only candidate repeat; rounding a float32 quotient is exact for a true multiple
+    # (|d| < 2**28, quotient < 2**13) and far cheaper than integer division; the exact
+    # integer test below rejects every non-multiple
+    quot = jnp.round(d.astype(jnp.float32) / jnp.maximum(step, 1).astype(jnp.float32))
+    r_read = jnp.where(step > 0, quot.astype(jnp.int32), repeat - 1)
     hit = (d >= 0) & (d == r_read * step) & (r_read > w_rep) & (r_read < repeat)
     hit &= write_valid.reshape(-1)[:, None] & lane_mask[None, :]
     return jnp.any(hit)

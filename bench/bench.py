@@ -30,6 +30,7 @@ import numpy as np
 import ascend_ref as ar
 from ascend_ref import Tensor
 from ascend_ref.fuzz.generate import slot_bytes, tik_work_need
+from ascend_ref.tik.vec_reduce_minmax import formula_need
 
 CONFIGS = [  # (api, chip, dtype, option)
     ("whole_reduce_min", "atlas_a2", "float16", "ORDER_VALUE_INDEX"),
@@ -61,6 +62,8 @@ def layout(api, dtype, r):
     if api in TIK:
         work_at = dst_at + 32
         need = tik_work_need(api, r, api != "vec_reduce_add")
+        if api != "vec_reduce_add":   # a batch traces repeat_times: seed 002's formula bound
+            need = max(need, int(formula_need(r)))
         window = work_at + -(-need * s // 32) * 32
         return dict(src=(0, src_bytes // s), dst=(dst_at, 32 // s),
                     work_tensor=(work_at, need)), window
