@@ -8,6 +8,8 @@ never agrees with anything: a crash is a finding, not an abort.
 
 from __future__ import annotations
 
+import abc
+
 import dataclasses
 import traceback
 from typing import Callable, List, Optional, Sequence, Tuple
@@ -107,14 +109,15 @@ def compare(case: Case, expected: Outcome, actual: Outcome) -> Tuple[str, Option
     return ("pass", None) if sig is None else ("mismatch", sig)
 
 
-class Comparator:
+class Comparator(abc.ABC):
     """Base: ``run(cases, progress)`` → ``(expected, actual)`` lists of outcomes."""
 
     expected_label = "expected"
     actual_label = "actual"
 
+    @abc.abstractmethod
     def run(self, cases: Sequence[Case], progress: Callable[[int], None] = lambda n: None):
-        raise NotImplementedError
+        """Both sides' outcomes for ``cases``; call ``progress(n)`` as cases finish."""
 
     def close(self) -> None:
         pass
