@@ -182,17 +182,19 @@ def slot_bytes(api: str, dtype: str, option) -> int:
 
 
 def tik_work_need(api: str, r: int, cal_index: bool) -> int:
+    """work_tensor elements a concrete TIK call needs (the engine's own rule, SPEC §5)."""
+    from ..tik.vec_reduce_minmax import cascade_need
+
     if api == "vec_reduce_add":
         return r
-    if not cal_index:
-        return 2 * r
-    n, need = 2 * r, 0
-    while True:
-        start, out = _round_up(n, 16), -(-n // 128) * 2
-        need += start
-        n = out
-        if out == 2:
-            return need + 2
+    return int(cascade_need(r)) if cal_index else 2 * r
+
+
+def src_footprint(repeat: int, rep_stride: int, blk_stride: Optional[int] = None) -> int:
+    """Bytes from ``src`` to the end of the last DataBlock the call can read with any mask
+    (``blk_stride`` None: TIK, 256 contiguous bytes per repeat)."""
+    fixed = 256 if blk_stride is None else 7 * blk_stride * 32 + 32
+    return (max(int(repeat), 1) - 1) * rep_stride * 32 + fixed
 
 
 def draw_case(d, *, apis: Sequence[str] = API_NAMES, chips: Optional[Sequence[str]] = None,
@@ -227,14 +229,14 @@ def draw_case(d, *, apis: Sequence[str] = API_NAMES, chips: Optional[Sequence[st
     params = {"repeat": r, "src_rep_stride": rs}
     tags = {"stride_regime": regime, "mask_mode": "count" if isinstance(mask, int) else "bits"}
     if tik:
-        src_bytes = (max(r, 1) - 1) * rs * 32 + 256
+        src_bytes = src_footprint(r, rs)
     else:
         bs = d.choice([1, 1, 0, 2, d.integers(3, 16)])
         drs = d.choice([1, 1, 0, 2, d.integers(3, 9)])
         if not prof.dst_rep_stride_zero and drs == 0:
             drs = 1
         params = {"repeat": r, "dst_rep_stride": drs, "src_blk_stride": bs, "src_rep_stride": rs}
-        src_bytes = (max(r, 1) - 1) * rs * 32 + 7 * bs * 32 + 32
+        src_bytes = src_footprint(r, rs, bs)
         tags["blk_stride"] = "zero" if bs == 0 else ("unit" if bs == 1 else "gapped")
     src_bytes = _round_up(src_bytes, 32)
     tensors = {"src": (0, src_bytes // s)}
@@ -869,7 +871,7 @@ def _break_campaign_rule(d, case: Case, t: Template, dist: Distributions, ub_len
         # source offsets of the last repeat pass 65535: an error if that repeat wins
         r = p["repeat"]
         rs = -(-4096 // (r - 1))
-        src_bytes = _round_up((r - 1) * rs * 32 + 256, 32)
+        src_bytes = _round_up(src_footprint(r, rs), 32)
         if src_bytes + 32 + tn["work_tensor"][1] * s + 64 <= min(ub_len, prof.ub_bytes):
             p["src_rep_stride"] = rs
             tn["src"] = (0, src_bytes // s)

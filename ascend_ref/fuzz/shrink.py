@@ -26,7 +26,7 @@ from typing import Callable, List, Optional, Sequence
 import numpy as np
 
 from ..case import TIK, Case
-from .generate import slot_bytes, tik_work_need
+from .generate import slot_bytes, src_footprint, tik_work_need
 
 _SIMPLE = {
     2: [0x3C00, 0xBC00, 0x4000, 0x3800, 0x7E00, 0x7C00, 0xFC00, 0x8000],
@@ -70,11 +70,11 @@ def needs(c: Case) -> Optional[dict]:
     r = max(int(p["repeat"]), 1)
     rs = int(p["src_rep_stride"])
     if c.api in TIK:
-        src = (r - 1) * rs * 32 + 256
+        src = src_footprint(r, rs)
         out = {"src": src, "work_tensor": tik_work_need(c.api, r, c.option is True) * s}
     else:
         bs, drs = int(p["src_blk_stride"]), int(p["dst_rep_stride"])
-        src = (r - 1) * rs * 32 + 7 * bs * 32 + 32
+        src = src_footprint(r, rs, bs)
         try:
             slot = slot_bytes(c.api, c.dtype, getattr(c.option, "value", c.option))
         except KeyError:
