@@ -48,7 +48,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import engine
+from . import engine, scale
 from .case import TIK, Case, Outcome
 from .constraints import Code, ConstraintError
 
@@ -72,11 +72,13 @@ def _batch_bucket(n: int) -> int:
 
 @functools.lru_cache(maxsize=None)
 def _vmapped(ins, spec):
+    """The row-wise kernel of one static configuration (jitted per device set by
+    :func:`ascend_ref.scale.run_rows`)."""
     def run(ubs, ps):
         TRACES[(ins.api, spec)] += 1
         return jax.vmap(functools.partial(engine.kernel, ins, spec))(ubs, ps)
 
-    return jax.jit(run)
+    return run
 
 
 def _prepare_case(case: Case):
@@ -87,7 +89,12 @@ def _prepare_case(case: Case):
 
 
 def run_cases(cases: Iterable[Case]) -> List[Outcome]:
-    """Outcomes of ``cases`` on the JAX path, in order (same as ``run_jax`` case by case)."""
+    """Outcomes of ``cases`` on the JAX path, in order (same as ``run_jax`` case by case).
+
+    The cases of each static configuration run as one batch sharded over the local devices
+    (:func:`ascend_ref.scale.run_rows`; :func:`ascend_ref.scale.use_devices` picks others):
+    the same bits on any number of devices.
+    """
     cases = list(cases)
     outcomes: List[Optional[Outcome]] = [None] * len(cases)
     groups = collections.defaultdict(list)
@@ -116,7 +123,7 @@ def _run_group(ins, spec, nb, items, outcomes) -> None:
         ubs[j, :n] = np.asarray(prep.ub)
     keys = rows[0][1].p.keys()
     ps = {key: np.stack([np.asarray(r[1].p[key]) for r in rows]) for key in keys}
-    out, status, _, written, undefined = jax.device_get(_vmapped(ins, spec)(ubs, ps))
+    out, status, _, written, undefined = scale.run_rows(_vmapped(ins, spec), ubs, ps)
     for j, (k, _, n) in enumerate(items):
         code = int(status[j])
         outcomes[k] = Outcome(Code(code)) if code else Outcome(
@@ -134,7 +141,7 @@ _PARAMS = {api: ("repeat", "src_rep_stride") if api in TIK else
 
 @functools.lru_cache(maxsize=None)
 def _array_fn(api: str, chip: str, dtype: str, option: Any, mask_mode: str,
-              max_repeat: Optional[int], has_saturate: bool, mesh_devices: tuple):
+              max_repeat: Optional[int], has_saturate: bool):
     import ascend_ref as ar
 
     def one(ub, q):
@@ -155,14 +162,7 @@ def _array_fn(api: str, chip: str, dtype: str, option: Any, mask_mode: str,
         TRACES[("run_batch", api, chip, dtype, option, mask_mode, max_repeat)] += 1
         return jax.vmap(one)(ubs, qs)
 
-    if len(mesh_devices) > 1:
-        from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
-
-        mesh = Mesh(np.array(mesh_devices), ("case",))
-        rows = NamedSharding(mesh, P("case"))
-        return jax.jit(run, in_shardings=(rows, rows), out_shardings=(rows, rows),
-                       donate_argnums=0), rows
-    return jax.jit(run, donate_argnums=0), None
+    return run
 
 
 def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_type=None,
@@ -193,8 +193,8 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
                             code=Code.REDUCE_TYPE).value
     elif api in ("vec_reduce_min", "vec_reduce_max"):
         option = bool(cal_index)
-    ubs = jnp.asarray(ubs)
-    if ubs.ndim != 2 or ubs.dtype != jnp.uint8:
+    ubs = np.asarray(ubs)
+    if ubs.ndim != 2 or ubs.dtype != np.uint8:
         raise ConstraintError(Code.BAD_ARGUMENT, api="run_batch", param="ubs",
                               value=f"{ubs.dtype} {ubs.shape}", allowed="uint8[B, W]")
     b = ubs.shape[0]
@@ -231,18 +231,7 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
         q["saturate"] = np.broadcast_to(default if saturate is None else saturate, (b,))
     q = {k: np.asarray(v, np.uint32 if k == "mask" and mask_mode == "bits" else
                        (bool if k == "saturate" else np.int32)) for k, v in q.items()}
-    devs = tuple(devices) if devices is not None else tuple(jax.local_devices())
-    fn, rows = _array_fn(api, chip if isinstance(chip, str) else chip.id, dtype, option,
-                         mask_mode, max_repeat, has_sat, devs)
-    pad = (-b) % len(devs) if rows is not None else 0
-    if pad:
-        ubs = jnp.concatenate([ubs, jnp.zeros((pad, ubs.shape[1]), ubs.dtype)])
-        q = {k: np.concatenate([v, np.repeat(v[:1], pad, axis=0)]) for k, v in q.items()}
-    if rows is not None:
-        ubs = jax.device_put(ubs, rows)
-        q = jax.device_put(q, rows)
-    else:
-        ubs = jnp.array(ubs, copy=True)  # donated below; never the caller's buffer
+    fn = _array_fn(api, chip if isinstance(chip, str) else chip.id, dtype, option, mask_mode,
+                   max_repeat, has_sat)
     engine.release_if_needed()
-    out, status = fn(ubs, q)
-    return np.asarray(out)[:b], np.asarray(status)[:b]
+    return scale.run_rows(fn, ubs, q, devices=devices, donate_argnums=(0,))
