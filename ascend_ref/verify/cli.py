@@ -1,6 +1,7 @@
 """``ascend-ref verify PATH...`` — verify device dumps against the reference.
 
-Exit code: 0 when every case agrees; 1 on any mismatch or bad input (or no case found).
+Exit code: 0 when every case agrees; 1 on any mismatch or bad input (or no case found);
+2 on a usage error (a bad option value, an unwritable ``--json`` file).
 """
 
 from __future__ import annotations
@@ -8,6 +9,17 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1 (argparse then exits 2 with a one-line error)."""
+    try:
+        v = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if v < 1:
+        raise argparse.ArgumentTypeError(f"{v} must be at least 1")
+    return v
 
 
 def register(sub) -> None:
@@ -25,10 +37,10 @@ def register(sub) -> None:
     p.add_argument("--audit", action="store_true",
                    help="audit the profile assumptions: per assumption, how many cases "
                         "exercised it and whether the device agreed")
-    p.add_argument("--batch", type=int, default=None, metavar="N",
+    p.add_argument("--batch", type=positive_int, default=None, metavar="N",
                    help="cases per reference batch (memory ~ N x 5 x UB size; default 256)")
     p.add_argument("--json", metavar="FILE", help="also write the report as JSON")
-    p.add_argument("--examples", type=int, default=1, metavar="K",
+    p.add_argument("--examples", type=positive_int, default=1, metavar="K",
                    help="example cases shown per mismatch group")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.set_defaults(func=main)
@@ -56,11 +68,24 @@ def main(args: argparse.Namespace) -> int:
     if args.explain:
         print("ascend-ref verify: --explain needs --case N", file=sys.stderr)
         return 2
+    if args.json:                        # fail before the run, not after it
+        try:
+            with open(args.json, "a"):
+                pass
+        except OSError as e:
+            print(f"ascend-ref verify: --json {args.json}: cannot write: {e.strerror or e}",
+                  file=sys.stderr)
+            return 2
     report = verify(args.paths, batch_size=args.batch or DEFAULT_BATCH, audit=args.audit,
                     progress=False if args.no_progress else None,
                     max_examples=max(args.examples, 1))
     print(report.format(examples=args.examples))
     if args.json:
-        with open(args.json, "w") as fh:
-            json.dump(report.to_json(), fh, indent=1)
+        try:
+            with open(args.json, "w") as fh:
+                json.dump(report.to_json(), fh, indent=1)
+        except OSError as e:
+            print(f"ascend-ref verify: --json {args.json}: cannot write: {e.strerror or e}",
+                  file=sys.stderr)
+            return 2
     return report.exit_code

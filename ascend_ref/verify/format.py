@@ -193,16 +193,84 @@ def write_dump(path: PathLike, case: Case, ub_after=None, *, regions=None, error
 
 # ------------------------------------------------------------------ reading -----------------
 
-def iter_paths(paths: Iterable[PathLike]) -> Iterator[str]:
-    """Dump files named by ``paths``: files as given, directories searched for ``*.npz``."""
+def _is_dump_name(name: str) -> bool:
+    """``*.npz`` in any letter case (``RUN.NPZ`` is a dump too)."""
+    return name.lower().endswith(".npz")
+
+
+def _stat_problem(path: str, e: OSError) -> str:
+    """Why ``path`` cannot be examined, in words."""
+    import errno
+
+    if e.errno == errno.ELOOP:
+        return "symbolic link loop (the link resolves to itself)"
+    if e.errno == errno.ENOENT:
+        return ("broken symbolic link (its target does not exist)" if os.path.islink(path)
+                else "no such file or directory")
+    if e.errno in (errno.EACCES, errno.EPERM):
+        return f"permission denied ({e.strerror})"
+    return f"cannot examine: {e.strerror or e}"
+
+
+def iter_paths(paths: Iterable[PathLike]) -> Iterator[Union[str, "DumpError"]]:
+    """Dump files named by ``paths``: files as given, directories searched for ``*.npz``.
+
+    Directories are walked recursively in sorted order, **following symbolic links** to
+    directories; a directory is walked once, however many links lead to it. Names match
+    ``*.npz`` in any letter case. Nothing is skipped silently: a directory that cannot be
+    listed, an entry that cannot be examined (permission, broken link, link loop), and a link
+    that leads back into one of its own parent directories (a loop) are yielded as
+    :class:`DumpError` (field ``"directory"`` / ``"file"``) — verification reports them as bad
+    input and fails the run. A path named ``*.npz`` that is not a regular file (a FIFO, a
+    device) is yielded as a path; opening it gives the error without reading it.
+    """
+    import stat as _stat
+
+    seen = set()                          # (st_dev, st_ino) of directories already walked
+
+    def walk(d: str, ancestors: tuple):
+        try:
+            st = os.stat(d)
+        except OSError as e:
+            yield DumpError(d, "directory", _stat_problem(d, e))
+            return
+        key = (st.st_dev, st.st_ino)
+        if key in ancestors:
+            yield DumpError(d, "directory", "directory loop: a symbolic link leads back to "
+                                            "one of its own parent directories (not followed)")
+            return
+        if key in seen:                   # reached again through another link: walked once
+            return
+        seen.add(key)
+        try:
+            with os.scandir(d) as it:
+                entries = sorted(it, key=lambda e: e.name)
+        except OSError as e:
+            yield DumpError(d, "directory", f"cannot list the directory: {_stat_problem(d, e)}")
+            return
+        subdirs = []
+        for ent in entries:
+            p = os.path.join(d, ent.name)
+            try:
+                mode = os.stat(p).st_mode          # follows links
+            except OSError as e:
+                yield DumpError(p, "file", f"{_stat_problem(p, e)}; it may hold dumps, "
+                                           f"so the run cannot pass")
+                continue
+            if _stat.S_ISDIR(mode):
+                subdirs.append(p)
+            elif _is_dump_name(ent.name):
+                yield p
+        for p in subdirs:
+            yield from walk(p, ancestors + (key,))
+
     for p in paths:
+        if isinstance(p, DumpError):      # already found bad (a list of iter_paths' output)
+            yield p
+            continue
         p = os.fspath(p)
         if os.path.isdir(p):
-            for root, dirs, files in os.walk(p):
-                dirs.sort()
-                for f in sorted(files):
-                    if f.endswith(".npz"):
-                        yield os.path.join(root, f)
+            yield from walk(p, ())
         else:
             yield p
 
@@ -211,9 +279,22 @@ class DumpFile:
     """An open dump file: ``count`` cases, read one at a time with :meth:`case` (lazy)."""
 
     def __init__(self, path: PathLike):
+        import stat as _stat
+
         self.path = os.fspath(path)
-        if not os.path.exists(self.path):
-            raise DumpError(self.path, "file", "no such file")
+        try:
+            mode = os.stat(self.path).st_mode
+        except OSError as e:
+            raise DumpError(self.path, "file", _stat_problem(self.path, e)) from None
+        if _stat.S_ISDIR(mode):
+            raise DumpError(self.path, "file", "is a directory (give it to verify, which "
+                                               "searches it for *.npz)")
+        if not _stat.S_ISREG(mode):
+            kind = ("a FIFO (named pipe)" if _stat.S_ISFIFO(mode) else
+                    "a socket" if _stat.S_ISSOCK(mode) else
+                    "a device" if _stat.S_ISCHR(mode) or _stat.S_ISBLK(mode) else
+                    "not a regular file")
+            raise DumpError(self.path, "file", f"not a regular file: {kind}; not read")
         try:
             with open(self.path, "rb") as fh:
                 magic = fh.read(4)
@@ -326,6 +407,11 @@ def iter_dump_cases(paths: Iterable[PathLike], on_file=None) -> Iterator[Union[D
     when a file is finished (progress bars).
     """
     for p in iter_paths(paths):
+        if isinstance(p, DumpError):
+            yield p
+            if on_file:
+                on_file(p.file)
+            continue
         try:
             f = DumpFile(p)
         except DumpError as e:

@@ -321,12 +321,17 @@ def verify(paths: Iterable[PathLike], *, batch_size: int = DEFAULT_BATCH, audit:
            on_case: Optional[Callable] = None) -> Report:
     """Verify every dump under ``paths`` against the reference; returns a :class:`Report`.
 
-    ``paths`` — files and/or directories (searched recursively for ``*.npz``); a single path
-    is accepted too. ``batch_size`` — cases per reference batch (memory is about
+    ``paths`` — files and/or directories (searched recursively for ``*.npz`` in any letter
+    case, following symbolic links, see :func:`~ascend_ref.verify.format.iter_paths`); a
+    single path is accepted too. Every path that cannot be read (unlistable directory, link
+    loop, FIFO, ...) is reported as bad input and fails the run. ``batch_size`` — cases per reference batch (memory is about
     ``batch_size`` × 5 × UB size). ``audit`` — also audit the profile assumptions
     (:mod:`ascend_ref.verify.audit`). ``progress`` — tqdm bar over files (default: when
     stderr is a terminal). ``on_case(dump_case, signature, error)`` is called per case.
     """
+    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
+            or batch_size < 1:
+        raise ValueError(f"batch_size = {batch_size!r}: must be a positive integer")
     if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__"):
         paths = [paths]
     paths = list(iter_paths(paths))
