@@ -287,7 +287,7 @@ def test_small_campaign_end_to_end_and_replay(tmp_path, capsys):
     assert json.loads(con.execute("SELECT bins FROM cases WHERE case_id=3").fetchone()[0])
 
 
-def test_product_comparator_finds_documented_differences(tmp_path):
+def test_product_comparator_finds_documented_differences(tmp_path, monkeypatch):
     camp = Campaign.load(write(tmp_path, """
         [campaign]
         name = "pd"
@@ -305,11 +305,19 @@ def test_product_comparator_finds_documented_differences(tmp_path):
         kind = "product"
         product = "ascend950"
         [shrink]
-        budget_s = 30
+        budget_s = inf             # no clock: shrinking is bounded by evaluations only
+        max_evaluations = 400
     """))
+    import time as _time
+
     from ascend_ref.fuzz.runner import run_campaign
 
+    # a slow machine, simulated: every clock reading is an hour later than the one before
+    # (a wall-clock budget would run out at once; the test must not depend on it)
+    clock = iter(range(0, 10**9, 3600))
+    monkeypatch.setattr(_time, "time", lambda: float(next(clock)))
     s = run_campaign(camp, str(tmp_path / "pd.sqlite"), quiet=True, out=io.StringIO())
+    monkeypatch.undo()
     assert s["mismatch"] == s["total"] == 24           # repeat 0: NOP on A2, undefined on 950
     st = Store(tmp_path / "pd.sqlite")
     sigs = {m["signature"] for m in st.mismatches(camp.id)}

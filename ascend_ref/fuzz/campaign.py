@@ -121,6 +121,9 @@ class Campaign:
         bad = set(raw) - _TOP_KEYS
         if bad:
             raise ValueError(f"{where}: unknown table(s) {sorted(bad)}; known: {sorted(_TOP_KEYS)}")
+        for t in _TOP_KEYS & set(raw):
+            if not isinstance(raw[t], dict):
+                raise ValueError(f"{where}: {t} = {raw[t]!r}: must be a table ([{t}])")
         c = dict(raw.get("campaign", {}))
         bad = set(c) - _CAMPAIGN_KEYS
         if bad:
@@ -133,6 +136,7 @@ class Campaign:
         dtypes = c.get("dtypes")
         dtypes = None if dtypes in (None, "all", ["all"]) else _all_or(dtypes, CAMPAIGN_DTYPES,
                                                                        "dtypes", where)
+        _check_values(c, dict(raw.get("compare", {})), dict(raw.get("shrink", {})), where)
         rates = {k: c[k] for k in ("invalid_rate", "in_place_rate", "offset_rate") if k in c}
         try:
             dist = Distributions(raw.get("distributions", {}), **rates)
@@ -167,7 +171,7 @@ class Campaign:
             name=str(c["name"]), description=str(c.get("description", "")),
             seed=int(c.get("seed", 0)), cases=int(c.get("cases", 1000)), apis=apis,
             products=products, dtypes=dtypes, static_configs=int(c.get("static_configs", 40)),
-            chunk=max(1, int(c.get("chunk", 200))), ub_bytes=ub,
+            chunk=int(c.get("chunk", 200)), ub_bytes=ub,
             cost_balance=float(c.get("cost_balance", 0.5)), dist=dist, compare=cmp,
             shrink=Shrink(**sh_raw), db=str(res.get("db", "ascend-ref-fuzz.sqlite")),
             workers=_workers(c.get("workers", "auto"), where), source=source)
@@ -247,6 +251,53 @@ class Campaign:
 GENERATOR_VERSION = 2
 #: the first ``MIN_CASES_PER_CONFIG * len(pool)`` case ids go round-robin over the pool
 MIN_CASES_PER_CONFIG = 2
+
+
+#: integer keys of [campaign]: (lowest, highest) allowed
+INT_KEYS = {"seed": (0, 2**63 - 1), "cases": (0, 2**40), "static_configs": (0, 100_000),
+            "chunk": (1, 1_000_000)}
+
+
+def _check_values(c: dict, cmp_raw: dict, sh_raw: dict, where: str) -> None:
+    """Type and range of every numeric key; the error names the file and the key."""
+    def integer(table: str, key: str, v, lo: int, hi: int) -> None:
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise ValueError(f"{where}: [{table}] {key} = {v!r}: must be an integer in "
+                             f"[{lo}, {hi}]")
+        if not lo <= v <= hi:
+            raise ValueError(f"{where}: [{table}] {key} = {v}: must be in [{lo}, {hi}]")
+
+    def number(table: str, key: str, v, lo: float, hi: float = float("inf"),
+               inf_ok: bool = False) -> None:
+        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and v == v
+        if not ok or not lo <= v <= hi or (v == float("inf") and not inf_ok):
+            raise ValueError(f"{where}: [{table}] {key} = {v!r}: must be a number in "
+                             f"[{lo}, {hi}]")
+
+    def flag(table: str, key: str, v) -> None:
+        if not isinstance(v, bool):
+            raise ValueError(f"{where}: [{table}] {key} = {v!r}: must be true or false")
+
+    for k, (lo, hi) in INT_KEYS.items():
+        if k in c:
+            integer("campaign", k, c[k], lo, hi)
+    for k in ("name", "description"):
+        if k in c and not isinstance(c[k], str):
+            raise ValueError(f"{where}: [campaign] {k} = {c[k]!r}: must be a string")
+    if "cost_balance" in c:
+        number("campaign", "cost_balance", c["cost_balance"], 0.0, 10.0)
+    for k in ("invalid_rate", "in_place_rate", "offset_rate"):
+        if k in c:
+            number("campaign", k, c[k], 0.0, 1.0)
+    if "timeout_s" in cmp_raw:
+        number("compare", "timeout_s", cmp_raw["timeout_s"], 1e-3, inf_ok=True)
+    if "budget_s" in sh_raw:                 # inf: no time limit (max_evaluations bounds it)
+        number("shrink", "budget_s", sh_raw["budget_s"], 0.0, inf_ok=True)
+    if "max_evaluations" in sh_raw:
+        integer("shrink", "max_evaluations", sh_raw["max_evaluations"], 1, 10**9)
+    for k in ("enabled", "cut_ub"):
+        if k in sh_raw:
+            flag("shrink", k, sh_raw[k])
 
 
 def _workers(v, where: str) -> int:

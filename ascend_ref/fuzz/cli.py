@@ -12,6 +12,30 @@ import sys
 from pathlib import Path
 
 
+def _int_at_least(lo: int):
+    """argparse type: an integer >= ``lo`` (else argparse exits 2 with one line)."""
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+        if v < lo:
+            raise argparse.ArgumentTypeError(f"{v} must be at least {lo}")
+        return v
+    return parse
+
+
+def _seconds(text: str) -> float:
+    """argparse type: seconds >= 0 (``inf``: no time limit)."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not v >= 0:
+        raise argparse.ArgumentTypeError(f"{text} must be >= 0 (or inf)")
+    return v
+
+
 def register(sub) -> None:
     p = sub.add_parser(
         "fuzz", help="run a fuzz campaign (default: the main job) or replay one case",
@@ -24,18 +48,19 @@ def register(sub) -> None:
                "  ascend-ref fuzz --replay default:17\n  ascend-ref fuzz --list")
     p.add_argument("campaign", nargs="?", default=None,
                    help="campaign TOML file, or a name in configs/campaigns/ (default: default)")
-    p.add_argument("--cases", type=int, help="override the case count (more extends a campaign)")
-    p.add_argument("--seed", type=int, help="override the seed (a new campaign identity)")
+    p.add_argument("--cases", type=_int_at_least(0), help="override the case count (more extends a campaign)")
+    p.add_argument("--seed", type=_int_at_least(0), help="override the seed (a new campaign identity)")
     p.add_argument("--db", help="results file (default: the campaign's [results] db, "
                                 "else ascend-ref-fuzz.sqlite in the current directory)")
     p.add_argument("--fresh", action="store_true",
                    help="forget this campaign's stored results and run it again")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
-    p.add_argument("--workers", type=int, metavar="N",
+    p.add_argument("--workers", type=_int_at_least(0), metavar="N",
                    help="oracle worker processes (default: the campaign's, 'auto' = 1 on 2+ CPUs)")
     p.add_argument("--no-shrink", action="store_true", help="record mismatches, do not shrink")
-    p.add_argument("--shrink-budget", type=float, metavar="S",
-                   help="seconds for shrinking in this run (default: the campaign's budget)")
+    p.add_argument("--shrink-budget", type=_seconds, metavar="S",
+                   help="seconds for shrinking in this run (default: the campaign's budget; "
+                        "inf: no time limit, [shrink] max_evaluations bounds each mismatch)")
     p.add_argument("--replay", metavar="[NAME:]ID",
                    help="re-run case ID (a mismatch: its minimal case) and explain it")
     p.add_argument("--original", action="store_true",
@@ -90,10 +115,30 @@ def main(args) -> int:
     except (FileNotFoundError, ValueError) as e:
         print(f"ascend-ref fuzz: {e}", file=sys.stderr)
         return 2
+    except Exception as e:               # a results file that cannot be used: no traceback
+        msg = _results_error(e, args)
+        if msg is None:
+            raise
+        print(f"ascend-ref fuzz: {msg}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         print("\ninterrupted: committed chunks are kept; run the same command to resume",
               file=sys.stderr)
         return 130
+
+
+def _results_error(e: BaseException, args) -> "str | None":
+    """The one-line message for an unusable results file (None: not such an error)."""
+    import sqlite3
+
+    from .store import StoreError
+
+    if isinstance(e, StoreError):
+        return str(e)
+    if isinstance(e, sqlite3.Error):
+        return (f"results file {args.db or '(the campaign default)'}: {e}; it may be corrupt "
+                f"or read-only: move it aside or give another --db FILE")
+    return None
 
 
 def _list(args) -> int:

@@ -140,7 +140,9 @@ def diff_rows(case: Case, e: Outcome, a: Outcome) -> List[str]:
     return rows
 
 
-def python_snippet(case: Case) -> List[str]:
+def python_snippet(case: Case, saved: Optional[str] = None) -> List[str]:
+    """Python lines that rerun ``case``; a UB with many non-zero words is loaded from
+    ``saved`` (the ``--save`` file), else the lines say to write it with ``--save``."""
     s = np.dtype(case.dtype).itemsize
     w = _words(case.ub, s)
     nz = np.flatnonzero(w)
@@ -149,8 +151,11 @@ def python_snippet(case: Case) -> List[str]:
     if nz.size and nz.size <= 64:
         lines.append(f"ub.view(np.uint{8 * s})[{[int(i) for i in nz]}] = "
                      f"{[hex(int(w[i])) for i in nz]}".replace("'", ""))
+    elif nz.size and saved:
+        lines[1] = f"ub = np.load({str(saved)!r})['ub']   # written by --save"
     elif nz.size:
-        lines[1] = "ub = np.load('repro.npz')['ub']   # written by --save repro.npz"
+        lines[1:2] = [f"# the UB holds {nz.size} non-zero words: replay with --save FILE.npz "
+                      f"to write it, then", "ub = np.load('FILE.npz')['ub']"]
     t = {k: f"ar.Tensor({a}, {case.dtype!r}, {n})" for k, (a, n) in case.tensors.items()}
     p = case.params
     mask = case.mask if isinstance(case.mask, int) else "[" + ", ".join(hex(x) for x in case.mask) + "]"
@@ -179,7 +184,7 @@ def python_snippet(case: Case) -> List[str]:
 
 
 def explain(case: Case, expected: Outcome, actual: Outcome, labels=("expected", "actual"),
-            title: str = "") -> str:
+            title: str = "", saved: Optional[str] = None) -> str:
     verdict, sig = comparators.compare(case, expected, actual)
     lines = [title] if title else []
     lines.append(f"case: {case.describe()}")
@@ -204,7 +209,7 @@ def explain(case: Case, expected: Outcome, actual: Outcome, labels=("expected", 
             if isinstance(o, comparators.Crash):
                 lines.append(o.trace)
     lines.append("reproduce in Python:")
-    lines += ["    " + x for x in python_snippet(case)]
+    lines += ["    " + x for x in python_snippet(case, saved)]
     return "\n".join(lines)
 
 
@@ -224,11 +229,14 @@ def resolve(store, ref: str, camp_arg: Optional[str]):
     try:
         case_id = int(num)
     except ValueError:
-        raise SystemExit(f"--replay {ref!r}: expected ID or NAME:ID (an integer case id)")
+        raise ValueError(f"--replay {ref!r}: expected ID or NAME:ID (an integer case id)") \
+            from None
+    if case_id < 0:
+        raise ValueError(f"--replay {ref!r}: the case id must be >= 0")
     if camp_arg:
         camp = Campaign.load(camp_arg)
         if name and name != camp.name:
-            raise SystemExit(f"--replay {ref}: the campaign file is {camp.name!r}")
+            raise ValueError(f"--replay {ref}: the campaign file is {camp.name!r}")
         return camp, case_id
     rows = store.find_campaigns(name or None) if store else []
     if not rows:
@@ -237,14 +245,14 @@ def resolve(store, ref: str, camp_arg: Optional[str]):
                 return Campaign.load(name), case_id
             except FileNotFoundError:
                 pass
-        raise SystemExit(f"--replay {ref}: no campaign {'named ' + name if name else ''} "
+        raise ValueError(f"--replay {ref}: no campaign {'named ' + name if name else ''} "
                          f"in the results file; give the campaign file too")
     row = rows[0]
     camp = Campaign.from_dict(json.loads(row["config"]), source=row["source"],
                               where=row["path"] or row["name"])
     camp.path = row["path"]
     if camp.id != row["id"]:
-        raise SystemExit(f"campaign {row['name']}: stored results are for {row['id']}, this "
+        raise ValueError(f"campaign {row['name']}: stored results are for {row['id']}, this "
                          f"package draws {camp.id} from the stored campaign (package changed?)")
     return camp, case_id
 
@@ -271,10 +279,14 @@ def replay(ref: str, db: str, camp_arg: Optional[str] = None, *, original: bool 
             title += f" (recorded mismatch: {m['signature']})"
     cmp = comparators.make(camp)
     exp, act = cmp.run([case])
-    print(explain(case, exp[0], act[0], (cmp.expected_label, cmp.actual_label), title),
-          file=out)
     if save:
-        exchange.save_case(case, save)
+        try:
+            exchange.save_case(case, save)
+        except OSError as e:
+            raise ValueError(f"--save {save}: cannot write: {e.strerror or e}") from None
+    print(explain(case, exp[0], act[0], (cmp.expected_label, cmp.actual_label), title,
+                  saved=save), file=out)
+    if save:
         print(f"case saved to {save}", file=out)
     verdict, _ = comparators.compare(case, exp[0], act[0])
     return 1 if verdict == "mismatch" else 0

@@ -86,23 +86,90 @@ CREATE INDEX IF NOT EXISTS mismatches_by_signature ON mismatches (campaign, sign
 """
 
 
+class StoreError(RuntimeError):
+    """The results file cannot be used: not a results database, corrupt, or not openable.
+
+    The message names the file, says what is wrong and how to recover; the CLI prints it and
+    exits 2. A file that is not an ascend-ref results database is never written to.
+    """
+
+
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+_RECOVER = ("move it aside or delete it (its results are lost), or give another --db FILE")
+
+
+def _opened(path: str) -> sqlite3.Connection:
+    """Connect to ``path`` after checking it is a results database or a new file (no write
+    happens before the checks pass)."""
+    p = Path(path)
+    if p.is_dir():
+        raise StoreError(f"results file {path}: is a directory; --db needs a file name")
+    if p.exists():
+        if not p.is_file():
+            raise StoreError(f"results file {path}: not a regular file; use another --db FILE")
+        try:
+            with open(p, "rb") as fh:
+                head = fh.read(len(_SQLITE_MAGIC))
+        except OSError as e:
+            raise StoreError(f"results file {path}: cannot read it ({e.strerror or e})") from None
+        if head and head != _SQLITE_MAGIC:
+            raise StoreError(f"results file {path}: not an ascend-ref results database (not "
+                             f"an SQLite file, or its header is damaged); it is left "
+                             f"untouched: {_RECOVER}")
+    else:
+        try:
+            p.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise StoreError(f"results file {path}: cannot create its directory "
+                             f"({e.strerror or e}); use another --db FILE") from None
+    try:
+        db = sqlite3.connect(path, timeout=60, isolation_level=None)
+    except sqlite3.Error as e:
+        raise StoreError(f"results file {path}: cannot open it ({e}); "
+                         f"use another --db FILE") from None
+    try:
+        tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        if tables and not {"meta", "campaigns", "cases"} <= tables:
+            raise StoreError(f"results file {path}: an SQLite database, but not an ascend-ref "
+                             f"results database (tables: {', '.join(sorted(tables)[:6])}); it "
+                             f"is left untouched: use another --db FILE")
+        if tables:
+            bad = [r[0] for r in db.execute("PRAGMA quick_check(5)")]
+            if bad != ["ok"]:
+                raise StoreError(f"results file {path}: corrupt ({'; '.join(bad)}): {_RECOVER}")
+    except sqlite3.Error as e:
+        db.close()
+        raise StoreError(f"results file {path}: corrupt or unreadable ({e}): {_RECOVER}") from None
+    except StoreError:
+        db.close()
+        raise
+    return db
+
+
 class Store:
     def __init__(self, path):
         self.path = str(path)
-        if self.path != ":memory:":
-            Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-        self.db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self.db.execute("PRAGMA synchronous=NORMAL")   # WAL + NORMAL: safe against SIGKILL
-        self.db.execute("PRAGMA foreign_keys=ON")
-        self.db.executescript(SCHEMA)
-        v = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
-        if v is None:
-            self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
-                            (str(SCHEMA_VERSION),))
-        elif int(v[0]) != SCHEMA_VERSION:
-            raise RuntimeError(f"{self.path}: schema version {v[0]}, this package writes "
-                               f"{SCHEMA_VERSION}; use another --db")
+        if self.path == ":memory:":
+            self.db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
+        else:
+            self.db = _opened(self.path)
+        try:
+            self.db.execute("PRAGMA journal_mode=WAL")
+            self.db.execute("PRAGMA synchronous=NORMAL")   # WAL + NORMAL: safe against SIGKILL
+            self.db.execute("PRAGMA foreign_keys=ON")
+            self.db.executescript(SCHEMA)
+            v = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+            if v is None:
+                self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
+                                (str(SCHEMA_VERSION),))
+        except sqlite3.Error as e:
+            self.db.close()
+            raise StoreError(f"results file {self.path}: cannot be used ({e}): "
+                             f"{_RECOVER}") from None
+        if v is not None and v[0] != str(SCHEMA_VERSION):
+            self.db.close()
+            raise StoreError(f"results file {self.path}: schema version {v[0]}, this package "
+                             f"writes {SCHEMA_VERSION}; use another --db FILE")
 
     # ------------------------------------------------------------------ transactions ------
     def tx(self):

@@ -1,0 +1,100 @@
+"""Campaign values and fuzz arguments are validated (exit 2, file and key named, no
+traceback); replay snippets never load a file that was not written (issue 13 F2, F3)."""
+
+import textwrap
+
+import numpy as np
+import pytest
+
+from ascend_ref.case import Case
+from ascend_ref.cli import main as cli_main
+from ascend_ref.fuzz.campaign import Campaign
+from ascend_ref.fuzz.replay import python_snippet
+
+BASE = """
+[campaign]
+name = "v"
+apis = ["whole_reduce_sum"]
+products = ["atlas_a2"]
+{extra}
+"""
+
+
+def _load(tmp_path, extra):
+    p = tmp_path / "c.toml"
+    p.write_text(textwrap.dedent(BASE.format(extra=extra)))
+    return p, (lambda: Campaign.load(p))
+
+
+@pytest.mark.parametrize("line, key", [
+    ("cases = -5", "cases"), ('cases = "many"', "cases"), ("cases = 1.5", "cases"),
+    ("static_configs = -3", "static_configs"), ("seed = 1.5", "seed"), ("seed = -1", "seed"),
+    ("chunk = 0", "chunk"), ("chunk = true", "chunk"), ("cost_balance = -1.0", "cost_balance"),
+    ('invalid_rate = "x"', "invalid_rate"), ("invalid_rate = 2.0", "invalid_rate"),
+    ('name = 3', "name"),
+    ("[shrink]\nbudget_s = -1", "budget_s"), ('[shrink]\nmax_evaluations = 0', "max_evaluations"),
+    ('[shrink]\nenabled = "yes"', "enabled"), ("[compare]\ntimeout_s = 0", "timeout_s"),
+])
+def test_bad_campaign_values_name_file_and_key(tmp_path, capsys, line, key):
+    p, load = _load(tmp_path, line)
+    with pytest.raises(ValueError) as e:
+        load()
+    assert str(p) in str(e.value) and key in str(e.value)
+    assert cli_main(["fuzz", str(p), "--db", str(tmp_path / "r.sqlite"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert key in err and "Traceback" not in err
+    assert not (tmp_path / "r.sqlite").exists()
+
+
+def test_good_values_still_load(tmp_path):
+    p, load = _load(tmp_path, "cases = 0\nseed = 7\nchunk = 1\nstatic_configs = 0\n"
+                              "[shrink]\nbudget_s = inf\nmax_evaluations = 5")
+    c = load()
+    assert (c.cases, c.seed, c.chunk, c.static_configs) == (0, 7, 1, 0)
+    assert c.shrink.budget_s == float("inf") and c.shrink.max_evaluations == 5
+
+
+@pytest.mark.parametrize("args", [["--cases", "-1"], ["--cases", "x"], ["--seed", "-3"],
+                                  ["--workers", "-1"], ["--shrink-budget", "-2"]])
+def test_bad_cli_values_exit_2(tmp_path, capsys, args):
+    with pytest.raises(SystemExit) as e:
+        cli_main(["fuzz", "tie_rule", "--db", str(tmp_path / "r.sqlite"), *args])
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert args[0] in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("ref, what", [("abc", "integer case id"), ("nosuch:3", "no campaign"),
+                                       ("x:-1", ">= 0")])
+def test_bad_replay_reference_exits_2(tmp_path, capsys, ref, what):
+    assert cli_main(["fuzz", "--db", str(tmp_path / "r.sqlite"), "--replay", ref]) == 2
+    err = capsys.readouterr().err
+    assert what in err and "Traceback" not in err
+
+
+def _many_nonzero_case():
+    ub = np.zeros(1024, np.uint8)
+    ub[:256] = np.arange(1, 65, dtype=np.float32).view(np.uint8)
+    ub[600:] = 7                                     # more than 64 non-zero words
+    return Case("whole_reduce_sum", "atlas_a2", "float32", None, 64,
+                {"repeat": 1, "dst_rep_stride": 1, "src_blk_stride": 1, "src_rep_stride": 8},
+                {"src": (0, 64), "dst": (512, 8)}, ub)
+
+
+def test_replay_snippet_loads_only_a_saved_file(tmp_path):
+    from ascend_ref.fuzz import exchange
+
+    case = _many_nonzero_case()
+    text = "\n".join(python_snippet(case))
+    assert "repro.npz" not in text and "--save FILE.npz" in text
+    saved = tmp_path / "case.npz"
+    exchange.save_case(case, saved)
+    lines = python_snippet(case, str(saved))
+    ns = {}
+    exec("\n".join(lines), ns)                       # the snippet runs as printed
+    import ascend_ref as ar
+
+    want = ar.oracle.whole_reduce_sum(case.ub, ar.Tensor(512, "float32", 8),
+                                      ar.Tensor(0, "float32", 64), 64, 1, 1, 1, 8,
+                                      chip="atlas_a2")
+    assert np.array_equal(np.asarray(ns["ub"]), np.asarray(want.ub))   # the saved UB was used
