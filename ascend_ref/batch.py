@@ -168,15 +168,21 @@ def _array_fn(api: str, chip: str, dtype: str, option: Any, mask_mode: str,
 def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_type=None,
               cal_index: bool = False, saturate=None, ub_base=0,
               max_repeat: Optional[int] = None, devices: Optional[Sequence] = None,
-              **params):
+              mask_mode: Optional[str] = None, **params):
     """Run ``api`` on every row of ``ubs`` (``uint8[B, W]``) with per-case parameters.
 
     ``dst`` / ``src`` / ``work_tensor`` are ``(addr, size)`` pairs of ints or ``[B]`` arrays
     (elements of ``dtype``); ``mask`` is ``[B]`` ints (continuous) or ``[B, 4]`` uint32 lane
-    words; ``repeat``, strides, ``saturate`` and ``ub_base`` are scalars or ``[B]`` arrays.
+    words (``mask_mode="count"`` / ``"bits"`` says which; default: 2-D is bits, else counts);
+    ``repeat``, strides, ``saturate`` and ``ub_base`` are scalars or ``[B]`` arrays.
+    Integer parameters must be integers that fit int32 and ``saturate`` / ``cal_index`` bools:
+    anything else is a BAD_ARGUMENT error naming the parameter (:mod:`ascend_ref.batch_args`).
     ``max_repeat`` (static) shortens the compiled repeat table (cases above it get
-    ``REPEAT_RANGE``). Returns numpy ``(ubs, status)``. ``ubs`` is donated to the kernel.
+    ``REPEAT_RANGE``). Returns numpy ``(ubs, status)``. The caller's ``ubs`` (numpy or JAX,
+    on one device or sharded over several) is never modified, donated or deleted: the
+    kernel gets a copy.
     """
+    from . import batch_args
     from .enums import ReduceOrder, ReduceType, parse_enum
     from .ub import dtype_name
 
@@ -192,32 +198,31 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
         option = parse_enum(ReduceType, reduce_type, api=api, param="reduce_type",
                             code=Code.REDUCE_TYPE).value
     elif api in ("vec_reduce_min", "vec_reduce_max"):
-        option = bool(cal_index)
+        option = batch_args.flag(api, "cal_index", cal_index)
     ubs = np.asarray(ubs)
     if ubs.ndim != 2 or ubs.dtype != np.uint8:
         raise ConstraintError(Code.BAD_ARGUMENT, api="run_batch", param="ubs",
                               value=f"{ubs.dtype} {ubs.shape}", allowed="uint8[B, W]")
     b = ubs.shape[0]
-    mask = np.asarray(mask)
-    mask_mode = "bits" if mask.ndim == 2 or (mask.ndim == 1 and mask.shape[0] == 4 and b != 4) \
-        else "count"
-    q = {"mask": np.broadcast_to(mask, (b, 4) if mask_mode == "bits" else (b,))}
+    mask_mode, qmask = batch_args.mask_param(api, mask, b, mask_mode)
+    q = {"mask": qmask}
     for t in _OPERANDS[api]:
         if t not in params:
             raise ConstraintError(Code.BAD_ARGUMENT, api="run_batch", param=t, value=None,
                                   allowed="an (addr, size) pair")
-        addr, size = params.pop(t)
-        q[f"{t}.addr"], q[f"{t}.size"] = np.broadcast_to(addr, (b,)), np.broadcast_to(size, (b,))
+        addr, size = batch_args.pair(api, t, params.pop(t))
+        q[f"{t}.addr"] = batch_args.int_param(api, f"{t}.addr", addr, b)
+        q[f"{t}.size"] = batch_args.int_param(api, f"{t}.size", size, b)
     for k in _PARAMS[api]:
         key = k if k in params else {"repeat": "repeat_time" if api not in TIK else "repeat_times"}.get(k, k)
         if key not in params:
             raise ConstraintError(Code.BAD_ARGUMENT, api="run_batch", param=k, value=None,
                                   allowed="an int or a [B] int array")
-        q[k] = np.broadcast_to(params.pop(key), (b,))
+        q[k] = batch_args.int_param(api, key, params.pop(key), b)
     if params:
         raise ConstraintError(Code.BAD_ARGUMENT, api="run_batch", param=sorted(params)[0],
                               value=params[sorted(params)[0]], allowed="a parameter of " + api)
-    base = np.broadcast_to(np.asarray(ub_base), (b,))
+    base = batch_args.int_param(api, "ub_base", ub_base, b)
     if np.any(base % 32) or np.any(base < 0):
         raise ConstraintError(Code.BAD_ARGUMENT, api="run_batch", param="ub_base",
                               value=base[(base % 32 != 0) | (base < 0)][0],
@@ -228,7 +233,8 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
         from .chips import chip as get_chip
 
         default = get_chip(chip).saturate_default and np.dtype(dtype).itemsize == 2
-        q["saturate"] = np.broadcast_to(default if saturate is None else saturate, (b,))
+        q["saturate"] = batch_args.flag(api, "saturate",
+                                        default if saturate is None else saturate, b)
     q = {k: np.asarray(v, np.uint32 if k == "mask" and mask_mode == "bits" else
                        (bool if k == "saturate" else np.int32)) for k, v in q.items()}
     fn = _array_fn(api, chip if isinstance(chip, str) else chip.id, dtype, option, mask_mode,

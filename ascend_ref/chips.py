@@ -168,7 +168,7 @@ def chip(id_or_profile: Union[str, ChipProfile]) -> ChipProfile:
     if isinstance(id_or_profile, ChipProfile):
         return id_or_profile
     profs = _profiles()
-    if id_or_profile not in profs:
+    if not isinstance(id_or_profile, str) or id_or_profile not in profs:
         raise ConstraintError(Code.CHIP_UNKNOWN, api="chip", param="chip", value=id_or_profile,
                               allowed=f"one of {sorted(profs)}")
     return profs[id_or_profile]

@@ -153,6 +153,16 @@ def _ub_limit(spec: Spec, p) -> Any:
     return jnp.minimum(p["ub_len"], p["chip_ub"] - p["ub_base"])
 
 
+def _inside_ub(spec: Spec, p, addr, size) -> Any:
+    """``0 <= addr`` and ``addr + size * itemsize <= limit``, computed without int32
+    overflow: the byte end is never formed; the room left after ``addr`` (at most the UB
+    size) is divided by the item size instead, exactly as the oracle's unbounded integers
+    decide it (a 2**31 - 1 element tensor is outside the UB, not a wrapped small extent)."""
+    lim = _ub_limit(spec, p)
+    room = lim - jnp.minimum(jnp.maximum(addr, 0), lim)          # in [0, lim]: no overflow
+    return (addr >= 0) & (size >= 0) & (addr <= lim) & (size <= room // spec.size)
+
+
 def rules(ins: Instruction, spec: Spec) -> list:
     """Every constraint of one call, as :class:`Rule` s over the parameter dict ``p``."""
     lo, hi = ins.repeat_range(spec)
@@ -180,8 +190,7 @@ def rules(ins: Instruction, spec: Spec) -> list:
     for t in ins.operands:
         out.append(Rule(
             Code.UB_BOUNDS, t,
-            lambda p, t=t: (p[f"{t}.addr"] >= 0) & (p[f"{t}.size"] >= 0)
-            & (p[f"{t}.addr"] + p[f"{t}.size"] * spec.size <= _ub_limit(spec, p)),
+            lambda p, t=t: _inside_ub(spec, p, p[f"{t}.addr"], p[f"{t}.size"]),
             lambda p, t=t: f"bytes [{int(p[f'{t}.addr'])}, "
                            f"{int(p[f'{t}.addr']) + int(p[f'{t}.size']) * spec.size})",
             lambda p: f"inside the UB: [0, {int(_ub_limit(spec, p))})"))
@@ -332,14 +341,29 @@ def _is_concrete(x) -> bool:
     return not isinstance(x, jax.core.Tracer)
 
 
-def _int_param(api: str, name: str, v):
-    """An int parameter (Python int or integer scalar array, maybe traced) as int32."""
+def int32_stand_in(v: int) -> int:
+    """An int32 that every rule judges like ``v``, for ``v`` outside int32.
+
+    It keeps the sign and the residue modulo 1024 (so alignment rules read the same) and is
+    at least 2**30 in magnitude (so it is outside every range, the UB and every tensor, like
+    ``v``). The error message shows ``v`` itself (see :func:`call`).
+    """
+    return (2**30 if v > 0 else -(2**30)) + v % 1024
+
+
+def _int_param(api: str, name: str, v, given: Optional[dict] = None):
+    """An int parameter (Python int or integer scalar array, maybe traced) as int32.
+
+    A concrete value outside int32 becomes :func:`int32_stand_in` (recorded in ``given`` to
+    report the value given), so the rules pick the code the oracle picks."""
     if isinstance(v, (bool, np.bool_)):
         raise ConstraintError(Code.BAD_ARGUMENT, api=api, param=name, value=v,
                               allowed="an int")
     if isinstance(v, (int, np.integer)):
         if not -(2**31) <= int(v) < 2**31:
-            return np.int32(-1)  # far out of every range: the range rule reports it
+            if given is not None:
+                given[name] = int(v)
+            return np.int32(int32_stand_in(int(v)))
         return np.int32(v)
     if isinstance(v, (jax.Array, np.ndarray)) and np.ndim(v) == 0 and \
             jnp.issubdtype(v.dtype, jnp.integer):
@@ -391,6 +415,7 @@ class Prepared:
     p: dict
     ub: Any
     chip_id: str
+    given: dict = field(default_factory=dict)   # parameters outside int32: the value given
 
 
 _CAPTURE: contextvars.ContextVar = contextvars.ContextVar("ascend_ref_capture", default=False)
@@ -418,7 +443,8 @@ def call(ins: Instruction, ub, tensors: dict, mask, params: dict, *, chip, optio
     p = prep.p
     concrete = all(_is_concrete(v) for v in jax.tree_util.tree_leaves(p))
     if concrete and _is_concrete(status) and int(status) != 0:
-        _raise_if(ins, prep.spec, p, data=diag, status=int(status), chip_id=prep.chip_id)
+        _raise_if(ins, prep.spec, p, data=diag, status=int(status), chip_id=prep.chip_id,
+                  given=prep.given)
     if return_info:
         return out, CallInfo(status, written, undefined)
     return out
@@ -467,10 +493,11 @@ def prepare(ins: Instruction, ub, tensors: dict, mask, params: dict, *, chip, op
                                   chip=prof.id)
     m = masks.parse(mask, dtype, api=api, chip=prof.id, word_order=ins.word_order)
 
-    p = {k: _int_param(api, k, v) for k, v in params.items()}
+    given: dict = {}
+    p = {k: _int_param(api, k, v, given) for k, v in params.items()}
     for name, t in tensors.items():
-        p[f"{name}.addr"] = _int_param(api, f"{name}.addr", t.addr)
-        p[f"{name}.size"] = _int_param(api, f"{name}.size", t.size)
+        p[f"{name}.addr"] = _int_param(api, f"{name}.addr", t.addr, given)
+        p[f"{name}.size"] = _int_param(api, f"{name}.size", t.size, given)
     p["mask"] = m.value
     if ins.saturating:
         default = prof.saturate_default and itemsize(dtype) == 2   # half only
@@ -483,19 +510,27 @@ def prepare(ins: Instruction, ub, tensors: dict, mask, params: dict, *, chip, op
     spec = Spec(api, dtype, prof.behaviour, m.mode, r_max, option, traced_repeat, info)
     p["ub_len"] = np.int32(ub.shape[-1])
     p["ub_base"] = _int_param(api, "ub_base", ub_base)
-    return Prepared(ins, spec, p, ub, prof.id)
+    return Prepared(ins, spec, p, ub, prof.id, given)
 
 
 def _raise_if(ins: Instruction, spec: Spec, p: dict, data: dict, status: int,
-              chip_id: str) -> None:
-    """Evaluate the rules on the concrete values (and kernel diagnostics); raise the first."""
+              chip_id: str, given: Optional[dict] = None) -> None:
+    """Evaluate the rules on the concrete values (and kernel diagnostics); raise the first.
+
+    ``given``: parameters outside int32 (the kernel saw stand-ins); the message shows them."""
     vals = {k: np.asarray(v) for k, v in {**p, **data}.items()}
     bad = first_failure(rules(ins, spec), vals)
     if bad is None and status:
         raise ConstraintError(Code(status), api=ins.api, param="?", value="?",
                               allowed="see ascend_ref.constraints.explain", chip=chip_id)
     if bad is not None:
-        raise ConstraintError(bad.code, api=ins.api, param=bad.param, value=bad.value(vals),
+        value = bad.value(vals)
+        if given:
+            try:
+                value = bad.value({**vals, **given})     # Python ints: exact, no wrap
+            except Exception:                            # noqa: BLE001 - keep the stand-in
+                pass
+        raise ConstraintError(bad.code, api=ins.api, param=bad.param, value=value,
                               allowed=bad.allowed(vals), chip=chip_id, hint=bad.hint)
 
 

@@ -51,6 +51,14 @@ def parse(mask, dtype, *, api: str, chip: str, word_order: str = "ascendc") -> M
     zero masks, lanes past L) are in :func:`rules`; structural faults raise here.
     """
     lanes = lanes_per_repeat(dtype)
+    if isinstance(mask, (jax.Array, np.ndarray)) and np.ndim(mask) == 0:
+        if not np.issubdtype(mask.dtype, np.integer):       # 64.7 is not a lane count
+            raise ConstraintError(Code.BAD_ARGUMENT, api=api, param="mask",
+                                  value=f"{mask.dtype} array {mask!r}",
+                                  allowed="an int (continuous mode); a 0-d array must have an "
+                                          "integer dtype")
+        if not isinstance(mask, jax.core.Tracer):             # concrete: judge the int itself
+            mask = int(mask)
     if _is_int(mask) or (isinstance(mask, (jax.Array, np.ndarray)) and np.ndim(mask) == 0):
         if _is_int(mask) and not (0 <= int(mask) < 2**31):
             raise ConstraintError(Code.MASK_RANGE, api=api, param="mask", value=mask,
@@ -58,7 +66,8 @@ def parse(mask, dtype, *, api: str, chip: str, word_order: str = "ascendc") -> M
         value = jnp.zeros(4, jnp.uint32).at[0].set(jnp.asarray(mask).astype(jnp.uint32)) \
             if not _is_int(mask) else np.array([int(mask), 0, 0, 0], np.uint32)
         return Mask("count", value)
-    if isinstance(mask, (jax.Array, np.ndarray)) and np.shape(mask) == (4,):
+    if isinstance(mask, (jax.Array, np.ndarray)) and np.shape(mask) == (4,) and \
+            np.issubdtype(mask.dtype, np.integer):
         return Mask("bits", jnp.asarray(mask).astype(jnp.uint32))  # already lane words
     if isinstance(mask, np.ndarray) and mask.ndim == 1 and np.issubdtype(mask.dtype, np.integer):
         mask = [int(w) for w in mask]           # a numpy array of 64-bit words, like a list

@@ -155,22 +155,54 @@ def _check_span(api: str, ub_len: int, addr: int, nbytes: int) -> None:
                                       f"{ub_len}-byte UB")
 
 
-def store(ub, addr: int, values) -> jax.Array:
-    """Write ``values`` (numpy/JAX array; its dtype decides the bytes) at byte ``addr``."""
+def store(ub, addr: int, values, *, dtype=None) -> jax.Array:
+    """Write ``values`` at byte ``addr``; the element type decides the bytes.
+
+    Without ``dtype``, ``values`` must be a numpy / JAX array of a UB element type (float16,
+    float32, int16, uint16, int32, uint32) or of raw bytes (uint8, int8); anything else —
+    Python numbers or lists, float64, int64, bool arrays — is a BAD_ARGUMENT error, since
+    its bytes would silently be 8-byte or 1-byte words. With ``dtype`` (an element type name
+    such as ``"float16"`` or ``"half"``), ``values`` is converted to it first
+    (``store(ub, 0, [1.5, 2], dtype="half")`` writes 4 bytes).
+    """
     ub = as_ub(ub)
-    v = np.asarray(values)
-    if v.dtype == object or v.dtype.kind not in "biuf":
-        raise ConstraintError(Code.BAD_ARGUMENT, api="store", param="values", value=v.dtype,
-                              allowed="a numeric numpy or JAX array")
+    if dtype is not None:
+        name = dtype_name(dtype)
+        try:
+            v = np.asarray(values, dtype=name)
+        except (TypeError, ValueError, OverflowError) as e:
+            raise ConstraintError(Code.BAD_ARGUMENT, api="store", param="values",
+                                  value=values if np.size(values) <= 8 else type(values).__name__,
+                                  allowed=f"numbers convertible to {name} ({e})") from None
+    else:
+        if not isinstance(values, (np.ndarray, jax.Array, np.generic)):
+            raise ConstraintError(Code.BAD_ARGUMENT, api="store", param="values",
+                                  value=type(values).__name__,
+                                  allowed="a numpy / JAX array of a UB element type, or pass "
+                                          "dtype= (e.g. store(ub, addr, [1.5, 2], "
+                                          "dtype='float16'))")
+        v = np.asarray(values)
+        if v.dtype.name not in DTYPES + ("uint8", "int8"):
+            raise ConstraintError(Code.BAD_ARGUMENT, api="store", param="values",
+                                  value=str(v.dtype),
+                                  allowed=f"an array of {', '.join(DTYPES)} (or uint8 / int8 "
+                                          f"raw bytes); convert it or pass dtype=")
     raw = np.ascontiguousarray(v).reshape(-1).view(np.uint8)
     _check_span("store", ub.shape[0], addr, raw.size)
     return jax.lax.dynamic_update_slice(ub, jnp.asarray(raw), (int(addr),))
 
 
 def load(ub, addr: int, dtype, count: int) -> np.ndarray:
-    """Read ``count`` elements of ``dtype`` at byte ``addr`` (a numpy array, bits preserved)."""
+    """Read ``count`` elements of ``dtype`` at byte ``addr`` (a numpy array, bits preserved).
+
+    ``count`` must be a non-negative int (BAD_ARGUMENT otherwise: no float, string, bool or
+    negative count); the bytes read must lie inside the UB (UB_BOUNDS)."""
     ub = as_ub(ub)
     name = dtype_name(dtype)
+    if isinstance(count, (bool, np.bool_)) or not isinstance(count, (int, np.integer)) \
+            or count < 0:
+        raise ConstraintError(Code.BAD_ARGUMENT, api="load", param="count", value=count,
+                              allowed="a non-negative int number of elements")
     n = int(count) * np.dtype(name).itemsize
     _check_span("load", ub.shape[0], addr, n)
     return np.asarray(ub[int(addr):int(addr) + n]).view(name).copy()

@@ -78,16 +78,21 @@ def reduce_data_block(ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_s
 
 
 def block_reduce(reduce_type: str):
-    """The older names BlockReduceSum / BlockReduceMax / BlockReduceMin."""
+    """The older names BlockReduceSum / BlockReduceMax / BlockReduceMin, in *their*
+    documented argument order: ``(dst, src, repeat, mask, dstRepStride, srcBlkStride,
+    srcRepStride)`` — repeat before mask, unlike ReduceDataBlock / WholeReduce* (CANN 8.0
+    Ascend C API reference, BlockReduceSum / Max / Min prototypes)."""
 
-    def fn(ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_stride, src_rep_stride,
+    def fn(ub, dst, src, repeat_time, mask, dst_rep_stride, src_blk_stride, src_rep_stride,
            *, chip, saturate=None, return_info=False):
         return reduce_data_block(ub, dst, src, mask, repeat_time, dst_rep_stride,
                                  src_blk_stride, src_rep_stride, reduce_type=reduce_type,
                                  chip=chip, saturate=saturate, return_info=return_info)
 
     fn.__name__ = f"block_reduce_{reduce_type.lower()}"
-    fn.__doc__ = f"BlockReduce{reduce_type.title()} = ReduceDataBlock<{reduce_type}>."
+    fn.__doc__ = (f"BlockReduce{reduce_type.title()}(ub, dst, src, repeat_time, mask, "
+                  f"dst_rep_stride, src_blk_stride, src_rep_stride, *, chip) = "
+                  f"ReduceDataBlock<{reduce_type}> (note: repeat before mask, as documented).")
     return fn
 
 

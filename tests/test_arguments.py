@@ -1,0 +1,286 @@
+"""No wrapped parameter, no silent truncation (issue 13 D1-D9, alias order).
+
+Sizes and addresses near and past int32 are judged like the oracle's unbounded integers, in
+eager calls, under vmap and in run_batch; run_batch rejects what it would have to wrap or
+truncate; load / store / chip / mask reject what they would have to guess.
+"""
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import ascend_ref as ar
+from ascend_ref import Tensor
+
+A2 = "atlas_a2"
+
+
+def _code(fn):
+    try:
+        fn()
+    except ar.ConstraintError as e:
+        return e.code, str(e)
+    except ar.oracle.OracleError as e:
+        return e.code, str(e)
+    return ar.Code.OK, ""
+
+
+def _ub(chip=A2):
+    return np.zeros(ar.chip(chip).ub_bytes, np.uint8)
+
+
+# (description, api, dst, src, work, repeat, chip); work None for Ascend C
+HUGE = [
+    ("src 4 GiB extent", "whole_reduce_sum", (1024, 8), (0, 2**30 + 64), None, 1, A2),
+    ("dst 2**31-1 floats", "whole_reduce_sum", (1024, 2**31 - 1), (0, 64), None, 1, A2),
+    ("dst 2**31-1 halves", "whole_reduce_min", (1024, 2**31 - 1), (0, 128), None, 1, A2),
+    ("dst addr 2**31-4", "whole_reduce_sum", (2**31 - 4, 8), (0, 64), None, 1, A2),
+    ("dst addr 2**31-32", "whole_reduce_sum", (2**31 - 32, 8), (0, 64), None, 1, A2),
+    ("src addr 2**31-32", "reduce_data_block", (4096, 64), (2**31 - 32, 128), None, 1, A2),
+    ("dst addr 2**40", "whole_reduce_min", (2**40, 16), (0, 128), None, 1, A2),
+    ("dst addr 2**40+2", "whole_reduce_min", (2**40 + 2, 16), (0, 128), None, 1, A2),
+    ("dst size 2**40", "whole_reduce_sum", (1024, 2**40), (0, 64), None, 1, A2),
+    ("repeat 2**40", "whole_reduce_sum", (1024, 8), (0, 64), None, 2**40, A2),
+    ("repeat 2**31", "whole_reduce_sum", (1024, 8), (0, 64), None, 2**31, A2),
+    ("TIK work 2**31-1", "vec_reduce_add", (4096, 16), (0, 128), (8192, 2**31 - 1), 1,
+     "atlas_training"),
+    ("TIK work addr 2**31-32", "vec_reduce_max", (4096, 16), (0, 128), (2**31 - 32, 64), 1,
+     "atlas_training"),
+    ("TIK repeat 2**33", "vec_reduce_min", (4096, 16), (0, 128), (8192, 64), 2**33,
+     "atlas_training"),
+]
+
+
+def _call(mod, api, dst, src, work, repeat, chip, ub=None):
+    dt = "float32" if api == "whole_reduce_sum" else "float16"
+    mask = 64 if dt == "float32" else 128
+    t = lambda a_n: Tensor(a_n[0], dt, a_n[1])               # noqa: E731
+    ub = _ub(chip) if ub is None else ub
+    if work is not None:
+        return lambda: getattr(mod.tik if mod is ar else mod, api)(
+            ub, mask, t(dst), t(src), t(work), repeat, 8, chip=chip)
+    f = getattr(mod.ascendc if mod is ar else mod, api)
+    if api == "reduce_data_block":
+        return lambda: f(ub, t(dst), t(src), mask, repeat, 1, 1, 8, reduce_type="SUM", chip=chip)
+    return lambda: f(ub, t(dst), t(src), mask, repeat, 1, 1, 8, chip=chip)
+
+
+@pytest.mark.parametrize("desc, api, dst, src, work, repeat, chip", HUGE, ids=[h[0] for h in HUGE])
+def test_huge_values_get_the_oracles_code_and_show_the_value(desc, api, dst, src, work, repeat,
+                                                             chip):
+    want, _ = _code(_call(ar.oracle, api, dst, src, work, repeat, chip))
+    got, msg = _code(_call(ar, api, dst, src, work, repeat, chip))
+    assert want != ar.Code.OK and got == want, (desc, msg)
+    assert "-1 is not" not in msg and "= -1" not in msg
+    for v in (dst[0], dst[1], src[1], repeat) + (work or ()):
+        if v >= 2**31 and v in (dst[0], repeat):
+            assert str(v) in msg, msg                  # the value given, not a stand-in
+
+
+def test_vmapped_addresses_near_int32_get_ub_bounds():
+    ub = jnp.zeros(ar.chip(A2).ub_bytes, jnp.uint8)
+
+    def status(a):
+        _, info = ar.ascendc.whole_reduce_sum(ub, Tensor(a, "float32", 8), Tensor(0, "float32", 64),
+                                              64, 1, 1, 1, 8, chip=A2, return_info=True)
+        return info.status
+
+    addrs = [1024, 2**31 - 4, 2**31 - 32, 196608 - 32, 196608 - 16, 2**31 - 2]
+    got = jax.vmap(status)(jnp.array(addrs, jnp.int32)).tolist()
+    want = [int(_code(lambda: ar.oracle.whole_reduce_sum(
+        _ub(), Tensor(a, "float32", 8), Tensor(0, "float32", 64), 64, 1, 1, 1, 8,
+        chip=A2))[0]) for a in addrs]
+    assert got == want and want[1:3] == [int(ar.Code.UB_BOUNDS)] * 2
+
+    def status_size(n):
+        _, info = ar.ascendc.whole_reduce_sum(ub, Tensor(1024, "float32", n),
+                                              Tensor(0, "float32", 64), 64, 1, 1, 1, 8, chip=A2,
+                                              return_info=True)
+        return info.status
+
+    sizes = [8, 2**31 - 1, 2**30, (196608 - 1024) // 4, (196608 - 1024) // 4 + 1]
+    got = jax.vmap(status_size)(jnp.array(sizes, jnp.int32)).tolist()
+    want = [int(_code(lambda: ar.oracle.whole_reduce_sum(
+        _ub(), Tensor(1024, "float32", n), Tensor(0, "float32", 64), 64, 1, 1, 1, 8,
+        chip=A2))[0]) for n in sizes]
+    assert got == want and want[1] == int(ar.Code.UB_BOUNDS)
+
+
+def _batch(**over):
+    b = 8
+    kw = dict(chip=A2, dtype="float", mask=64, repeat=1, dst_rep_stride=1, src_blk_stride=1,
+              src_rep_stride=8, dst=(1024, 8), src=(0, 64))
+    kw.update(over)
+    return ar.run_batch("whole_reduce_sum", np.zeros((b, 2048), np.uint8), **kw)
+
+
+@pytest.mark.parametrize("over, param", [
+    (dict(repeat=2**40), "repeat"), (dict(repeat=np.full(8, 1.7)), "repeat"),
+    (dict(dst=(np.full(8, 2**32 + 512, np.int64), 8)), "dst.addr"),
+    (dict(src=(0, np.full(8, 2**31, np.uint64))), "src.size"),
+    (dict(src_rep_stride=-(2**31) - 1), "src_rep_stride"), (dict(repeat_time="3"), "repeat"),
+    (dict(repeat=np.ones(3, int)), "repeat"), (dict(mask=np.full(8, 64.0)), "mask"),
+    (dict(saturate="yes"), "saturate"), (dict(saturate=np.full(8, 2)), "saturate"),
+    (dict(dst=5), "dst"), (dict(ub_base=1.5), "ub_base"),
+    (dict(mask=np.ones(4, np.uint32)), "mask"), (dict(mask_mode="words"), "mask_mode"),
+    (dict(mask=np.full((8, 4), 2**33), mask_mode="bits"), "mask"),
+])
+def test_run_batch_rejects_wrapped_or_truncated_parameters(over, param):
+    with pytest.raises(ar.ConstraintError) as e:
+        _batch(**over)
+    assert e.value.code == ar.Code.BAD_ARGUMENT and e.value.param.startswith(param.split(".")[0])
+    assert param in str(e.value)
+
+
+def test_run_batch_in_range_values_and_explicit_mask_mode():
+    _, st = _batch(dst=(np.full(8, 2**31 - 32, np.int64), 8))
+    assert st.tolist() == [int(ar.Code.UB_BOUNDS)] * 8           # D1 in run_batch
+    words = np.array([2**32 - 1, 2**32 - 1, 0, 0], np.uint32)
+    _, st_bits = _batch(mask=words, mask_mode="bits")
+    _, st_words2d = _batch(mask=np.tile(words, (8, 1)))
+    assert st_bits.tolist() == st_words2d.tolist() == [0] * 8
+    out4, st4 = ar.run_batch("whole_reduce_sum", np.zeros((4, 2048), np.uint8), chip=A2,
+                             dtype="float", mask=np.array([64, 0, 1, 65]), repeat=1,
+                             dst_rep_stride=1, src_blk_stride=1, src_rep_stride=8, dst=(1024, 8),
+                             src=(0, 64))
+    assert st4.tolist() == [0, 0, 0, int(ar.Code.MASK_RANGE)]   # 1-D: counts, whatever B
+    _, st = _batch(saturate=np.zeros(8, bool))
+    assert st.tolist() == [0] * 8
+
+
+def test_run_batch_cal_index_must_be_a_bool():
+    with pytest.raises(ar.ConstraintError, match="cal_index"):
+        ar.run_batch("vec_reduce_max", np.zeros((2, 4096), np.uint8), chip="atlas_training",
+                     dtype="half", mask=128, cal_index="no", repeat=1, src_rep_stride=8,
+                     src=(0, 128), dst=(2048, 16), work_tensor=(2112, 64))
+
+
+def test_run_batch_never_touches_the_callers_ubs_on_one_device():
+    ubs = np.random.default_rng(0).integers(0, 256, (8, 2048), dtype=np.uint8)
+    keep = ubs.copy()
+    out, st = ar.run_batch("whole_reduce_sum", ubs, chip=A2, dtype="float", mask=64, repeat=1,
+                           dst_rep_stride=1, src_blk_stride=1, src_rep_stride=8, dst=(1024, 8),
+                           src=(0, 64))
+    assert np.array_equal(ubs, keep) and not np.array_equal(out, keep)
+    j = jnp.asarray(keep)
+    out2, _ = ar.run_batch("whole_reduce_sum", j, chip=A2, dtype="float", mask=64, repeat=1,
+                           dst_rep_stride=1, src_blk_stride=1, src_rep_stride=8, dst=(1024, 8),
+                           src=(0, 64))
+    assert not j.is_deleted() and np.array_equal(np.asarray(j), keep)
+    assert np.array_equal(out, out2)
+
+
+def test_run_batch_never_deletes_a_sharded_callers_ubs():
+    script = textwrap.dedent("""
+        import numpy as np, jax, ascend_ref as ar
+        from jax.sharding import Mesh, NamedSharding, PartitionSpec as P
+        assert len(jax.devices()) == 4
+        keep = np.random.default_rng(0).integers(0, 256, (8, 2048), dtype=np.uint8)
+        rows = NamedSharding(Mesh(np.array(jax.devices()), ("case",)), P("case"))
+        j = jax.device_put(keep, rows)
+        kw = dict(chip="atlas_a2", dtype="float", mask=64, repeat=1, dst_rep_stride=1,
+                  src_blk_stride=1, src_rep_stride=8, dst=(1024, 8), src=(0, 64))
+        out, st = ar.run_batch("whole_reduce_sum", j, **kw)
+        assert not j.is_deleted(), "the caller's sharded ubs was donated"
+        assert (np.asarray(j) == keep).all()
+        one, _ = ar.run_batch("whole_reduce_sum", keep, devices=jax.devices()[:1], **kw)
+        assert (out == one).all() and (st == 0).all()
+        print("KEPT")
+    """)
+    env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=4",
+               JAX_PLATFORMS="cpu")
+    r = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env,
+                       timeout=300)
+    assert r.returncode == 0, r.stderr[-2000:]
+    assert "KEPT" in r.stdout
+
+
+@pytest.mark.parametrize("addr, count", [(0, -1), (60, -40), (0, 1.5), (0, "2"), (0, True)])
+def test_load_count_must_be_a_non_negative_int(addr, count):
+    with pytest.raises(ar.ConstraintError) as e:
+        ar.load(ar.new_ub(size=64), addr, "float16", count)
+    assert e.value.code == ar.Code.BAD_ARGUMENT and e.value.param == "count"
+
+
+def test_load_count_zero_and_bounds():
+    ub = ar.new_ub(size=64)
+    assert ar.load(ub, 64, "float16", 0).shape == (0,)
+    with pytest.raises(ar.ConstraintError) as e:
+        ar.load(ub, 60, "float16", 3)
+    assert e.value.code == ar.Code.UB_BOUNDS
+
+
+@pytest.mark.parametrize("values", [[1.5, 2], 1.0, np.array([1.5]), np.array([True]),
+                                    np.array([1], np.int64), "ab"])
+def test_store_needs_an_element_type(values):
+    with pytest.raises(ar.ConstraintError) as e:
+        ar.store(ar.new_ub(size=64), 0, values)
+    assert e.value.code == ar.Code.BAD_ARGUMENT and "dtype" in str(e.value)
+
+
+def test_store_with_dtype_and_element_arrays():
+    ub = ar.store(ar.new_ub(size=64), 0, [1.5, 2], dtype="half")
+    assert np.asarray(ub)[4:].tolist() == [0] * 60                   # 4 bytes, not 16
+    assert ar.load(ub, 0, "float16", 2).tolist() == [1.5, 2.0]
+    ub = ar.store(ub, 8, 1.0, dtype="float32")
+    assert ar.load(ub, 8, "float32", 1).tolist() == [1.0] and np.asarray(ub)[12:].sum() == 0
+    for dt in ("float16", "float32", "int16", "uint16", "int32", "uint32", "uint8", "int8"):
+        x = np.arange(3).astype(dt)
+        got = np.asarray(ar.store(ar.new_ub(size=64), 0, x))[:x.nbytes]
+        assert np.array_equal(got, x.view(np.uint8))
+    with pytest.raises(ar.ConstraintError):
+        ar.store(ar.new_ub(size=64), 0, [70000], dtype="int16")
+
+
+@pytest.mark.parametrize("bad", [["x"], ["atlas_a2"], {"id": "atlas_a2"}, 3, None])
+def test_chip_of_a_non_string_is_chip_unknown(bad):
+    with pytest.raises(ar.ConstraintError) as e:
+        ar.chip(bad)
+    assert e.value.code == ar.Code.CHIP_UNKNOWN
+    with pytest.raises(ar.ConstraintError) as e:
+        ar.ascendc.whole_reduce_sum(_ub(), Tensor(1024, "float", 8), Tensor(0, "float", 64), 64, 1,
+                                    1, 1, 8, chip=bad)
+    assert e.value.code == ar.Code.CHIP_UNKNOWN
+
+
+@pytest.mark.parametrize("mask", [np.array(64.7), np.array(64.0), jnp.array(64.5),
+                                  np.array(True), np.full(4, 1.0)])
+def test_float_or_bool_array_masks_are_rejected(mask):
+    with pytest.raises(ar.ConstraintError) as e:
+        ar.ascendc.whole_reduce_sum(_ub(), Tensor(1024, "float", 8), Tensor(0, "float", 64), mask,
+                                    1, 1, 1, 8, chip=A2)
+    assert e.value.code == ar.Code.BAD_ARGUMENT and e.value.param == "mask"
+
+
+def test_integer_0d_masks_are_judged_like_ints():
+    args = (Tensor(1024, "float", 8), Tensor(0, "float", 64))
+    ok = ar.ascendc.whole_reduce_sum(_ub(), *args, np.array(64), 1, 1, 1, 8, chip=A2)
+    assert np.array_equal(np.asarray(ok), np.asarray(
+        ar.ascendc.whole_reduce_sum(_ub(), *args, 64, 1, 1, 1, 8, chip=A2)))
+    for m in (np.array(2**32 + 64), np.array(-1)):          # never wrapped to 64
+        with pytest.raises(ar.ConstraintError) as e:
+            ar.ascendc.whole_reduce_sum(_ub(), *args, m, 1, 1, 1, 8, chip=A2)
+        assert e.value.code == ar.Code.MASK_RANGE
+
+
+def test_block_reduce_aliases_take_the_documented_order():
+    """BlockReduceSum/Max/Min(dst, src, repeat, mask, dstRepStride, srcBlkStride, srcRepStride)."""
+    x = np.random.default_rng(1).standard_normal(512).astype(np.float16)
+    ub = np.zeros(8192, np.uint8)
+    ub[:1024] = x.view(np.uint8)
+    dst, src = Tensor(4096, "half", 64), Tensor(0, "half", 512)
+    for name, rt in (("block_reduce_sum", "SUM"), ("block_reduce_max", "MAX"),
+                     ("block_reduce_min", "MIN")):
+        want = ar.ascendc.reduce_data_block(ub, dst, src, 100, 3, 1, 1, 8, reduce_type=rt,
+                                            chip=A2)
+        got = getattr(ar.ascendc, name)(ub, dst, src, 3, 100, 1, 1, 8, chip=A2)   # repeat, mask
+        assert np.array_equal(np.asarray(got), np.asarray(want)), name
+        # the other order would be repeat 100 (> src), i.e. an error, not the same result
+        with pytest.raises(ar.ConstraintError):
+            getattr(ar.ascendc, name)(ub, dst, src, 100, 3, 1, 1, 8, chip=A2)
