@@ -42,9 +42,21 @@ _FILL_RULES = ("keep", "fill", "undefined")
 
 
 def config_dir() -> Path:
-    """Folder holding ``chips/*.toml``: ``$ASCEND_REF_CONFIGS`` or the repository's ``configs/``."""
+    """Folder holding ``chips/``, ``campaigns/`` and ``kernels/`` (``*.toml``).
+
+    ``$ASCEND_REF_CONFIGS`` if set; else the package data of an installed wheel
+    (``ascend_ref/configs``, found through :mod:`importlib.resources`); else, in a source
+    checkout, the repository's ``configs/`` (the wheel is built from that folder).
+    """
     env = os.environ.get("ASCEND_REF_CONFIGS")
-    return Path(env) if env else Path(__file__).resolve().parent.parent / "configs"
+    if env:
+        return Path(env)
+    from importlib.resources import files
+
+    packaged = files("ascend_ref") / "configs"
+    if isinstance(packaged, Path) and (packaged / "chips").is_dir():
+        return packaged
+    return Path(__file__).resolve().parent.parent / "configs"
 
 
 @dataclass(frozen=True)
