@@ -1,7 +1,12 @@
+import os
+
 import numpy as np
 import pytest
 
 import ascend_ref as ar
+
+# campaigns run from the CLI keep compiled kernels on disk; not from the test suite
+os.environ.setdefault("ASCEND_REF_COMPILE_CACHE", "off")
 
 
 def half_bits(x):

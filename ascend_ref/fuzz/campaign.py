@@ -28,7 +28,7 @@ except ModuleNotFoundError:  # pragma: no cover - Python 3.10
 
 from ..chips import API_NAMES, chips as all_chips, config_dir
 from .generate import (CAMPAIGN_DTYPES, Distributions, RngDraw, breakable_rules, build_pool,
-                       draw_campaign_case, pool_weights, template_universe)
+                       cover_plan, draw_campaign_case, pool_weights, template_universe)
 
 COMPARATORS = ("oracle", "product", "command")
 _CAMPAIGN_KEYS = {"name", "description", "seed", "cases", "apis", "products", "dtypes",
@@ -224,20 +224,25 @@ class Campaign:
                                    if self.dist.weight("invalid", r) > 0}
             self._pool = build_pool(self.universe(), self.static_configs, self.seed, extra)
             self._weights = pool_weights(self._pool, self.cost_balance)
+            self._plan = cover_plan(self._pool, self.dist, MIN_CASES_PER_CONFIG)
         return self._pool
+
+    def plan(self) -> list:
+        """The forced first cases (:func:`~ascend_ref.fuzz.generate.cover_plan`): case id
+        ``i < len(plan)`` draws template, repeat class, product and validity from ``plan[i]``."""
+        self.pool()
+        return self._plan
 
     def case(self, case_id: int):
         """Case ``case_id``: a pure function of (campaign identity, case id)."""
         pool = self.pool()
         d = RngDraw(self.seed, case_id)
         k = d.choice(list(range(len(pool))), self._weights)
-        prefer = None
-        if case_id < MIN_CASES_PER_CONFIG * len(pool):   # every configuration runs at least twice,
-            k = case_id % len(pool)                       # at both ends of its repeat range
-            classes = [x for x in pool[k].classes if self.dist.weight("repeat", x) > 0]
-            if classes:
-                prefer = classes[-1] if case_id < len(pool) else classes[0]
-        case = draw_campaign_case(d, pool[k], self.dist, prefer_repeat=prefer)
+        prefer = chip = rule = None
+        if case_id < len(self._plan):     # the cover: every template at least twice, at both
+            k, prefer, chip, rule = self._plan[case_id]  # ends, and every bin at least once
+        case = draw_campaign_case(d, pool[k], self.dist, prefer_repeat=prefer, prefer_chip=chip,
+                                  force_rule=rule)
         case.tags["case_id"] = int(case_id)
         return case
 
@@ -248,8 +253,8 @@ class Campaign:
 
 
 #: bump when the campaign generator changes which case a (seed, case id) gives
-GENERATOR_VERSION = 2
-#: the first ``MIN_CASES_PER_CONFIG * len(pool)`` case ids go round-robin over the pool
+GENERATOR_VERSION = 3
+#: the first case ids follow the cover plan: at least this many per template
 MIN_CASES_PER_CONFIG = 2
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Optional
 
 
 def _int_at_least(lo: int):
@@ -109,6 +110,7 @@ def main(args) -> int:
             return 0
         from .runner import run_campaign
 
+        compile_cache()
         s = run_campaign(camp, db, fresh=args.fresh, quiet=args.quiet,
                          do_shrink=False if args.no_shrink else None)
         return 1 if s["mismatch"] and camp.compare.kind != "product" else 0
@@ -139,6 +141,27 @@ def _results_error(e: BaseException, args) -> "str | None":
         return (f"results file {args.db or '(the campaign default)'}: {e}; it may be corrupt "
                 f"or read-only: move it aside or give another --db FILE")
     return None
+
+
+def compile_cache() -> Optional[str]:
+    """Keep compiled kernels on disk between campaign runs: the default campaign's covering
+    pool compiles one kernel per static configuration (about 260), which dominates a cold
+    run. ``$ASCEND_REF_COMPILE_CACHE``: the folder (default ``~/.cache/ascend_ref/jax``) or
+    ``off``; a ``JAX_COMPILATION_CACHE_DIR`` already set wins. Returns the folder used."""
+    import os
+
+    import jax
+
+    where = os.environ.get("ASCEND_REF_COMPILE_CACHE",
+                           str(Path.home() / ".cache" / "ascend_ref" / "jax"))
+    if jax.config.jax_compilation_cache_dir:
+        return jax.config.jax_compilation_cache_dir
+    if where.strip().lower() in ("", "off", "0", "no", "false"):
+        return None
+    jax.config.update("jax_compilation_cache_dir", where)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
+    return where
 
 
 def _list(args) -> int:

@@ -4,6 +4,12 @@ and the table printed at the end of a run.
 Each case falls into one value of every *bin group* (:func:`case_bins`); the model
 (:func:`model`) lists, per group, the values the campaign's APIs, products, dtypes and
 distributions can reach, so the table says what was hit and what was missed.
+
+The groups that matter are combinations, not marginals: ``combination`` is (API, product
+behaviour group, dtype, option, mask mode) hit by a *valid* case; ``api x rule`` is (API,
+documented rule an illegal case breaks); ``api x repeat`` is (API, repeat class). A
+campaign's covering pool (:func:`~ascend_ref.fuzz.generate.build_pool`,
+:func:`~ascend_ref.fuzz.generate.cover_plan`) reaches every one of them.
 """
 
 from __future__ import annotations
@@ -15,8 +21,8 @@ from .generate import (MASK_BITS_KINDS, MASK_COUNT_KINDS, MASK_MODES, REPEAT_CLA
                        STRIDE_REGIMES, _TABLE_VALUES, breakable_rules)
 
 #: bin groups, in table order
-GROUPS = ["api", "product", "api x product", "api x dtype", "api x option", "mask", "repeat",
-          "api x repeat", "src stride", "blk stride", "dst stride", "layout", "data",
+GROUPS = ["api", "product", "api x product", "combination", "api x rule", "api x repeat",
+          "mask", "repeat", "src stride", "blk stride", "dst stride", "layout", "data",
           "saturate", "validity", "outcome"]
 _SUM = ("whole_reduce_sum", "reduce_data_block", "vec_reduce_add")
 
@@ -34,14 +40,17 @@ def case_bins(case: Case, expected_code: str) -> dict:
     """``{group: value}`` for one case (``expected_code``: "ok" or the expected error)."""
     t = case.tags
     a = case.api
+    validity = t.get("validity", "valid")
     b = {"api": a, "product": case.chip, "api x product": f"{a}/{case.chip}",
-         "api x dtype": f"{a}/{case.dtype}", "mask": t.get("mask", "?"),
+         "mask": t.get("mask", "?"),
          "repeat": t.get("repeat_class", "?"), "api x repeat": f"{a}/{t.get('repeat_class')}",
          "src stride": t.get("stride_regime", "?"), "layout": t.get("layout", "?"),
          "data": t.get("data", "?"), "validity": t.get("validity", "valid"),
          "outcome": expected_code}
-    if _opt(case) is not None:
-        b["api x option"] = f"{a}/{_opt(case)}"
+    if validity == "valid" and "combo" in t:
+        b["combination"] = t["combo"]
+    elif validity != "valid":
+        b["api x rule"] = f"{a}/{validity}"
     if a not in TIK:
         b["blk stride"] = t.get("blk_stride", "?")
         b["dst stride"] = t.get("dst_stride", "?")
@@ -62,9 +71,10 @@ def model(camp) -> dict:
         for c in t.chips:
             m["product"].add(c)
             m["api x product"].add(f"{a}/{c}")
-        m["api x dtype"].add(f"{a}/{t.dtype}")
-        if _opt(t) is not None:
-            m["api x option"].add(f"{a}/{_opt(t)}")
+        m["combination"].add(t.combo)
+        if dist.invalid_rate > 0:
+            m["api x rule"] |= {f"{a}/{r}" for r in breakable_rules(t)
+                                if w("invalid", r) > 0}
         m["mask"] |= {f"{t.mask_mode}:{k}" for k in
                       (MASK_COUNT_KINDS if t.mask_mode == "count" else MASK_BITS_KINDS)
                       if w("mask_count" if t.mask_mode == "count" else "mask_bits", k) > 0}
@@ -83,7 +93,7 @@ def model(camp) -> dict:
             m["saturate"] |= {k for k in _TABLE_VALUES["saturate"] if w("saturate", k) > 0}
         m["validity"] |= breakable_rules(t) if dist.invalid_rate > 0 else set()
     m["src stride"] = {k for k in STRIDE_REGIMES if w("stride", k) > 0}
-    m["layout"] |= {"at_zero"} | ({"offset"} if dist.offset_rate > 0 else set())
+    m["layout"] |= {"at_zero", "ub_end"} | ({"offset"} if dist.offset_rate > 0 else set())
     m["data"] = {k for k in _TABLE_VALUES["data"] if w("data", k) > 0}
     m["validity"] = {v for v in m["validity"] if w("invalid", v) > 0}
     if dist.invalid_rate < 1:

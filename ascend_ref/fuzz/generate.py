@@ -197,6 +197,30 @@ def src_footprint(repeat: int, rep_stride: int, blk_stride: Optional[int] = None
     return (max(int(repeat), 1) - 1) * rep_stride * 32 + fixed
 
 
+def _active_lanes(mask, lanes: int, tik: bool) -> list:
+    if isinstance(mask, int):
+        return list(range(min(max(mask, 0), lanes)))
+    words = list(mask)
+    if tik:                                     # TIK: [high word, low word]
+        words = words[::-1] if len(words) == 2 else words
+    return [j for j in range(lanes) if j // 64 < len(words) and words[j // 64] >> (j % 64) & 1]
+
+
+def read_extent(api: str, dtype: str, mask, repeat: int, rep_stride: int,
+                blk_stride: Optional[int] = None) -> int:
+    """Bytes from ``src`` to the end of the last element the call reads with this mask (0:
+    nothing is read): the smallest source tensor that is in bounds."""
+    s = _size(dtype)
+    lanes = 256 // s
+    act = _active_lanes(mask, lanes, api in TIK)
+    if not act or repeat <= 0:
+        return 0
+    per = 32 // s
+    blk = 1 if blk_stride is None else blk_stride
+    top = max((j // per) * blk * 32 + (j % per) * s + s for j in act)
+    return (repeat - 1) * rep_stride * 32 + top
+
+
 def draw_case(d, *, apis: Sequence[str] = API_NAMES, chips: Optional[Sequence[str]] = None,
               invalid_rate: float = 0.0, max_ub: int = 1 << 17, tik_max_repeat: int = 4095,
               special_rate: float = 0.6) -> Case:
@@ -331,6 +355,10 @@ def _break_one_rule(d, case: Case, ub_size: int) -> int:
 # Compilation cost is bounded by the pool size, and any case replays from (seed, case id).
 
 REPEAT_CLASSES = ["zero", "one", "small", "mid", "max"]
+#: share of illegal draws that land exactly one step past the limit (repeat max + 1, mask
+#: lanes + 1, stride 65536, work need - 1, alignment + one element, one element past a
+#: tensor's last byte read or past the UB); the rest go further past it
+BOUNDARY_RATE = 0.8
 MASK_MODES = ["count", "bits"]
 MASK_COUNT_KINDS = ["full", "one", "low", "partial"]
 MASK_BITS_KINDS = ["full", "one", "sparse", "dense", "blocks", "random"]
@@ -483,6 +511,37 @@ def _supports(prof, api: str, dtype: str, option) -> bool:
     return api not in ("whole_reduce_min", "whole_reduce_max") or option in prof.orders
 
 
+def behaviour_group(chip_id: str) -> str:
+    """Name of the products that share ``chip_id``'s compiled behaviour (jit cache key
+    :class:`~ascend_ref.chips.Behaviour`): the first member and how many more, e.g.
+    ``atlas_a2+1`` (Atlas A2 and A3)."""
+    return _groups()[chip_id]
+
+
+def _groups() -> dict:
+    members: dict = {}
+    for c in all_chips():
+        members.setdefault(get_chip(c).behaviour, []).append(c)
+    out = {}
+    for ids in members.values():
+        ids = sorted(ids)
+        name = ids[0] + (f"+{len(ids) - 1}" if len(ids) > 1 else "")
+        out.update({c: name for c in ids})
+    return out
+
+
+def option_name(option) -> str:
+    if option is None:
+        return "-"
+    if isinstance(option, bool):
+        return "cal_index" if option else "no_index"
+    return str(getattr(option, "value", option))
+
+
+def combo_name(api: str, group: str, dtype: str, option, mask_mode: str) -> str:
+    return f"{api}/{group}/{dtype}/{option_name(option)}/{mask_mode}"
+
+
 @dataclass(frozen=True)
 class Template:
     """One static configuration of a campaign (one jit shape): every case drawn from it shares
@@ -501,10 +560,17 @@ class Template:
     def classes(self) -> list:
         return _bucket_classes((self.r_lo, self.r_hi), self.api, self.option)
 
+    @property
+    def combo(self) -> str:
+        """The template's combination bin: ``api/behaviour group/dtype/option/mask mode``."""
+        return combo_name(self.api, behaviour_group(self.chips[0]), self.dtype, self.option,
+                          self.mask_mode)
+
     def facets(self) -> set:
+        """Coverage facets one case of this template can hit: its combination, an
+        (API, product) pair per product, and an (API, repeat class) pair per class."""
         a = self.api
-        f = {("api", a), ("dtype", a, self.dtype), ("option", a, str(self.option)),
-             ("mask", a, self.mask_mode)}
+        f = {("api", a), ("combo", self.combo)}
         f |= {("product", a, c) for c in self.chips}
         f |= {("repeat", a, k) for k in self.classes}
         return f
@@ -578,28 +644,29 @@ def template_universe(apis: Sequence[str], chips: Sequence[str], dtypes: Optiona
 CAMPAIGN_DTYPES = ["float16", "float32", "int16", "uint16", "int32", "uint32"]
 
 
-def breakable_rules(t: "Template") -> set:
-    """Documented rules a case of template ``t`` can be drawn to break (see
-    :func:`_break_campaign_rule`)."""
+def breakable_rules(t: "Template", chip_id: Optional[str] = None) -> set:
+    """Documented rules a case of template ``t`` (on ``chip_id``, default: any of its
+    products) can be drawn to break (see :func:`_break_campaign_rule`)."""
+    if chip_id is None:
+        return set().union(*(breakable_rules(t, c) for c in t.chips))
     tik = t.api in TIK
+    prof = get_chip(chip_id)
     out = {"zero_mask", "stride_range", "align", "tensor_small", "ub", "overlap",
            "mask_range" if t.mask_mode == "count" else "mask_bits"}
     lo, hi = api_repeat_range(t.api, t.option)
     if t.r_hi == hi or (tik and t.r_lo <= 1):
         out.add("repeat_range")
-    profs = [get_chip(c) for c in t.chips]
-    if not tik and any(not p.dst_rep_stride_zero for p in profs):
+    if not tik and not prof.dst_rep_stride_zero:
         out.add("dst_stride_zero")
     if tik:
         out.add("work_small")
         if t.option is True and t.r_hi >= 2:
             out.add("index_overflow")
-    if any(dt not in p.dtypes(t.api) for p in profs for dt in CAMPAIGN_DTYPES):
+    if any(dt not in prof.dtypes(t.api) for dt in CAMPAIGN_DTYPES):
         out.add("dtype")
     if any(not get_chip(c).dtypes(t.api) for c in all_chips()):
         out.add("api_unsupported")
-    if t.api in ("whole_reduce_min", "whole_reduce_max") and \
-            any(len(p.orders) < len(ORDERS) for p in profs):
+    if t.api in ("whole_reduce_min", "whole_reduce_max") and len(prof.orders) < len(ORDERS):
         out.add("order_unsupported")
     if t.dtype == "float32" and t.api in ("whole_reduce_sum", "reduce_data_block",
                                            "vec_reduce_add"):
@@ -608,9 +675,9 @@ def breakable_rules(t: "Template") -> set:
 
 
 def build_pool(universe: list, size: int, seed: int, extra_facets=None) -> list:
-    """Choose ``size`` templates (all of them if ``size`` is 0 or larger than the universe):
-    greedily cover every facet of the universe first (``extra_facets(t)``: more facets of a
-    template), then draw the rest by weight."""
+    """A covering pool: greedily cover every facet of the universe first (``extra_facets(t)``:
+    more facets of a template; the cover is kept even past ``size``), then draw templates by
+    weight until ``size`` (``size`` 0 or larger than the universe: all of them)."""
     if not universe:
         return []
     if size <= 0 or size >= len(universe):
@@ -620,7 +687,7 @@ def build_pool(universe: list, size: int, seed: int, extra_facets=None) -> list:
     todo = set().union(*facets)
     pool, used = [], set()
     weights = np.array([w for _, w in universe], float)
-    while todo and len(pool) < size:
+    while todo:
         gain = np.array([len(f & todo) if i not in used else -1 for i, f in enumerate(facets)])
         best = np.flatnonzero(gain == gain.max())
         if gain.max() <= 0:
@@ -635,6 +702,70 @@ def build_pool(universe: list, size: int, seed: int, extra_facets=None) -> list:
         j = int(d.rng.choice(len(rest), p=p))
         pool.append(universe[rest.pop(j)][0])
     return pool
+
+
+def cover_plan(pool: Sequence[Template], dist: "Distributions", rounds: int = 2) -> list:
+    """The forced first cases of a campaign: ``[(template index, repeat class, product,
+    rule)]``, at least ``rounds`` per template, that together hit every (API, product),
+    (API, repeat class) and (API, broken rule) pair the pool can reach, and every
+    combination with a valid case. ``rule`` is ``"valid"`` (no rule broken), a rule name
+    (break exactly that one) or None (drawn as usual)."""
+    want_rules = dist.invalid_rate > 0
+    todo_cls = {(t.api, k) for t in pool for k in t.classes if dist.weight("repeat", k) > 0}
+    todo_chip = {(t.api, c) for t in pool for c in t.chips}
+    todo_rule = ({(t.api, r) for t in pool for r in breakable_rules(t)
+                  if dist.weight("invalid", r) > 0} if want_rules else set())
+    plan = []
+
+    def pick_class(t, prefer):
+        live = [k for k in t.classes if dist.weight("repeat", k) > 0] or t.classes
+        for k in live:
+            if (t.api, k) in todo_cls:
+                return k
+        return prefer(live)
+
+    def pick_chip(t, rule=None):
+        hosts = [c for c in t.chips if rule is None or rule in breakable_rules(t, c)]
+        for c in hosts:
+            if (t.api, c) in todo_chip:
+                return c
+        return hosts[len(plan) % len(hosts)]
+
+    for rnd in range(rounds):
+        for k, t in enumerate(pool):
+            rule = "valid" if rnd == 0 else None
+            if rnd > 0:
+                for r in sorted(breakable_rules(t)):
+                    if (t.api, r) in todo_rule:
+                        rule = r
+                        break
+            cls = pick_class(t, (lambda live: live[-1]) if rnd == 0 else (lambda live: live[0]))
+            if rule == "index_overflow" and cls in ("zero", "one"):
+                cls = next((x for x in ("max", "mid", "small") if x in t.classes), cls)
+            chip = pick_chip(t, rule if rule not in (None, "valid") else None)
+            plan.append((k, cls, chip, rule))
+            todo_cls.discard((t.api, cls))
+            todo_chip.discard((t.api, chip))
+            todo_rule.discard((t.api, rule))
+    while todo_rule or todo_cls or todo_chip:      # leftovers: one more case each
+        n = len(plan)
+        for k, t in enumerate(pool):
+            rule = next((r for r in sorted(breakable_rules(t)) if (t.api, r) in todo_rule), None)
+            cls = next((x for x in t.classes if (t.api, x) in todo_cls), None)
+            chip = next((c for c in t.chips if (t.api, c) in todo_chip
+                         and (rule is None or rule in breakable_rules(t, c))), None)
+            if rule is None and cls is None and chip is None:
+                continue
+            if rule == "index_overflow" and cls in (None, "zero", "one"):
+                cls = next((x for x in ("max", "mid", "small") if x in t.classes), cls)
+            chip = chip or pick_chip(t, rule)
+            plan.append((k, cls or t.classes[0], chip, rule or "valid"))
+            todo_cls.discard((t.api, cls))
+            todo_chip.discard((t.api, chip))
+            todo_rule.discard((t.api, rule))
+        if len(plan) == n:
+            break
+    return plan
 
 
 def pool_weights(pool: Sequence[Template], cost_balance: float) -> list:
@@ -681,17 +812,26 @@ def _named_stride(d, name: str) -> int:
 
 
 def draw_campaign_case(d, template: Template, dist: Distributions,
-                       prefer_repeat: Optional[str] = None) -> Case:
+                       prefer_repeat: Optional[str] = None, prefer_chip: Optional[str] = None,
+                       force_rule: Optional[str] = None) -> Case:
     """One case of ``template``: every dynamic parameter drawn from ``d`` by ``dist``.
 
     Valid unless the draw breaks one documented rule (``dist.invalid_rate``; tag
-    ``validity``). ``prefer_repeat`` forces a repeat class of the template's bucket.
-    Tags name the coverage bins of the case (``repeat_class``, ``stride_regime``, ``mask``,
-    ``data``, ...).
+    ``validity``). ``prefer_repeat`` forces a repeat class of the template's bucket,
+    ``prefer_chip`` one of its products, ``force_rule`` the validity (``"valid"`` or the rule
+    to break, when the case can break it). Tags name the coverage bins of the case
+    (``combo``, ``repeat_class``, ``stride_regime``, ``mask``, ``data``, ...).
+
+    Valid draws include values exactly at each limit (work_tensor of exactly the elements
+    needed, a source tensor ending exactly at the last byte read, a tensor ending exactly at
+    the end of the UB, strides of 65535 where they fit); illegal draws land exactly one step
+    past the limit most of the time (:data:`BOUNDARY_RATE`).
     """
     t = template
     api, dtype, option = t.api, t.dtype, t.option
     chip_id = d.choice(list(t.chips))
+    if prefer_chip in t.chips:
+        chip_id = prefer_chip
     prof = get_chip(chip_id)
     s, tik = _size(dtype), api in TIK
     ub_len = t.ub_bytes
@@ -711,7 +851,7 @@ def draw_campaign_case(d, template: Template, dist: Distributions,
             b -= 1
         r = d.integers(a, max(a, b))
     span = max(r - 1, 0)
-    tags = {"template": str(t), "repeat_class": repeat_class(r, api, option),
+    tags = {"template": str(t), "combo": t.combo, "repeat_class": repeat_class(r, api, option),
             "mask_mode": t.mask_mode, "mask": f"{t.mask_mode}:{mkind}"}
     # destination / work first (their size does not depend on the source stride)
     if tik:
@@ -742,15 +882,19 @@ def draw_campaign_case(d, template: Template, dist: Distributions,
                              if rs == 8 else "gapped" if rs <= 24 else "large")
     if not span:
         tags["stride_regime"] = regime if regime in ("zero", "overlap", "contiguous") else "gapped"
-        rs = min(rs, 4096)
+        rs = 65535 if regime == "large" and d.chance(0.5) else min(rs, 4096)
     params = {"repeat": r, "src_rep_stride": rs}
     if not tik:
         params = {"repeat": r, "dst_rep_stride": drs, "src_blk_stride": bs, "src_rep_stride": rs}
     src_bytes = _round_up(span * rs * 32 + fixed, 32)
+    src_n = src_bytes // s
+    if r and d.chance(0.3):                     # at the limit: ends at the last byte read
+        src_n = read_extent(api, dtype, mask, r, rs, bs) // s
+        tags["src_size"] = "exact"
     used = src_bytes + dst_bytes + work_bytes
     free = max(0, budget - used)
     base = d.integers(0, free // 32) * 32 if free >= 32 and d.chance(dist.offset_rate) else 0
-    tensors = {"src": (base, src_bytes // s)}
+    tensors = {"src": (base, src_n)}
     cursor = base + src_bytes
     in_place = (not tik) and d.chance(dist.in_place_rate) and dst_bytes <= src_bytes
     if in_place:
@@ -764,6 +908,12 @@ def draw_campaign_case(d, template: Template, dist: Distributions,
         tensors["dst"] = (tensors["dst"][0], 16 if s == 2 else 8)
         tensors["work_tensor"] = (cursor, work_n)
     tags["layout"] = "in_place" if in_place else ("offset" if base else "at_zero")
+    last = "work_tensor" if tik else "dst"
+    limit = min(ub_len, prof.ub_bytes)
+    if not in_place and d.chance(0.1):          # at the limit: the last tensor ends at the UB end
+        a, _ = tensors[last]
+        tensors[last] = (a, (limit - a) // s)
+        tags["layout"] = "ub_end"
     saturate = None
     if api in ("whole_reduce_sum", "reduce_data_block", "vec_reduce_add") and s == 2:
         saturate = {"default": None, "on": True, "off": False}[dist.pick(d, "saturate")]
@@ -772,8 +922,12 @@ def draw_campaign_case(d, template: Template, dist: Distributions,
     tags["data"] = kind
     case = Case(api, chip_id, dtype, option, mask, params, tensors, np.zeros(0, np.uint8),
                 saturate, tags)
-    if dist.invalid_rate and d.chance(dist.invalid_rate):
-        _break_campaign_rule(d, case, t, dist, ub_len)
+    breaking = d.chance(dist.invalid_rate) if dist.invalid_rate else False
+    if force_rule is not None:
+        breaking = force_rule != "valid"
+    if breaking:
+        _break_campaign_rule(d, case, t, dist, ub_len,
+                             force=None if force_rule in (None, "valid") else force_rule)
     else:
         tags["validity"] = "valid"
     data_seed = d.data_seed()
@@ -788,46 +942,38 @@ def draw_campaign_case(d, template: Template, dist: Distributions,
     return case
 
 
-def _break_campaign_rule(d, case: Case, t: Template, dist: Distributions, ub_len: int) -> None:
-    """Break one documented rule without leaving the template's compiled shape."""
+def _break_campaign_rule(d, case: Case, t: Template, dist: Distributions, ub_len: int,
+                         force: Optional[str] = None) -> None:
+    """Break one documented rule without leaving the template's compiled shape (``force``:
+    that rule, when this case can break it). Most draws land exactly one step past the
+    limit (:data:`BOUNDARY_RATE`)."""
     tik = case.api in TIK
     s = _size(case.dtype)
     lanes = 256 // s
     prof = get_chip(case.chip)
     p, tn = case.params, case.tensors
     lo, hi = api_repeat_range(case.api, case.option)
-    ok = ["zero_mask", "stride_range", "align", "tensor_small", "ub", "overlap"]
-    ok.append("mask_range" if t.mask_mode == "count" else "mask_bits")
-    if (t.r_hi == hi) or (tik and t.r_lo <= 1):
-        ok.append("repeat_range")
-    if not tik and not prof.dst_rep_stride_zero:
-        ok.append("dst_stride_zero")
-    if tik:
-        ok.append("work_small")
-        if case.option is True and p["repeat"] >= 2:
-            ok.append("index_overflow")
-    if any(dt not in prof.dtypes(case.api) for dt in CAMPAIGN_DTYPES):
-        ok.append("dtype")
-    if any(not get_chip(c).dtypes(case.api) for c in all_chips()):
-        ok.append("api_unsupported")
-    if case.api in ("whole_reduce_min", "whole_reduce_max") and len(prof.orders) < len(ORDERS):
-        ok.append("order_unsupported")
-    if case.saturate is None and case.dtype == "float32" and case.api in (
-            "whole_reduce_sum", "reduce_data_block", "vec_reduce_add"):
-        ok.append("saturate_dtype")
-    live = [r for r in ok if dist.weight("invalid", r) > 0]
+    ok = breakable_rules(t, case.chip)
+    if "index_overflow" in ok and p["repeat"] < 2:
+        ok.discard("index_overflow")
+    if case.saturate is not None:
+        ok.discard("saturate_dtype")
+    live = [r for r in sorted(ok, key=INVALID_RULES.index) if dist.weight("invalid", r) > 0]
+    if force in ok:
+        live = [force]
     if not live:
         case.tags["validity"] = "valid"
         return
+    edge = d.chance(BOUNDARY_RATE)            # exactly one step past the limit
     what = dist.pick(d, "invalid", live)
     case.tags["validity"] = what
     if what == "mask_range":
-        case.mask = lanes + d.integers(1, 100)
+        case.mask = lanes + (1 if edge else d.integers(2, 100))
     elif what == "mask_bits":
         if tik or lanes == 128:
             case.mask = list(case.mask) + [d.integers(0, 2**64 - 1)]
-        else:
-            case.mask = [case.mask[0], d.integers(1, 2**64 - 1)]
+        else:                                   # edge: lane 64 only, the first that is not
+            case.mask = [case.mask[0], 1 if edge else d.integers(2, 2**64 - 1)]
     elif what == "zero_mask":
         case.mask = 0 if isinstance(case.mask, int) else [0] * len(case.mask)
     elif what == "repeat_range":
@@ -835,22 +981,28 @@ def _break_campaign_rule(d, case: Case, t: Template, dist: Distributions, ub_len
     elif what == "stride_range":
         key = d.choice(["src_rep_stride"] if tik else
                        ["src_rep_stride", "src_blk_stride", "dst_rep_stride"])
-        p[key] = 65536 + d.integers(0, 1000)
+        p[key] = 65536 + (0 if edge else d.integers(1, 1000))
     elif what == "dst_stride_zero":
         p["dst_rep_stride"] = 0
     elif what == "align":
         key = d.choice(["src", "dst"] + (["work_tensor"] if tik else []))
         align = 32 if tik or key == "src" else slot_bytes(case.api, case.dtype, case.option)
         a, n = tn[key]
-        tn[key] = (a + max(1, align // 2), n)
+        step = s if align > s else 1            # the smallest step that breaks the alignment
+        tn[key] = (a + (step if edge else max(1, align // 2)), n)
     elif what == "tensor_small":
         a, n = tn["src"]
-        tn["src"] = (a, max(n // 3, 1) if n > 1 else 0)
+        need = read_extent(case.api, case.dtype, case.mask, p["repeat"], p["src_rep_stride"],
+                           p.get("src_blk_stride")) // s
+        if edge and need >= 1:                  # the last element read is just past the end
+            tn["src"] = (a, need - 1)
+        else:
+            tn["src"] = (a, max(n // 3, 1) if n > 1 else 0)
     elif what == "ub":
         key = d.choice(list(tn))
         a, n = tn[key]
         limit = min(ub_len, prof.ub_bytes)
-        tn[key] = (a, (limit - a) // s + d.integers(1, 64))
+        tn[key] = (a, (limit - a) // s + (1 if edge else d.integers(2, 64)))
     elif what == "overlap":
         if tik:
             a, b = d.choice([("dst", "src"), ("work_tensor", "src"), ("dst", "work_tensor")])
@@ -866,7 +1018,7 @@ def _break_campaign_rule(d, case: Case, t: Template, dist: Distributions, ub_len
     elif what == "work_small":
         a, n = tn["work_tensor"]
         tn["work_tensor"] = (a, max(tik_work_need(case.api, p["repeat"], case.option is True)
-                                    - d.integers(1, 4), 0))
+                                    - (1 if edge else d.integers(2, 4)), 0))
     elif what == "index_overflow":
         # source offsets of the last repeat pass 65535: an error if that repeat wins
         r = p["repeat"]

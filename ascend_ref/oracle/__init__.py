@@ -1,8 +1,10 @@
 """Scalar oracle of the reduction APIs, written independently of the vectorised path.
 
 Slow, literal loops over repeats and lanes on raw bit patterns, straight from
-``shared/SPEC.md`` and ``docs/SEMANTICS.md``. It imports only the chip profiles
-(:mod:`ascend_ref.chips`) and the error codes (:mod:`ascend_ref.constraints`).
+``shared/SPEC.md`` and ``docs/SEMANTICS.md``. It imports only the error codes
+(:mod:`ascend_ref.constraints`); the per-product facts are its own table
+(:mod:`ascend_ref.oracle._products`, with the source of each row), never the JAX path's
+``configs/chips`` profiles.
 
 Every function takes a 1-D uint8 ``ub`` (never modified) and returns an
 :class:`OracleResult` ``(ub, written, undefined)``; an invalid call raises

@@ -1,7 +1,8 @@
 """Scalar oracle: the seven reduction APIs as literal loops over repeats and lanes.
 
 Written from ``shared/SPEC.md`` and ``docs/SEMANTICS.md`` only; it shares no code with the
-vectorised implementation (it imports nothing but the chip profiles and the error codes).
+vectorised implementation (it imports nothing but the error codes; its product facts are
+its own table, :mod:`ascend_ref.oracle._products`).
 Every validity rule is evaluated, and the lowest failing code number is raised, before
 anything is computed; the only data-dependent error (INDEX_OVERFLOW) is raised after
 computing, with nothing written.
@@ -14,11 +15,10 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import numpy as np
 
-from ascend_ref.chips import ChipProfile
-from ascend_ref.chips import chip as _chip_lookup
 from ascend_ref.constraints import Code
 
 from . import _fp
+from ._products import PRODUCTS, Product as ChipProfile, product as _chip_lookup
 
 BLOCK = 32            # bytes per DataBlock
 REPEAT_BYTES = 256    # bytes per repeat (8 DataBlocks)
@@ -90,9 +90,11 @@ def _as_bool(x: Any) -> Optional[bool]:
 def _resolve_chip(chip: Any, api: str) -> ChipProfile:
     try:
         return _chip_lookup(chip)
-    except Exception as exc:  # ConstraintError(CHIP_UNKNOWN), or an unhashable argument
-        raise OracleError(Code.CHIP_UNKNOWN, f"{api}: chip = {chip!r} has no profile",
-                          all_failures=[(Code.CHIP_UNKNOWN, str(exc))]) from None
+    except Exception:  # an unknown id, or an unhashable argument
+        msg = f"{api}: chip = {chip!r} has no row in the oracle's product table; " \
+              f"one of {sorted(PRODUCTS)}"
+        raise OracleError(Code.CHIP_UNKNOWN, msg,
+                          all_failures=[(Code.CHIP_UNKNOWN, msg)]) from None
 
 
 def _parse_ub(fails: _Failures, ub: Any) -> Optional[np.ndarray]:

@@ -1,0 +1,212 @@
+"""The oracle's own product table: per-product facts restated from the documentation.
+
+The JAX path reads its product profiles from ``configs/chips/*.toml`` through
+:mod:`ascend_ref.chips`; the oracle does **not** (it never imports that module or the JAX
+path). A wrong value in a TOML file would otherwise be invisible to the main fuzz job, whose
+two sides would read the same wrong value. ``tests/test_oracle_products.py`` compares this
+table with the TOML profiles field by field.
+
+Each row names its source: ``seed 000`` .. ``seed 004`` are Huawei's pages in
+``shared/seeds/`` (000 WholeReduceMin, 001 ReduceDataBlock, 002 TIK vec_reduce_min,
+003 TIK vec_reduce_add, 004 the high-dimension tiling chapter), ``SPEC`` is
+``shared/SPEC.md`` and ``SEMANTICS`` is ``docs/SEMANTICS.md`` (our documented reading where
+the pages are silent; such facts are also ``assumed`` in the profiles).
+
+A caller may pass an object with the same attributes instead of a product id (counterfactual
+profiles of ``verify --audit``): the oracle then uses that object as given.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Dict, Mapping, Tuple
+
+import numpy as np
+
+F16, F32 = "float16", "float32"
+ALL6 = (F16, F32, "int16", "uint16", "int32", "uint32")
+ORDERS4 = ("ORDER_VALUE_INDEX", "ORDER_INDEX_VALUE", "ORDER_ONLY_VALUE", "ORDER_ONLY_INDEX")
+
+
+def _bits(text: str, dtype: str) -> int:
+    """Raw bits of a decimal / inf value in ``dtype`` (written out here, not parsed from TOML)."""
+    w = np.dtype(dtype).itemsize
+    return int(np.array(float(text), dtype=dtype).view(f"uint{8 * w}"))
+
+
+@dataclass(frozen=True)
+class Product:
+    """One product as the oracle sees it. ``sources``: field -> where the fact comes from."""
+
+    id: str
+    ub_bytes: int
+    apis: Mapping[str, Tuple[str, ...]]
+    orders: Tuple[str, ...]
+    zero_mask: str
+    zero_repeat: str
+    dst_rep_stride_zero: bool
+    block_fill: str
+    fill_values: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
+    saturate_default: bool = False
+    fp32_ftz: bool = False
+    default_nan_f16: int = 0xFE00
+    default_nan_f32: int = 0xFFC00000
+    sources: Mapping[str, str] = field(default_factory=dict)
+
+    def dtypes(self, api: str) -> Tuple[str, ...]:
+        return tuple(self.apis.get(api, ()))
+
+    def fill_bits(self, reduce_type: str, dtype: str) -> int:
+        return self.fill_values[reduce_type][dtype]
+
+    def default_nan(self, dtype: str) -> int:
+        return self.default_nan_f16 if np.dtype(dtype).itemsize == 2 else self.default_nan_f32
+
+
+# ------------------------------------------------------------------ shared facts ---------------
+
+#: Facts every product shares, and where they come from.
+_COMMON_SOURCES = {
+    "saturate_default": "SEMANTICS §D: saturation off unless asked (assumed, not documented)",
+    "fp32_ftz": "SEMANTICS §D: float32 subnormals kept (assumed, not documented)",
+    "default_nan_f16": "SEMANTICS §D: default NaN of half inf-inf is 0xFE00 (assumed, x86 rule)",
+    "default_nan_f32": "SEMANTICS §D: default NaN of float inf-inf is 0xFFC00000 (assumed)",
+}
+_FILL_950 = {"SUM": {F16: _bits("0", F16), F32: _bits("0", F32)},
+             "MAX": {F16: _bits("-inf", F16), F32: _bits("-inf", F32)},
+             "MIN": {F16: _bits("inf", F16), F32: _bits("inf", F32)}}
+_FILL_200I = {"SUM": {F16: _bits("0", F16), F32: _bits("0", F32)},
+              "MAX": {F16: _bits("-65504", F16), F32: _bits("-inf", F32)},
+              "MIN": {F16: _bits("65504", F16), F32: _bits("inf", F32)}}
+_NONE = ()
+
+
+def _ascendc(half_float: Tuple[str, ...]) -> Dict[str, Tuple[str, ...]]:
+    return {"whole_reduce_min": half_float, "whole_reduce_max": half_float,
+            "whole_reduce_sum": half_float[:2] if len(half_float) > 2 else half_float,
+            "reduce_data_block": half_float[:2] if len(half_float) > 2 else half_float}
+
+
+def _row(pid: str, ub: int, apis: dict, orders: tuple, zero_mask: str, zero_repeat: str,
+         drs0: bool, fill: str, fills: dict, sources: dict) -> Product:
+    full = {a: tuple(apis.get(a, _NONE)) for a in (
+        "whole_reduce_min", "whole_reduce_max", "whole_reduce_sum", "reduce_data_block",
+        "vec_reduce_min", "vec_reduce_max", "vec_reduce_add")}
+    return Product(pid, ub, full, orders, zero_mask, zero_repeat, drs0, fill, fills,
+                   sources={**_COMMON_SOURCES, **sources})
+
+
+_S000_T = "seed 000 (WholeReduceMin) parameter T: data types per product"
+_S000_ORDER = "seed 000 parameter order: ReduceOrder values per product"
+_S001_NOP = "seed 001 (ReduceDataBlock) constraints: mask / repeatTime 0 is a NOP on"
+_S003_T = "seed 003 (TIK vec_reduce_add) dst/src/work_tensor: Tensor(float16/float32)"
+_S002_T = "seed 002 (TIK vec_reduce_min) dst/src/work_tensor: float16 on"
+
+#: the product table (id -> Product)
+PRODUCTS: Dict[str, Product] = {p.id: p for p in [
+    _row("ascend950", 253952,
+         {**_ascendc(ALL6), "whole_reduce_sum": (F16, F32), "reduce_data_block": (F16, F32)},
+         ORDERS4, "undefined", "undefined", True, "fill", _FILL_950,
+         {"apis": f"{_S000_T} (Ascend 950PR/950DT: uint16/int16/uint32/int32/half/float); "
+                  "seed 001 (ReduceDataBlock: half/float)",
+          "orders": f"{_S000_ORDER} (950: all four)",
+          "zero_mask": "seed 001: on Ascend 950PR/950DT a 0 mask / repeatTime is not "
+                       "guaranteed to be a NOP (SEMANTICS §C: undefined dst)",
+          "zero_repeat": "seed 001, as zero_mask",
+          "dst_rep_stride_zero": "seed 000 dstRepStride: only Atlas training forbids 0",
+          "block_fill": "seed 001: a block without active lanes gets SUM 0, MAX -inf, MIN +inf",
+          "ub_bytes": "SPEC §2 product table: 253952 bytes (248 KiB usable)"}),
+    _row("atlas_a2", 196608, _ascendc((F16, F32)), ORDERS4, "nop", "nop", True, "keep", {},
+         {"apis": f"{_S000_T} (Atlas A2: half/float); seed 001 (half/float)",
+          "orders": f"{_S000_ORDER} (A2: all four)",
+          "zero_mask": f"{_S001_NOP} Atlas A2/A3", "zero_repeat": f"{_S001_NOP} Atlas A2/A3",
+          "dst_rep_stride_zero": "seed 000 dstRepStride: only Atlas training forbids 0",
+          "block_fill": "seed 001: a block with no active lane is not written (A2/A3)",
+          "ub_bytes": "SPEC §2 product table: 196608 bytes"}),
+    _row("atlas_a3", 196608, _ascendc((F16, F32)), ORDERS4, "nop", "nop", True, "keep", {},
+         {"apis": f"{_S000_T} (Atlas A3: half/float); seed 001 (half/float)",
+          "orders": f"{_S000_ORDER} (A3: all four)",
+          "zero_mask": f"{_S001_NOP} Atlas A2/A3", "zero_repeat": f"{_S001_NOP} Atlas A2/A3",
+          "dst_rep_stride_zero": "seed 000 dstRepStride: only Atlas training forbids 0",
+          "block_fill": "seed 001: a block with no active lane is not written (A2/A3)",
+          "ub_bytes": "SPEC §2 product table: 196608 bytes"}),
+    _row("atlas_200i_500_a2", 253952, _ascendc((F16, F32)),
+         ("ORDER_VALUE_INDEX", "ORDER_ONLY_VALUE"), "error", "nop", True, "fill", _FILL_200I,
+         {"apis": f"{_S000_T} (Atlas 200I/500 A2: half/float); seed 001 (half/float)",
+          "orders": f"{_S000_ORDER} (200I/500 A2: ORDER_VALUE_INDEX, ORDER_ONLY_VALUE)",
+          "zero_mask": "seed 000 mask range starts at 1; not in seed 001's NOP list",
+          "zero_repeat": "SEMANTICS §C: repeat 0 is a NOP (assumed)",
+          "dst_rep_stride_zero": "seed 000 dstRepStride: only Atlas training forbids 0",
+          "block_fill": "seed 001: an empty block gets SUM 0, MAX -65504 (half) / -inf "
+                        "(float), MIN 65504 (half) / +inf (float)",
+          "ub_bytes": "SPEC §2 product table: 253952 bytes (248 KiB usable)"}),
+    _row("atlas_inference_aicore", 262144,
+         {**_ascendc((F16, F32)), "vec_reduce_add": (F16, F32)},
+         ("ORDER_VALUE_INDEX", "ORDER_INDEX_VALUE"), "error", "nop", True, "undefined", {},
+         {"apis": f"{_S000_T} (AI Core: half/float); seed 001; {_S003_T} (AI Core)",
+          "orders": f"{_S000_ORDER} (AI Core: ORDER_VALUE_INDEX, ORDER_INDEX_VALUE)",
+          "zero_mask": "seed 000 mask range starts at 1", "zero_repeat": "SEMANTICS §C (assumed)",
+          "dst_rep_stride_zero": "seed 000 dstRepStride: only Atlas training forbids 0",
+          "block_fill": "seed 001 does not document empty blocks here: undefined",
+          "ub_bytes": "SPEC §2 product table: 262144 bytes"}),
+    _row("atlas_inference_vector_core", 262144, {"vec_reduce_add": (F16, F32)}, (),
+         "error", "nop", True, "undefined", {},
+         {"apis": "seeds 000 / 001: Vector Core not supported; "
+                  f"{_S003_T} (Vector Core)",
+          "orders": "no WholeReduce on this product",
+          "zero_mask": "seed 003 mask range starts at 1", "zero_repeat": "SEMANTICS §C",
+          "dst_rep_stride_zero": "no Ascend C API here (default true)",
+          "block_fill": "no ReduceDataBlock here",
+          "ub_bytes": "SPEC §2 product table: 262144 bytes"}),
+    _row("atlas_training", 262144,
+         {**_ascendc((F16,)), "vec_reduce_min": (F16,), "vec_reduce_max": (F16,),
+          "vec_reduce_add": (F16, F32)},
+         ("ORDER_VALUE_INDEX",), "error", "nop", False, "undefined", {},
+         {"apis": f"{_S000_T} (Atlas training: half); seed 001 (half); "
+                  f"{_S002_T} Atlas Training; {_S003_T} (training)",
+          "orders": f"{_S000_ORDER} (training: ORDER_VALUE_INDEX)",
+          "zero_mask": "seed 000 mask range starts at 1", "zero_repeat": "SEMANTICS §C",
+          "dst_rep_stride_zero": "seeds 000 / 001 dstRepStride: Atlas training does not "
+                                 "support 0",
+          "block_fill": "seed 001 does not document empty blocks here: undefined",
+          "ub_bytes": "SPEC §2 product table: 262144 bytes"}),
+    _row("atlas_200_300_500_inference", 262144,
+         {"vec_reduce_min": (F16,), "vec_reduce_max": (F16,), "vec_reduce_add": (F16, F32)},
+         (), "error", "nop", True, "undefined", {},
+         {"apis": f"{_S002_T} Atlas 200/300/500 Inference; {_S003_T} (200/300/500)",
+          "orders": "TIK only: no WholeReduce", "zero_mask": "seeds 002 / 003 mask from 1",
+          "zero_repeat": "SEMANTICS §C", "dst_rep_stride_zero": "no Ascend C API (default)",
+          "block_fill": "no ReduceDataBlock here",
+          "ub_bytes": "SPEC §2 product table: 262144 bytes (assumed there; ub_bytes is in the profile's assumed list)"}),
+    _row("kirin_9030", 262144, _ascendc((F16, F32)),
+         ("ORDER_VALUE_INDEX", "ORDER_INDEX_VALUE"), "error", "nop", True, "undefined", {},
+         {"apis": "seed 001: Kirin 9030 half/float (ReduceDataBlock); SPEC §2 table: half "
+                  "float for WholeReduce too",
+          "orders": "SPEC §2 product table: VALUE_INDEX, INDEX_VALUE (not in seed 000's list)",
+          "zero_mask": "seed 001 mask range starts at 1", "zero_repeat": "SEMANTICS §C",
+          "dst_rep_stride_zero": "only Atlas training forbids 0",
+          "block_fill": "not documented: undefined",
+          "ub_bytes": "SPEC §2 product table: 262144 bytes (assumed there; ub_bytes is in the profile's assumed list)"}),
+    _row("kirin_x90", 262144, _ascendc((F16, F32)),
+         ("ORDER_VALUE_INDEX", "ORDER_INDEX_VALUE"), "error", "nop", True, "undefined", {},
+         {"apis": "seed 001: Kirin X90 half/float (ReduceDataBlock); SPEC §2 table: half "
+                  "float for WholeReduce too",
+          "orders": "SPEC §2 product table: VALUE_INDEX, INDEX_VALUE (not in seed 000's list)",
+          "zero_mask": "seed 001 mask range starts at 1", "zero_repeat": "SEMANTICS §C",
+          "dst_rep_stride_zero": "only Atlas training forbids 0",
+          "block_fill": "not documented: undefined",
+          "ub_bytes": "SPEC §2 product table: 262144 bytes (assumed there; ub_bytes is in the profile's assumed list)"}),
+]}
+
+
+def product(chip_or_profile) -> object:
+    """The oracle's row for a product id; an object with profile attributes passes through.
+    Raises ``KeyError`` for an unknown id."""
+    if isinstance(chip_or_profile, str):
+        return PRODUCTS[chip_or_profile]
+    if hasattr(chip_or_profile, "id") and hasattr(chip_or_profile, "dtypes"):
+        return chip_or_profile
+    raise KeyError(chip_or_profile)
+
+
+__all__ = ["PRODUCTS", "Product", "product"]

@@ -1,0 +1,95 @@
+"""The oracle's own product table against the JAX path's ``configs/chips/*.toml`` profiles.
+
+The two are written separately (the oracle restates the documentation with a source per
+row); this test compares them field by field, so a wrong TOML value (or a wrong row) fails
+here instead of being shared by both sides of every fuzz campaign.
+"""
+
+import ast
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+import ascend_ref as ar
+from ascend_ref.chips import API_NAMES
+from ascend_ref.oracle._products import PRODUCTS, product
+
+FIELDS = ("ub_bytes", "orders", "zero_mask", "zero_repeat", "dst_rep_stride_zero", "block_fill",
+          "saturate_default", "fp32_ftz", "default_nan_f16", "default_nan_f32")
+
+
+def differences(prof, row) -> list:
+    """Every field where a TOML profile and an oracle row disagree: ``[(field, toml, oracle)]``."""
+    out = [(f, getattr(prof, f), getattr(row, f)) for f in FIELDS
+           if getattr(prof, f) != getattr(row, f)]
+    for api in API_NAMES:
+        if tuple(prof.dtypes(api)) != tuple(row.dtypes(api)):
+            out.append((f"apis.{api}", prof.dtypes(api), row.dtypes(api)))
+    toml_fill = {rt: dict(v) for rt, v in prof.block_fill_values.items()}
+    row_fill = {rt: dict(v) for rt, v in row.fill_values.items()}
+    if toml_fill != row_fill:
+        out.append(("block_fill_values", toml_fill, row_fill))
+    return out
+
+
+def test_same_products():
+    assert set(PRODUCTS) == set(ar.chips())
+
+
+@pytest.mark.parametrize("chip_id", sorted(PRODUCTS))
+def test_oracle_row_matches_the_profile_field_by_field(chip_id):
+    assert differences(ar.chip(chip_id), PRODUCTS[chip_id]) == []
+
+
+@pytest.mark.parametrize("chip_id", sorted(PRODUCTS))
+def test_every_row_names_its_sources(chip_id):
+    row = PRODUCTS[chip_id]
+    for f in ("apis", "orders", "zero_mask", "zero_repeat", "dst_rep_stride_zero", "block_fill",
+              "ub_bytes", "saturate_default", "fp32_ftz", "default_nan_f16", "default_nan_f32"):
+        assert row.sources.get(f, "").strip(), (chip_id, f)
+
+
+@pytest.mark.parametrize("change", [
+    {"ub_bytes": 196608 + 32}, {"zero_mask": "nop"}, {"dst_rep_stride_zero": False},
+    {"orders": ("ORDER_VALUE_INDEX",)}, {"default_nan_f16": 0x7E00}, {"fp32_ftz": True},
+    {"block_fill_values": {"SUM": {"float16": 0, "float32": 0},
+                           "MAX": {"float16": 0xFBFF, "float32": 0xFF800000},
+                           "MIN": {"float16": 0x7BFF, "float32": 0x7F800001}}},
+    {"apis": {**{a: ar.chip("atlas_200i_500_a2").dtypes(a) for a in API_NAMES},
+              "reduce_data_block": ("float32",)}},
+])
+def test_a_wrong_profile_value_is_caught(change):
+    prof = dataclasses.replace(ar.chip("atlas_200i_500_a2"), **change)
+    diffs = differences(prof, PRODUCTS["atlas_200i_500_a2"])
+    assert len(diffs) == 1, diffs
+
+
+def test_the_oracle_reads_its_own_table_not_the_profiles():
+    folder = Path(ar.__file__).parent / "oracle"
+    for path in folder.glob("*.py"):
+        tree = ast.parse(path.read_text())
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.level == 0:
+                assert node.module in ("__future__", "dataclasses", "typing", "math", "numpy",
+                                       "ascend_ref.constraints"), (path.name, node.module)
+            elif isinstance(node, ast.Import):
+                assert all(a.name in ("math", "numpy", "struct") for a in node.names), path.name
+    # an unknown product is the oracle's own CHIP_UNKNOWN, naming the table
+    from ascend_ref import oracle
+
+    with pytest.raises(oracle.OracleError, match="product table") as e:
+        oracle.whole_reduce_sum(ar.new_ub("atlas_a2"), 8, (0, 8), (0, 128), 1, 1, 1, 8,
+                                chip="no_such_chip")
+    assert e.value.code == ar.Code.CHIP_UNKNOWN
+    assert product("atlas_a2") is PRODUCTS["atlas_a2"]
+
+
+def test_fill_values_are_the_documented_numbers():
+    import numpy as np
+
+    row = PRODUCTS["atlas_200i_500_a2"]
+    as_f16 = lambda b: float(np.array([b], np.uint16).view(np.float16)[0])  # noqa: E731
+    assert as_f16(row.fill_bits("MAX", "float16")) == -65504.0
+    assert as_f16(row.fill_bits("MIN", "float16")) == 65504.0
+    assert np.isinf(as_f16(PRODUCTS["ascend950"].fill_bits("MIN", "float16")))
