@@ -965,6 +965,8 @@ def _break_campaign_rule(d, case: Case, t: Template, dist: Distributions, ub_len
         case.tags["validity"] = "valid"
         return
     edge = d.chance(BOUNDARY_RATE)            # exactly one step past the limit
+    if force in ok:
+        edge = True                             # the cover's own case of a rule: the edge
     what = dist.pick(d, "invalid", live)
     case.tags["validity"] = what
     if what == "mask_range":
