@@ -187,3 +187,25 @@ def test_every_rule_of_every_api_is_broken_at_the_edge_in_the_cover(default, pla
 def test_orders_are_the_documented_four():
     assert ORDERS == ["ORDER_VALUE_INDEX", "ORDER_INDEX_VALUE", "ORDER_ONLY_VALUE",
                       "ORDER_ONLY_INDEX"]
+
+
+@pytest.mark.parametrize("value, ok", [("cover", True), (12, True), (0, True), ("all", False),
+                                       (-3, False), (True, False)])
+def test_static_configs_is_cover_or_a_size(value, ok):
+    raw = {"campaign": {"name": "t", "apis": ["whole_reduce_sum"], "products": ["atlas_a2"],
+                        "static_configs": value}}
+    if ok:
+        c = Campaign.from_dict(raw)
+        assert c.pool() and c.static_configs == value
+    else:
+        with pytest.raises(ValueError, match="static_configs"):
+            Campaign.from_dict(raw)
+
+
+def test_a_small_pool_cuts_the_cover_and_a_cover_pool_is_exactly_the_cover():
+    small = Campaign.load("tie_rule")
+    small.static_configs = 6
+    assert len(small.pool()) == 6
+    d = Campaign.load("default")
+    assert d.static_configs == "cover"
+    assert len(d.pool()) == len(coverage.model(d)["combination"])   # one template per combo

@@ -84,7 +84,7 @@ class Campaign:
     apis: list = field(default_factory=lambda: list(API_NAMES))
     products: list = field(default_factory=all_chips)
     dtypes: Optional[list] = None
-    static_configs: int = 40
+    static_configs: Union[int, str] = 40     # "cover": exactly the covering pool
     chunk: int = 200
     ub_bytes: Union[int, str] = "product"
     cost_balance: float = 0.5
@@ -170,7 +170,8 @@ class Campaign:
         camp = cls(
             name=str(c["name"]), description=str(c.get("description", "")),
             seed=int(c.get("seed", 0)), cases=int(c.get("cases", 1000)), apis=apis,
-            products=products, dtypes=dtypes, static_configs=int(c.get("static_configs", 40)),
+            products=products, dtypes=dtypes,
+            static_configs=_static_configs(c.get("static_configs", 40), where),
             chunk=int(c.get("chunk", 200)), ub_bytes=ub,
             cost_balance=float(c.get("cost_balance", 0.5)), dist=dist, compare=cmp,
             shrink=Shrink(**sh_raw), db=str(res.get("db", "ascend-ref-fuzz.sqlite")),
@@ -222,7 +223,8 @@ class Campaign:
             if self.dist.invalid_rate > 0:       # cover every rule a case can be drawn to break
                 extra = lambda t: {("validity", r) for r in breakable_rules(t)   # noqa: E731
                                    if self.dist.weight("invalid", r) > 0}
-            self._pool = build_pool(self.universe(), self.static_configs, self.seed, extra)
+            size = -1 if self.static_configs == "cover" else int(self.static_configs)
+            self._pool = build_pool(self.universe(), size, self.seed, extra)
             self._weights = pool_weights(self._pool, self.cost_balance)
             self._plan = cover_plan(self._pool, self.dist, MIN_CASES_PER_CONFIG)
         return self._pool
@@ -284,7 +286,7 @@ def _check_values(c: dict, cmp_raw: dict, sh_raw: dict, where: str) -> None:
             raise ValueError(f"{where}: [{table}] {key} = {v!r}: must be true or false")
 
     for k, (lo, hi) in INT_KEYS.items():
-        if k in c:
+        if k in c and not (k == "static_configs" and c[k] == "cover"):
             integer("campaign", k, c[k], lo, hi)
     for k in ("name", "description"):
         if k in c and not isinstance(c[k], str):
@@ -303,6 +305,16 @@ def _check_values(c: dict, cmp_raw: dict, sh_raw: dict, where: str) -> None:
     for k in ("enabled", "cut_ub"):
         if k in sh_raw:
             flag("shrink", k, sh_raw[k])
+
+
+def _static_configs(v, where: str) -> Union[int, str]:
+    """An int (pool size: the cover is cut there; 0: every template) or ``"cover"`` (the whole
+    covering pool, nothing more)."""
+    if v == "cover":
+        return v
+    if isinstance(v, int) and not isinstance(v, bool) and v >= 0:
+        return v
+    raise ValueError(f"{where}: static_configs = {v!r}: 'cover' or an int >= 0")
 
 
 def _workers(v, where: str) -> int:

@@ -676,18 +676,20 @@ def breakable_rules(t: "Template", chip_id: Optional[str] = None) -> set:
 
 def build_pool(universe: list, size: int, seed: int, extra_facets=None) -> list:
     """A covering pool: greedily cover every facet of the universe first (``extra_facets(t)``:
-    more facets of a template; the cover is kept even past ``size``), then draw templates by
-    weight until ``size`` (``size`` 0 or larger than the universe: all of them)."""
+    more facets of a template), then draw templates by weight until ``size``. ``size`` -1:
+    the whole cover and nothing more; 0 or larger than the universe: every template; else
+    the cover stops at ``size`` templates."""
     if not universe:
         return []
-    if size <= 0 or size >= len(universe):
+    if size == 0 or size >= len(universe):
         return [t for t, _ in universe]
+    cover_all = size < 0
     d = RngDraw(seed, 0, stream=1)
     facets = [t.facets() | (extra_facets(t) if extra_facets else set()) for t, _ in universe]
     todo = set().union(*facets)
     pool, used = [], set()
     weights = np.array([w for _, w in universe], float)
-    while todo:
+    while todo and (cover_all or len(pool) < size):
         gain = np.array([len(f & todo) if i not in used else -1 for i, f in enumerate(facets)])
         best = np.flatnonzero(gain == gain.max())
         if gain.max() <= 0:
