@@ -280,6 +280,13 @@ def _case_key(c) -> str:
 HARNESS_CHUNK = 50
 
 
+def _save(cache: dict, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(cache))
+    tmp.replace(path)
+
+
 def campaign_worker(cache_dir: str, stop_first: bool = True) -> dict:
     """Run the default campaign of the repository this process imports (shrinking off);
     returns ``{"killed", "cases", "first": {case_id, signature, description}, "seconds"}``."""
@@ -313,12 +320,9 @@ def campaign_worker(cache_dir: str, stop_first: bool = True) -> dict:
                 if first is None:
                     first = {"case_id": i, "signature": sig, "description": c.describe()}
         ran += len(ids)
+        _save(cache, cache_path)
         if first is not None and stop_first:
             break
-    cache_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = cache_path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(cache))
-    tmp.replace(cache_path)
     return {"killed": first is not None, "cases": ran, "mismatches": mismatches, "first": first,
             "seconds": round(time.time() - t0, 1), "pool": len(camp.pool())}
 
@@ -382,8 +386,8 @@ def run(mutants: List[Mutant], cache_dir: Path, *, campaign: bool = True, tests:
     rows = []
     if campaign:        # the unmutated tree first: it must pass (and it fills both caches)
         with tempfile.TemporaryDirectory(prefix="mut-baseline-") as tmp:
-            base = run_campaign_in(make_copy(None, Path(tmp) / "repo"), cache_dir, timeout,
-                                   stop_first=False)
+            base = run_campaign_in(make_copy(None, Path(tmp) / "repo"), cache_dir,
+                                   4 * timeout, stop_first=False)
         log(f"baseline (no mutant): campaign {'FAILED' if base.get('killed') else 'passes'} "
             f"({base.get('cases')} cases, {base.get('seconds')} s)")
         if json_log:
