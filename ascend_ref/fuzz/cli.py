@@ -77,6 +77,7 @@ def register(sub) -> None:
 
 def main(args) -> int:
     from .campaign import Campaign
+    from .exchange import DeviceCommandError
     from .runner import DEFAULT_DB
 
     try:
@@ -116,6 +117,10 @@ def main(args) -> int:
         return 1 if s["mismatch"] and camp.compare.kind != "product" else 0
     except (FileNotFoundError, ValueError) as e:
         print(f"ascend-ref fuzz: {e}", file=sys.stderr)
+        return 2
+    except DeviceCommandError as e:
+        print(f"ascend-ref fuzz: {e}\ncommitted chunks are kept: fix the command and run the "
+              f"same command again to resume", file=sys.stderr)
         return 2
     except Exception as e:               # a results file that cannot be used: no traceback
         msg = _results_error(e, args)

@@ -151,9 +151,17 @@ def read_result(path, expected: Outcome) -> tuple:
         return "bad", None, f"unknown status {status!r}"
 
 
+class DeviceCommandError(RuntimeError):
+    """The ``[compare] command`` could not run (missing executable, non-zero exit, timeout).
+
+    The campaign stops; committed chunks are kept. The CLI prints the message (with the
+    command's last stderr lines) and exits 2."""
+
+
 def run_command(command: str, folder: Path, timeout_s: float) -> None:
     """Run the device command on an exchange folder: ``{dir}`` in ``command`` becomes the
-    folder (else it is appended), ``{python}`` this Python interpreter."""
+    folder (else it is appended), ``{python}`` this Python interpreter. Raises
+    :class:`DeviceCommandError` when it cannot be run, fails or times out."""
     import sys
 
     cmd = command.replace("{python}", shlex.quote(sys.executable))
@@ -162,12 +170,19 @@ def run_command(command: str, folder: Path, timeout_s: float) -> None:
     else:
         cmd = f"{cmd} {shlex.quote(str(folder))}"
     env = dict(os.environ, ASCEND_REF_EXCHANGE=str(folder))
-    r = subprocess.run(cmd, shell=True, env=env, timeout=timeout_s, capture_output=True,
-                       text=True)
+    try:
+        r = subprocess.run(cmd, shell=True, env=env, timeout=timeout_s, capture_output=True,
+                           text=True)
+    except subprocess.TimeoutExpired:
+        raise DeviceCommandError(f"device command timed out after {timeout_s} s "
+                                 f"([compare] timeout_s): {cmd}") from None
+    except OSError as e:
+        raise DeviceCommandError(f"device command cannot be started: {cmd}: {e}") from None
     if r.returncode != 0:
         tail = (r.stderr or r.stdout or "").strip().splitlines()[-5:]
-        raise RuntimeError(f"device command failed (exit {r.returncode}): {cmd}\n  "
-                           + "\n  ".join(tail))
+        what = " (command not found: check [compare] command)" if r.returncode == 127 else ""
+        raise DeviceCommandError(f"device command failed (exit {r.returncode}){what}: {cmd}"
+                                 + "".join("\n  " + t for t in tail))
 
 
 class ExchangeDir:

@@ -78,6 +78,22 @@ class _Progress:
             self.bar.close()
 
 
+FIRST_CHUNK = 8
+
+
+def chunk_ids(todo: list, chunk: int) -> list:
+    """Case ids in commit units: 8, 16, 32, ... up to ``chunk``, then ``chunk`` each.
+
+    The first units are small so that a run killed early (the first chunk compiles most
+    kernels) still keeps its first results; later units are large for throughput."""
+    out, k, size = [], 0, min(FIRST_CHUNK, max(chunk, 1))
+    while k < len(todo):
+        out.append(todo[k:k + size])
+        k += size
+        size = min(size * 2, chunk)
+    return out
+
+
 def run_campaign(camp: Campaign, db: Optional[str] = None, *, fresh: bool = False,
                  quiet: bool = False, do_shrink: Optional[bool] = None,
                  out: Optional[TextIO] = None) -> dict:
@@ -104,8 +120,7 @@ def run_campaign(camp: Campaign, db: Optional[str] = None, *, fresh: bool = Fals
     prog = _Progress(camp.cases, camp.cases - len(todo), quiet, camp.name)
     ran = 0
     try:
-        for k in range(0, len(todo), camp.chunk):
-            ids = todo[k:k + camp.chunk]
+        for ids in chunk_ids(todo, camp.chunk):
             cases = [camp.case(i) for i in ids]
             exp, act = cmp.run(cases, progress=prog.update)
             rows = []

@@ -94,6 +94,10 @@ class StoreError(RuntimeError):
     """
 
 
+class CampaignBusy(StoreError):
+    """Another process is running the same campaign on the same results file."""
+
+
 _SQLITE_MAGIC = b"SQLite format 3\x00"
 _RECOVER = ("move it aside or delete it (its results are lost), or give another --db FILE")
 
@@ -176,10 +180,44 @@ class Store:
         return _Tx(self.db)
 
     def close(self) -> None:
+        import os
+
+        for fd in getattr(self, "_locks", {}).values():
+            os.close(fd)                  # releases the flock
+        self._locks = {}
         self.db.close()
 
     # ------------------------------------------------------------------ campaigns ---------
+    def claim(self, campaign: str) -> None:
+        """Hold this campaign for this Store (until :meth:`close` or process exit, SIGKILL
+        included): an exclusive ``flock`` on ``<db>.lock-<campaign id>``. A second run of the
+        same campaign on the same file raises :class:`CampaignBusy` before it computes (or,
+        with ``--fresh``, deletes) anything; other campaigns in the file run concurrently."""
+        if self.path == ":memory:" or campaign in getattr(self, "_locks", {}):
+            return
+        import fcntl
+        import os
+
+        lock = f"{self.path}.lock-{campaign}"
+        try:
+            fd = os.open(lock, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as e:
+            raise StoreError(f"results file {self.path}: cannot create the run lock {lock} "
+                             f"({e.strerror or e})") from None
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise CampaignBusy(f"campaign {campaign} is being run by another process on "
+                               f"results file {self.path} (lock {lock}); wait for it to "
+                               f"finish, or run with another --db FILE") from None
+        if not hasattr(self, "_locks"):
+            self._locks = {}
+        self._locks[campaign] = fd
+
     def register(self, camp) -> None:
+        """Record (or update) ``camp`` and :meth:`claim` it for this run."""
+        self.claim(camp.id)
         now = time.time()
         with self.tx():
             self.db.execute(

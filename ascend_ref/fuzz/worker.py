@@ -53,9 +53,25 @@ def serve(inp=None, out=None) -> int:
     while True:
         try:
             cases = _recv(inp)
-        except EOFError:
+        except (EOFError, OSError):
             return 0
-        _send(out, oracle_many(cases))
+        try:
+            _send(out, oracle_many(cases))
+        except (BrokenPipeError, OSError):      # the parent is gone: exit quietly
+            _silence_stdout()
+            return 0
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot fail loudly."""
+    import os
+
+    try:
+        fd = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(fd, sys.stdout.fileno())
+        os.close(fd)
+    except OSError:
+        pass
 
 
 class Workers:
