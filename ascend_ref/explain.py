@@ -344,7 +344,9 @@ class AccessMap:
         out.append("")
         out.append(f"Lanes -> bytes (block = {self.epb} lanes of {self.size} B; "
                    f"'#' active lane, '.' masked lane)")
-        nrep = max(self.repeat, 0)
+        nrep = min(max(self.repeat, 0), self.reads.shape[0])   # a rejected repeat past the
+        if self.repeat > nrep:                                  # range: the rows that exist
+            out.append(f"  (repeat {self.repeat} is past the table: {nrep} repeats listed)")
         shown = list(range(min(nrep, max_repeats)))
         if nrep > max_repeats:
             shown.append(nrep - 1)
@@ -1019,14 +1021,27 @@ def _main(args) -> int:
         option = bool(args.cal_index)
     data: Any = args.data
     if args.values:
-        data = _parse_values(args.values)
+        try:
+            data = _parse_values(args.values)
+        except ValueError as e:
+            print(f"ascend-ref explain: --values {args.values!r}: {e} (expected numbers "
+                  f"separated by commas)", file=sys.stderr)
+            return 2
     elif data in (None, "random"):
         data = None
     elif data == "ones":
         data = np.ones
     elif data == "iota":
         data = lambda n: np.arange(n) % 2048  # noqa: E731  (exact in half)
-    tensor = lambda t: tuple(int(v, 0) for v in t.split(",")) if t else None  # noqa: E731
+    def tensor(t):
+        if not t:
+            return None
+        try:
+            a, n = (int(v, 0) for v in t.split(","))
+        except ValueError:
+            raise ValueError(f"{t!r}: expected ADDR,SIZE (two integers)") from None
+        return a, n
+
     sat = None if args.saturate is None else args.saturate == "on"
     try:
         case = make_case(args.api, chip=args.chip, dtype=args.dtype,
@@ -1039,7 +1054,7 @@ def _main(args) -> int:
     except (ConstraintError, ValueError) as e:
         print(f"ascend-ref explain: {e}", file=sys.stderr)
         return 2
-    print(amap.text(max_repeats=args.max_repeats))
+    print(amap.text(max_repeats=max(args.max_repeats, 1)))
     tree = None
     if args.tree is not None or args.tree_png:
         try:
@@ -1052,12 +1067,16 @@ def _main(args) -> int:
     if args.png or (args.tree_png and tree is not None):
         from . import viz
 
-        if args.png:
-            viz.save(viz.access_map(amap), args.png)
-            print(f"\naccess map picture: {args.png}")
-        if args.tree_png and tree is not None:
-            viz.save(viz.rounding_tree(tree), args.tree_png)
-            print(f"rounding tree picture: {args.tree_png}")
+        try:
+            if args.png:
+                viz.save(viz.access_map(amap), args.png)
+                print(f"\naccess map picture: {args.png}")
+            if args.tree_png and tree is not None:
+                viz.save(viz.rounding_tree(tree), args.tree_png)
+                print(f"rounding tree picture: {args.tree_png}")
+        except (OSError, ValueError) as e:
+            print(f"ascend-ref explain: cannot save the picture: {e}", file=sys.stderr)
+            return 2
     return 0 if amap.error is None else 1
 
 

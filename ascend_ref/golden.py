@@ -47,6 +47,11 @@ _CALL_COMMON = {"api", "src", "src_offset", "dst_offset", "mask", "repeat", "src
 _CALL_ASCENDC = _CALL_COMMON | {"dst_rep_stride", "src_blk_stride", "order", "reduce_type",
                                 "saturate"}
 _CALL_TIK = _CALL_COMMON | {"cal_index", "saturate", "work_size"}
+#: keys that only some APIs take: an error on any other API (never silently ignored)
+_ONLY_FOR = {"order": ("whole_reduce_min", "whole_reduce_max"),
+             "reduce_type": ("reduce_data_block",),
+             "saturate": ("whole_reduce_sum", "reduce_data_block", "vec_reduce_add"),
+             "cal_index": ("vec_reduce_min", "vec_reduce_max")}
 ALIGN = 32
 
 
@@ -109,6 +114,9 @@ def find_kernel(name_or_path: Union[str, os.PathLike]) -> Path:
     p = Path(name_or_path)
     if p.exists():
         return p
+    if p.parent != Path("."):        # a path with a folder names that file, nothing else
+        raise GoldenError(p, "file", "no such file (a shipped kernel is named without a "
+                                     "folder: ascend-ref golden --list)")
     for cand in (config_dir() / "kernels" / p.name, config_dir() / "kernels" / f"{p.name}.toml"):
         if cand.exists():
             return cand
@@ -142,10 +150,14 @@ def _unknown(path, where: str, got: dict, known: set) -> None:
 def load_kernel(name_or_path) -> Kernel:
     """Parse and check a kernel description (raises :class:`GoldenError`)."""
     path = find_kernel(name_or_path)
+    if not path.is_file():
+        raise GoldenError(path, "file", "not a regular file")
     try:
         raw = tomllib.loads(path.read_text())
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
         raise GoldenError(path, "file", f"not valid TOML: {e}") from None
+    except OSError as e:
+        raise GoldenError(path, "file", f"cannot read: {e.strerror or e}") from None
     _unknown(path, "", raw, _TOP)
     for k in ("chip", "dtype", "inputs", "calls"):
         if k not in raw:
@@ -205,6 +217,10 @@ def load_kernel(name_or_path) -> Kernel:
             raise GoldenError(path, where + "api", f"{api!r}; known: {list(API_NAMES)}")
         tik = api in TIK
         _unknown(path, where, c, _CALL_TIK if tik else _CALL_ASCENDC)
+        for key, apis in _ONLY_FOR.items():
+            if key in c and api not in apis:
+                raise GoldenError(path, where + key, f"{c[key]!r}: {api} has no {key} "
+                                                     f"(only {', '.join(apis)})")
         src = c.get("src", names[0] if len(names) == 1 else None)
         if src not in names:
             raise GoldenError(path, where + "src", f"{src!r}: expected one of the inputs {names}")
@@ -476,6 +492,11 @@ def _main(args: argparse.Namespace) -> int:
     except (GoldenError, ConstraintError) as e:
         print(f"ascend-ref golden: {e}", file=sys.stderr)
         return 1
+    except OSError as e:                 # --out not writable: a file, /dev/null, read-only
+        where = e.filename or args.out
+        print(f"ascend-ref golden: cannot write the output to {where}: {e.strerror or e} "
+              f"(give a writable --out DIR)", file=sys.stderr)
+        return 2
     print(f"{k.name}: {len(k.calls)} call(s) on {k.chip}, {k.dtype}")
     for name, x in g.inputs.items():
         print(f"  input  {name}: shape {list(x.shape)}")
