@@ -98,3 +98,32 @@ def test_replay_snippet_loads_only_a_saved_file(tmp_path):
                                       ar.Tensor(0, "float32", 64), 64, 1, 1, 1, 8,
                                       chip="atlas_a2")
     assert np.array_equal(np.asarray(ns["ub"]), np.asarray(want.ub))   # the saved UB was used
+
+
+def test_coverage_table_never_cuts_a_name():
+    from ascend_ref.fuzz.coverage import GROUPS, table
+
+    g = GROUPS[0]
+    names = [f"src_rep_stride_regime_{k}" for k in range(12)]
+    for hits, mdl in (({g: {n: 3 for n in names}}, {}),              # values with hits
+                      ({g: {}}, {g: names})):                           # missing values
+        line = table(hits, mdl, width=100).splitlines()[1]
+        body = line[38:]                                  # after the fixed-width head
+        assert "(+" in body and "more)" in body and len(line) <= 100
+        for tok in body.replace("MISSING ", "").replace(",", " ").split():
+            tok = tok.split("(")[0]
+            assert tok in names or tok in ("...", "") or tok.startswith("(+") or \
+                tok == "more)", tok
+        full = table(hits, mdl, width=100, detail=True)
+        assert all(n in full for n in names)
+
+
+def test_campaign_path_that_is_a_directory_or_binary(tmp_path, capsys):
+    d = tmp_path / "camp.toml"
+    d.mkdir()
+    b = tmp_path / "bin.toml"
+    b.write_bytes(b"\xff\xfe\x00garbage")
+    for p in (d, b):
+        assert cli_main(["fuzz", str(p), "--db", str(tmp_path / "r.sqlite")]) == 2
+        err = capsys.readouterr().err
+        assert str(p) in err and "Traceback" not in err

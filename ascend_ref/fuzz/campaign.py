@@ -107,7 +107,11 @@ class Campaign:
             known = sorted(x.stem for x in campaigns_dir().glob("*.toml"))
             raise FileNotFoundError(f"no campaign {name_or_path!s}: not a file, and not one of "
                                     f"{known} in {campaigns_dir()}")
-        text = p.read_text()
+        try:
+            text = p.read_text()
+        except (OSError, UnicodeDecodeError) as e:       # a directory, unreadable, binary
+            raise ValueError(f"{p}: cannot read the campaign file: "
+                             f"{getattr(e, 'strerror', None) or e}") from None
         try:
             raw = tomllib.loads(text)
         except tomllib.TOMLDecodeError as e:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from pathlib import Path
 from typing import Optional
 
@@ -178,7 +179,8 @@ def _list(args) -> int:
     for p in sorted(campaigns_dir().glob("*.toml")):
         try:
             c = Campaign.load(p)
-            print(f"  {p.stem:<14} {c.cases:>6} cases  {c.compare.kind:<8} {c.description[:70]}")
+            print(f"  {p.stem:<14} {c.cases:>6} cases  {c.compare.kind:<8} "
+                  f"{textwrap.shorten(c.description, 70, placeholder=' ...')}")
         except Exception as e:  # noqa: BLE001
             print(f"  {p.stem:<14} (invalid: {e})")
     db = args.db or DEFAULT_DB

@@ -105,6 +105,22 @@ def _stride_tag(k: str) -> str:
     return {"double": "gapped"}.get(k, k)
 
 
+def clip(items: list, sep: str, room: "int | None") -> str:
+    """``items`` joined by ``sep``, cut only between items to fit ``room`` characters, with
+    ``... (+N more)`` for the rest (``room`` None: everything). Never cuts inside a name."""
+    text = sep.join(items)
+    if room is None or len(text) <= room:
+        return text
+    out = []
+    for k, it in enumerate(items):
+        more = f"{sep if out else ''}... (+{len(items) - k} more)"
+        cand = sep.join(out + [it])
+        if len(cand) + len(f"{sep}... (+{len(items) - k - 1} more)") > room and out:
+            return sep.join(out) + more
+        out.append(it)
+    return sep.join(out)
+
+
 def table(hits: dict, mdl: dict, width: int = 100, detail: bool = False) -> str:
     """The coverage table: per group hit / reachable bins, and the misses (or top values)."""
     lines = [f"{'coverage bin':<16}{'hit / bins':>13}{'':>7}  values (hits) / missing"]
@@ -125,13 +141,13 @@ def table(hits: dict, mdl: dict, width: int = 100, detail: bool = False) -> str:
             missing = []
             head = f"{g:<16}{len(vals):>6}{'':>7}{'':>7}  "
         if missing:
-            body = "MISSING " + ", ".join(missing)
+            prefix, items, sep = "MISSING ", list(missing), ", "
         else:
             top = sorted(vals.items(), key=lambda kv: (-kv[1], kv[0]))
-            body = " ".join(f"{k}({n})" for k, n in top)
-        if not detail and len(head) + len(body) > width:
-            body = body[:max(10, width - len(head) - 3)] + "..."
-        lines.append(head + body)
+            prefix, items, sep = "", [f"{k}({n})" for k, n in top], " "
+        room = None if detail else max(10, width - len(head))
+        lines.append(head + prefix + clip(items, sep, None if room is None else
+                                           room - len(prefix)))
     if tot:
         lines.append(f"{'total':<16}{tot_hit:>6} / {tot:<4}{100.0 * tot_hit / tot:6.1f}%")
     return "\n".join(lines)

@@ -243,11 +243,11 @@ def report(camp: Campaign, store: Store, session: Optional[dict] = None, note: s
             apis = Counter(m["description"].split("<")[0] for m in items)
             shrunk = [m for m in items if m["shrunk"]]
             best = min(shrunk or items, key=lambda m: (m["shrunk_size"] or 1 << 40, m["case_id"]))
-            lines.append(f"  {sig[:40]:<40}{len(items):>6}{len(shrunk):>7}  "
+            lines.append(f"  {sig:<40}{len(items):>6}{len(shrunk):>7}  "
                          + ", ".join(f"{a}({n})" for a, n in apis.most_common(4)))
             lines.append(f"  {'':<53}{replay_ref(camp, best['case_id'], db)}")
             if best["shrunk"]:
-                lines.append(f"  {'':<53}{best['shrunk_description'][:110]}")
+                lines.append(f"  {'':<53}{best['shrunk_description']}")   # never cut
     if note:
         lines.append(note)
     lines.append(f"results: {store.path} (campaign id {camp.id})")
