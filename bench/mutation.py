@@ -382,9 +382,10 @@ def run_tests_in(copy: Path, cache_dir: Path, timeout: float) -> dict:
 # ------------------------------------------------------------------ driver --------------------
 
 def run(mutants: List[Mutant], cache_dir: Path, *, campaign: bool = True, tests: bool = True,
-        timeout: float = 1800, log=print, json_log: Optional[str] = None) -> list:
+        timeout: float = 1800, log=print, json_log: Optional[str] = None,
+        baseline: bool = True, tests_if_survived: bool = False) -> list:
     rows = []
-    if campaign:        # the unmutated tree first: it must pass (and it fills both caches)
+    if campaign and baseline:   # the unmutated tree first: it must pass (fills both caches)
         with tempfile.TemporaryDirectory(prefix="mut-baseline-") as tmp:
             base = run_campaign_in(make_copy(None, Path(tmp) / "repo"), cache_dir,
                                    4 * timeout, stop_first=False)
@@ -401,7 +402,7 @@ def run(mutants: List[Mutant], cache_dir: Path, *, campaign: bool = True, tests:
             row = {"id": m.id, "area": m.area, "what": m.what}
             if campaign:
                 row["campaign"] = run_campaign_in(copy, cache_dir, timeout)
-            if tests:
+            if tests and not (tests_if_survived and row.get("campaign", {}).get("killed")):
                 row["tests"] = run_tests_in(copy, cache_dir, timeout)
             rows.append(row)
             log(f"[{k + 1}/{len(mutants)}] {_line(row)}")
@@ -463,6 +464,10 @@ def main(argv=None) -> int:
                     help="oracle-outcome and JAX compilation cache folder")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds per check")
     ap.add_argument("--json-log", help="append each finished row to this file (JSON lines)")
+    ap.add_argument("--no-baseline", action="store_true",
+                    help="skip the unmutated campaign run (sanity check and cache warm-up)")
+    ap.add_argument("--tests-if-survived", action="store_true",
+                    help="run the tests only on mutants the campaign did not kill")
     ap.add_argument("--out", help="write the rows and the score as JSON here")
     a = ap.parse_args(argv)
     if a.list:
@@ -487,7 +492,8 @@ def main(argv=None) -> int:
     cache.mkdir(parents=True, exist_ok=True)
     t0 = time.time()
     rows = run(chosen, cache, campaign=not a.no_campaign, tests=not a.no_tests,
-               timeout=a.timeout, log=lambda s: print(s, flush=True), json_log=a.json_log)
+               timeout=a.timeout, log=lambda s: print(s, flush=True), json_log=a.json_log,
+               baseline=not a.no_baseline, tests_if_survived=a.tests_if_survived)
     print()
     print(report(rows))
     print(f"({len(rows)} mutants in {time.time() - t0:.0f} s, "
