@@ -277,7 +277,7 @@ def _case_key(c) -> str:
 
 #: cases per JAX batch in the harness (the campaign's cases are the same for any chunk size;
 #: a smaller one stops sooner after the first mismatch)
-HARNESS_CHUNK = 50
+HARNESS_CHUNK = 10
 
 
 def _save(cache: dict, path: Path) -> None:
