@@ -39,6 +39,9 @@ API_NAMES = (
 )
 _ZERO_RULES = ("nop", "undefined", "error")
 _FILL_RULES = ("keep", "fill", "undefined")
+#: TIK vec_reduce_add accumulation orders (docs/SEMANTICS.md §F): "tree" (seed 003),
+#: "group255" (Atlas A2 page), "odd_even" (Atlas 200I/500 A2 page)
+ADD_ORDERS = ("tree", "group255", "odd_even")
 
 
 def config_dir() -> Path:
@@ -75,6 +78,9 @@ class Behaviour:
     fp32_ftz: bool
     default_nan_f16: int
     default_nan_f32: int
+    saturate_only: bool = False          # half: only saturation mode exists (Atlas training)
+    add_order: str = "tree"              # TIK vec_reduce_add accumulation order
+    minmax_nan: str = "payload"          # min/max NaN result: the lane's bits or default NaN
 
     def fill_bits(self, reduce_type: str, dtype: str) -> int:
         return dict(self.fill_values)[(reduce_type, dtype)]
@@ -102,6 +108,9 @@ class ChipProfile:
     orders: tuple
     block_fill_values: Mapping[str, Mapping[str, int]] = field(default_factory=dict)
     assumed: tuple = ()
+    saturate_only: bool = False
+    add_order: str = "tree"
+    minmax_nan: str = "payload"
 
     def dtypes(self, api: str) -> tuple:
         """Element dtypes the product supports for ``api`` (empty: API not on this product)."""
@@ -120,7 +129,8 @@ class ChipProfile:
                              for dt, bits in v.items()))
         return Behaviour(self.zero_mask, self.zero_repeat, self.dst_rep_stride_zero,
                          self.block_fill, fills, self.fp32_ftz, self.default_nan_f16,
-                         self.default_nan_f32)
+                         self.default_nan_f32, self.saturate_only, self.add_order,
+                         self.minmax_nan)
 
     def __repr__(self) -> str:
         apis = ", ".join(f"{a}:{'/'.join(d)}" for a, d in self.apis.items() if d) or "none"
@@ -152,11 +162,18 @@ def _load(path: Path) -> ChipProfile:
         dst_rep_stride_zero=bool(raw["dst_rep_stride_zero"]), block_fill=raw["block_fill"],
         apis=apis, orders=tuple(raw.get("orders", {}).get("whole_reduce", ())),
         block_fill_values=fills, assumed=tuple(raw.get("assumed", ())),
+        saturate_only=bool(raw.get("saturate_only", False)),
+        add_order=str(raw.get("add_order", "tree")),
+        minmax_nan=str(raw.get("minmax_nan", "payload")),
     )
     if prof.id != path.stem:
         raise ValueError(f"{path}: id {prof.id!r} does not match the file name")
     if prof.zero_mask not in _ZERO_RULES or prof.zero_repeat not in _ZERO_RULES:
         raise ValueError(f"{path}: zero_mask/zero_repeat must be one of {_ZERO_RULES}")
+    if prof.minmax_nan not in ("payload", "default"):
+        raise ValueError(f"{path}: minmax_nan must be 'payload' or 'default'")
+    if prof.add_order not in ADD_ORDERS:
+        raise ValueError(f"{path}: add_order must be one of {ADD_ORDERS}")
     if prof.block_fill not in _FILL_RULES:
         raise ValueError(f"{path}: block_fill must be one of {_FILL_RULES}")
     if prof.block_fill == "fill" and set(fills) != {"SUM", "MAX", "MIN"}:

@@ -68,7 +68,8 @@ DESCRIPTIONS = {
     Code.OVERLAP: "operands overlap in a way the documentation forbids",
     Code.WORK_SIZE: "work_tensor is smaller than the documented need",
     Code.INDEX_OVERFLOW: "the result index does not fit in 16 bits (above 65535)",
-    Code.SATURATE_DTYPE: "saturation mode exists for half only",
+    Code.SATURATE_DTYPE: "saturation mode exists for half only (and is the only mode on a "
+                         "product with saturate_only)",
     Code.BAD_ARGUMENT: "an argument has the wrong Python type or shape",
 }
 
@@ -86,7 +87,7 @@ class ConstraintError(ValueError):
                  chip: Optional[str] = None, hint: str = "") -> None:
         self.code = Code(code)
         self.api, self.param, self.value, self.allowed, self.chip = api, param, value, allowed, chip
-        where = f" on {chip}" if chip else ""
+        where = f" on {chip}" if chip and param != "chip" else ""   # the value names it
         msg = f"[{self.code.name}] {api}: {param} = {value!r} is not allowed{where}; allowed: {allowed}"
         if hint:
             msg += f". {hint}"

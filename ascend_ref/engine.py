@@ -139,6 +139,7 @@ class Instruction:
     blk_stride: bool = True                # has a source block stride parameter
     saturating: bool = False               # takes a saturate flag
     sized_by_rule: tuple = ()              # operands whose extent a size rule checks instead
+    disjoint_pairs: tuple = ()             # "disjoint": pairs that may not overlap (() = all)
     extra_rules: Callable[[Spec], list] = lambda spec: []
 
     def __hash__(self) -> int:
@@ -176,7 +177,8 @@ def rules(ins: Instruction, spec: Spec) -> list:
                     lambda p, lo=lo, top=top: in_range(p["repeat"], lo, top),
                     lambda p: int(p["repeat"]),
                     lambda p, lo=lo, hi=hi, top=top: f"[{lo}, {hi}]" + (
-                        f" (this batch was compiled for at most {top})" if top < hi else "")))
+                        f" (this batch was compiled for at most {top})"
+                        if top < hi and lo <= int(p["repeat"]) <= hi else "")))
     for s in ins.strides:
         out.append(Rule(Code.STRIDE_RANGE, s, lambda p, s=s: in_range(p[s], 0, U16_MAX),
                         lambda p, s=s: int(p[s]), lambda p: "[0, 65535]"))
@@ -211,17 +213,25 @@ def rules(ins: Instruction, spec: Spec) -> list:
                                   "(separate dst from src, or use in-place order)"))
     else:
         names = ins.operands
-        for i, a in enumerate(names):
-            for b in names[i + 1:]:
-                out.append(Rule(
-                    Code.OVERLAP, f"{a}/{b}",
-                    lambda p, a=a, b=b: (p[f"{a}.addr"] + p[f"{a}.size"] * spec.size <= p[f"{b}.addr"])
-                    | (p[f"{b}.addr"] + p[f"{b}.size"] * spec.size <= p[f"{a}.addr"]),
-                    lambda p, a=a, b=b: f"{a} at {int(p[f'{a}.addr'])}, {b} at {int(p[f'{b}.addr'])}",
-                    lambda p: "src, dst and work_tensor may not overlap at all"))
+        pairs = ins.disjoint_pairs or tuple((a, b) for i, a in enumerate(names)
+                                            for b in names[i + 1:])
+        what = ("src, dst and work_tensor may not overlap at all" if len(pairs) == 3 else
+                " and ".join(f"{a} / {b}" for a, b in pairs) + " may not overlap "
+                "(the API's documented rule)")
+        for a, b in pairs:
+            out.append(Rule(
+                Code.OVERLAP, f"{a}/{b}",
+                lambda p, a=a, b=b: (p[f"{a}.addr"] + p[f"{a}.size"] * spec.size <= p[f"{b}.addr"])
+                | (p[f"{b}.addr"] + p[f"{b}.size"] * spec.size <= p[f"{a}.addr"]),
+                lambda p, a=a, b=b: f"{a} at {int(p[f'{a}.addr'])}, {b} at {int(p[f'{b}.addr'])}",
+                lambda p, what=what: what))
     if ins.saturating and spec.size == 4:
         out.append(Rule(Code.SATURATE_DTYPE, "saturate", lambda p: ~p["saturate"],
                         lambda p: True, lambda p: "False for float32 (half only)"))
+    if ins.saturating and spec.size == 2 and spec.chip.saturate_only:
+        out.append(Rule(Code.SATURATE_DTYPE, "saturate", lambda p: p["saturate"],
+                        lambda p: False, lambda p: "True or None: this product has only the "
+                                                   "saturation mode"))
     return out + list(ins.extra_rules(spec))
 
 

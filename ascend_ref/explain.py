@@ -934,6 +934,9 @@ def rounding_tree(source, *, repeat: int = 0, block: Optional[int] = None, stage
         return replay(leaf, dt, saturate=sat, chip=prof, labels=labels, active=act, title=name)
     if case.api != "vec_reduce_add":
         raise ValueError("stage 2 / 3 trees exist for vec_reduce_add only")
+    if prof.add_order != "tree":
+        raise ValueError(f"{case.chip} combines the repeat results in the {prof.add_order!r} "
+                         f"order (docs/SEMANTICS.md §F), not by stage 2 / 3 trees")
     stage1 = _stage1_bits(amap, sat, prof)
     pad = (-stage1.size) % L
     s1 = np.concatenate([stage1, np.zeros(pad, stage1.dtype)])

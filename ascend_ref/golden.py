@@ -338,10 +338,10 @@ def _dst_bytes(call: Call, s: int) -> int:
     return slot * ((r - 1) * call.params["dst_rep_stride"] + 1)
 
 
-def _work_need(call: Call) -> int:
+def _work_need(call: Call, dtype: str) -> int:
     from .fuzz.generate import tik_work_need
 
-    return tik_work_need(call.api, max(call.params["repeat"], 1), call.option is True)
+    return tik_work_need(call.api, max(call.params["repeat"], 1), call.option is True, dtype)
 
 
 def kernel_cases(kernel: Union[Kernel, str, os.PathLike]):
@@ -382,7 +382,7 @@ def kernel_cases(kernel: Union[Kernel, str, os.PathLike]):
     cursor += out_bytes
     for i, c in enumerate(k.calls):
         if c.api in TIK:
-            n = c.work_size if c.work_size is not None else _work_need(c)
+            n = c.work_size if c.work_size is not None else _work_need(c, k.dtype)
             layout[f"work:{i}"] = (cursor, n * s)
             cursor = _round_up(cursor + n * s, ALIGN)
     if cursor > prof.ub_bytes:

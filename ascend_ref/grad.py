@@ -231,6 +231,10 @@ def _vec_select_kernel(src, index, active, *, kind: str, repeat_elems: int):
 def _saturate_flag(prof, dtype: str, saturate: Optional[bool], api: str) -> bool:
     if saturate is None:
         return bool(prof.saturate_default) and itemsize(dtype) == 2
+    if saturate is False and prof.saturate_only and itemsize(dtype) == 2:
+        raise ConstraintError(Code.SATURATE_DTYPE, api=api, param="saturate", value=False,
+                              allowed="True or None: this product has only the saturation mode",
+                              chip=prof.id)
     if saturate and itemsize(dtype) != 2:
         raise ConstraintError(Code.SATURATE_DTYPE, api=api, param="saturate", value=True,
                               allowed="False for float32 (half only)", chip=prof.id)
@@ -311,6 +315,12 @@ def vec_reduce_add(src, mask, repeat_times: int, src_rep_stride: int, *, chip,
     p = plan(api, src, mask, repeat_times, 1, src_rep_stride, chip=prof, word_order="tik",
              max_repeat=4095)
     sat = _saturate_flag(prof, p.dtype, saturate, api)
+    if prof.add_order != "tree" and repeat_times > 1:
+        raise ConstraintError(Code.BAD_ARGUMENT, api=api, param="chip", value=prof.id,
+                              allowed=f"a product whose vec_reduce_add order is 'tree' (this "
+                                      f"one combines repeats in the {prof.add_order!r} order, "
+                                      f"which the differentiable view does not model; use "
+                                      f"vec_reduce_add_stage1)")
     return _vec_add_kernel(*_args(src, p), saturate=sat, lanes=p.lanes, stage1_only=False)
 
 

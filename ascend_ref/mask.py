@@ -133,7 +133,8 @@ def rules(mode: str, dtype, zero_rule: str) -> list:
                         lambda p: "lanes 0-63 only for a 32-bit type (high word 0)"))
     if zero_rule == "error":
         out.append(Rule(Code.MASK_ZERO, "mask", lambda p: ~is_zero(mode, p["mask"]),
-                        lambda p: 0, lambda p: f"a non-zero mask ([1, {lanes}] or a non-zero "
+                        lambda p: 0 if mode == "count" else _hex_words(p["mask"]),
+                        lambda p: f"a non-zero mask ([1, {lanes}] or a non-zero "
                                                    f"bit pattern)"))
     return out
 

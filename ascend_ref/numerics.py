@@ -176,6 +176,15 @@ def select_extreme(bits, active, kind: str, dtype):
     return value, index, jnp.any(active, axis=-1)
 
 
+def nan_result(value, dtype, chip):
+    """A min/max result under the profile's ``minmax_nan`` rule: ``"payload"`` keeps the
+    winning NaN lane's own bits; ``"default"`` (Ascend 950 Reg Reduce page: "将该数据类型的nan
+    写入") replaces any NaN result by the profile's default NaN of the dtype."""
+    if chip.minmax_nan != "default" or not is_float(dtype):
+        return value
+    return jnp.where(is_nan(value), value.dtype.type(chip.default_nan(dtype)), value)
+
+
 def adder(dtype, chip, saturate):
     """The two-operand add of ``dtype`` under ``chip``'s profile, for :func:`tree_sum`."""
     nan = chip.default_nan(dtype)

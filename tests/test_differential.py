@@ -55,12 +55,13 @@ def test_tik_max_repeat_4095(api):
     """repeat_times at its maximum, both strides regimes that keep the source small."""
     for i, rs in enumerate([0, 1]):
         case = draw_case(RngDraw(99, i), apis=[api], tik_max_repeat=4095)
-        case.params["repeat"] = 4095 if case.option is not True else 511
+        from ascend_ref.fuzz.generate import api_repeat_range
+        case.params["repeat"] = api_repeat_range(api, case.option, case.dtype)[1]
         case.params["src_rep_stride"] = rs
         src_bytes = (case.params["repeat"] - 1) * rs * 32 + 256
         s = np.dtype(case.dtype).itemsize
         from ascend_ref.fuzz.generate import fill_ub, tik_work_need
-        need = tik_work_need(api, case.params["repeat"], case.option is True)
+        need = tik_work_need(api, case.params["repeat"], case.option is True, case.dtype)
         case.tensors = {"src": (0, src_bytes // s), "dst": (src_bytes + 32 - src_bytes % 32, 16 // s * 2),
                         "work_tensor": (src_bytes + 64 - src_bytes % 32, need)}
         end = case.tensors["work_tensor"][0] + need * s

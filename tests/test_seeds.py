@@ -171,9 +171,11 @@ def test_spec3_saturation_example():
     x = np.zeros(128, np.float16)
     x[:4] = [60000, 60000, -30000, 100]
     for saturate, want in [(True, 35584.0), (False, np.inf)]:
-        ub = ar.store(ar.new_ub("atlas_training"), 0, x)
+        # Atlas training has only the saturation mode (issue 12): the TIK rows run on the
+        # Atlas inference AI Core, which has both
+        ub = ar.store(ar.new_ub("atlas_inference_aicore"), 0, x)
         ub = ar.tik.vec_reduce_add(ub, 4, Tensor(512, "half", 16), Tensor(0, "half", 128),
-                                   Tensor(544, "half", 16), 1, 8, chip="atlas_training",
+                                   Tensor(544, "half", 16), 1, 8, chip="atlas_inference_aicore",
                                    saturate=saturate)
         assert float(ar.load(ub, 512, "float16", 1)[0]) == want
         ub = ar.store(ar.new_ub("atlas_a2"), 0, x)
@@ -206,3 +208,25 @@ SEED002 = [
     -2.148, 1.938,
 ]
 assert len(SEED002) == 256
+
+
+def test_atlas_training_has_only_the_saturation_mode():
+    """TF adapter set_device_sat_mode (CANN 7.0–9.0): "针对Atlas 训练系列产品,默认值为饱和模式,
+    且仅支持饱和模式". Half sums saturate by default; asking for the other mode is refused;
+    float32 is unaffected (seed 001: float supports only the non-saturating mode)."""
+    x = np.zeros(128, np.float16)
+    x[:4] = [60000, 60000, -30000, 100]
+    ub = ar.store(ar.new_ub("atlas_training"), 0, x)
+    args = (ub, 4, Tensor(512, "half", 16), Tensor(0, "half", 128), Tensor(544, "half", 16), 1, 8)
+    out = ar.tik.vec_reduce_add(*args, chip="atlas_training")
+    assert float(ar.load(out, 512, "float16", 1)[0]) == 35584.0
+    for m in (ar.tik, ar.oracle):
+        with pytest.raises((ar.ConstraintError, ar.oracle.OracleError)) as e:
+            m.vec_reduce_add(*args, chip="atlas_training", saturate=False)
+        assert e.value.code == ar.Code.SATURATE_DTYPE
+    f = np.zeros(64, np.float32)
+    f[:2] = [3e38, 3e38]
+    ub = ar.store(ar.new_ub("atlas_training"), 0, f)
+    out = ar.tik.vec_reduce_add(ub, 2, Tensor(512, "float", 8), Tensor(0, "float", 64),
+                                Tensor(544, "float", 8), 1, 8, chip="atlas_training")
+    assert float(ar.load(out, 512, "float32", 1)[0]) == np.inf

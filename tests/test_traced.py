@@ -93,12 +93,45 @@ def test_traced_invalid_case_leaves_ub_unchanged_and_reports_status():
     assert int(info.status) == 0 and info.ranges("written") == [(32768, 32784)]
 
 
-def test_traced_repeat_uses_the_work_formula_bound():
-    """TIK: with a traced repeat count the work_tensor need is seed 002's four-term formula."""
-    ub = _ub("atlas_training")
+def test_seed002_example_passes_under_jit_and_batch():
+    """Seed 002's own example (R = 2, work_tensor of 18 halves) is valid eagerly, under jit
+    (traced repeat count) and in a batch: the exact cascade need is evaluated on the traced
+    count (issue 12, finding 5), so all three give the same answer."""
+    x = np.zeros(4096, np.float16)
+    x[43] = -9.97
+    ub = np.asarray(ar.store(ar.new_ub("atlas_training"), 0, x))[:49152]
     args = (Tensor(40960, "half", 16), Tensor(0, "half", 4096), Tensor(41984, "half", 18))
-    ar.tik.vec_reduce_min(ub, 128, *args, 2, 8, cal_index=True, chip="atlas_training")  # 18 ok
+    eager = ar.tik.vec_reduce_min(ub, 128, *args, 2, 8, cal_index=True, chip="atlas_training")
     f = jax.jit(lambda u, r: ar.tik.vec_reduce_min(u, 128, *args, r, 8, cal_index=True,
                                                    chip="atlas_training", return_info=True))
-    _, info = f(ub, jnp.int32(2))
-    assert int(info.status) == ar.Code.WORK_SIZE     # formula(2) = 16 + 16 + 16 + 2 = 50
+    out, info = f(ub, jnp.int32(2))
+    assert int(info.status) == 0
+    np.testing.assert_array_equal(np.asarray(out), np.asarray(eager))
+    assert np.asarray(out)[40960:40964].view(np.uint16)[1] == 43
+    # one element short of the exact need (16 + 2 = 18 for R = 2): WORK_SIZE everywhere
+    short = (args[0], args[1], Tensor(41984, "half", 17))
+    with pytest.raises(ar.ConstraintError) as e:
+        ar.tik.vec_reduce_min(ub, 128, *short, 2, 8, cal_index=True, chip="atlas_training")
+    assert e.value.code == ar.Code.WORK_SIZE
+    g = jax.jit(lambda u, r: ar.tik.vec_reduce_min(u, 128, *short, r, 8, cal_index=True,
+                                                   chip="atlas_training", return_info=True))
+    assert int(g(ub, jnp.int32(2))[1].status) == ar.Code.WORK_SIZE
+    # R = 65 needs 144 + 16 + 2 = 162 (seed 002 example 1): traced 65 with 162 is valid
+    big = (args[0], args[1], Tensor(41984, "half", 162))
+    h = jax.jit(lambda u, r: ar.tik.vec_reduce_min(u, 128, *big, r, 0, cal_index=True,
+                                                   chip="atlas_training", return_info=True))
+    assert int(h(ub, jnp.int32(65))[1].status) == 0
+    assert int(h(ub, jnp.int32(66))[1].status) == 0          # 2*66 = 132 -> 144 + 16 + 2
+    small = (args[0], args[1], Tensor(41984, "half", 161))
+    k = jax.jit(lambda u, r: ar.tik.vec_reduce_min(u, 128, *small, r, 0, cal_index=True,
+                                                   chip="atlas_training", return_info=True))
+    assert int(k(ub, jnp.int32(65))[1].status) == ar.Code.WORK_SIZE
+    # the batch path gives the same answer
+    from ascend_ref.batch import run_batch
+    ubs = np.stack([ub, ub])
+    outs, status = run_batch("vec_reduce_min", ubs, chip="atlas_training", dtype="float16",
+                             mask=np.array([128, 128]), cal_index=True, dst=(40960, 16),
+                             src=(0, 4096), work_tensor=(41984, np.array([18, 17])),
+                             repeat=np.array([2, 2]), src_rep_stride=8)
+    assert status.tolist() == [0, int(ar.Code.WORK_SIZE)]
+    np.testing.assert_array_equal(outs[0], np.asarray(eager))

@@ -44,6 +44,7 @@ def _effects(spec, p, bits, active):
         value = numerics.tree_sum(jnp.where(live, blocks, jnp.zeros_like(blocks)), add)
     else:
         value, _, _ = numerics.select_extreme(blocks, live, rt.value.lower(), spec.dtype)
+        value = numerics.nan_result(value, spec.dtype, spec.chip)
     lanes = masks.lane_bits(spec.mask_mode, p["mask"], spec.lanes)     # same for every repeat
     has_lane = jnp.broadcast_to(jnp.any(lanes.reshape(BLOCKS, -1), -1), value.shape)
     runs, undefined = gate(spec, p)

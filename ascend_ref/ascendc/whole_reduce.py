@@ -61,6 +61,7 @@ def _minmax(kind: str):
     def effects(spec, p, bits, active):
         order = ReduceOrder(spec.option)
         value, index, _ = numerics.select_extreme(bits, active, kind, spec.dtype)
+        value = numerics.nan_result(value, spec.dtype, spec.chip)
         ut = value.dtype
         parts = {"value": value, "index": index.astype(ut), "zero": jnp.zeros_like(value)}
         words = jnp.stack([parts[w] for w in _slot_words(order, spec.size)], axis=-1)

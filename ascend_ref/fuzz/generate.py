@@ -181,13 +181,14 @@ def slot_bytes(api: str, dtype: str, option) -> int:
     return 8 * s if api == "reduce_data_block" else s
 
 
-def tik_work_need(api: str, r: int, cal_index: bool) -> int:
+def tik_work_need(api: str, r: int, cal_index: bool, dtype: str = "float16") -> int:
     """work_tensor elements a concrete TIK call needs (the engine's own rule, SPEC §5)."""
     from ..tik.vec_reduce_minmax import cascade_need
 
     if api == "vec_reduce_add":
         return r
-    return int(cascade_need(r)) if cal_index else 2 * r
+    s = _size(dtype)
+    return int(cascade_need(r, 32 // s, 256 // s)) if cal_index else 2 * r
 
 
 def src_footprint(repeat: int, rep_stride: int, blk_stride: Optional[int] = None) -> int:
@@ -242,7 +243,7 @@ def draw_case(d, *, apis: Sequence[str] = API_NAMES, chips: Optional[Sequence[st
     mask = _mask(d, dtype, tik)
     regime = d.choice(STRIDE_REGIMES)
     if tik:
-        hi_rep = 511 if option is True else tik_max_repeat
+        hi_rep = min(api_repeat_range(api, option, dtype)[1], tik_max_repeat)
         r = d.choice([1, 2, d.integers(1, min(16, hi_rep)), d.integers(1, min(300, hi_rep)), hi_rep,
                       d.integers(1, hi_rep)])
     else:
@@ -268,7 +269,7 @@ def draw_case(d, *, apis: Sequence[str] = API_NAMES, chips: Optional[Sequence[st
     if tik:
         tensors["dst"] = (cursor, 16 if s == 2 else 8)
         cursor += 32
-        need = tik_work_need(api, r, option is True)
+        need = tik_work_need(api, r, option is True, dtype)
         tensors["work_tensor"] = (cursor, need + d.choice([0, 0, 16]))
         cursor += _round_up(tensors["work_tensor"][1] * s, 32)
     else:
@@ -442,11 +443,15 @@ class Distributions:
                 "in_place_rate": self.in_place_rate, "offset_rate": self.offset_rate}
 
 
-def api_repeat_range(api: str, option) -> tuple:
-    """Documented repeat range of ``api`` (``option`` True: TIK min/max with cal_index)."""
+def api_repeat_range(api: str, option, dtype: str = "float16") -> tuple:
+    """Documented repeat range of ``api`` (``option`` True: TIK min/max with cal_index, whose
+    bound depends on the dtype: int16 255, float16 511, float32 4095)."""
     if api not in TIK:
         return 0, 255
-    return 1, 511 if option is True else 4095
+    if option is True:
+        from ..tik.vec_reduce_minmax import MAX_REPEAT_INDEX
+        return 1, MAX_REPEAT_INDEX.get(dtype, 511)
+    return 1, 4095
 
 
 #: repeat counts that share one compiled table height in the batch executor
@@ -859,7 +864,7 @@ def draw_campaign_case(d, template: Template, dist: Distributions,
     if tik:
         bs = drs = None
         dst_bytes = 32
-        work_n = tik_work_need(api, r, option is True) + d.choice([0, 0, 0, 16])
+        work_n = tik_work_need(api, r, option is True, dtype) + d.choice([0, 0, 0, 16])
         work_bytes = _round_up(max(work_n, 1) * s, 32)
     else:
         bs = _named_stride(d, dist.pick(d, "blk_stride"))
@@ -1021,7 +1026,8 @@ def _break_campaign_rule(d, case: Case, t: Template, dist: Distributions, ub_len
         case.option = d.choice([o for o in ORDERS if o not in prof.orders])
     elif what == "work_small":
         a, n = tn["work_tensor"]
-        tn["work_tensor"] = (a, max(tik_work_need(case.api, p["repeat"], case.option is True)
+        tn["work_tensor"] = (a, max(tik_work_need(case.api, p["repeat"], case.option is True,
+                                                  case.dtype)
                                     - (1 if edge else d.integers(2, 4)), 0))
     elif what == "index_overflow":
         # source offsets of the last repeat pass 65535: an error if that repeat wins

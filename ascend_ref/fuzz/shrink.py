@@ -71,7 +71,7 @@ def needs(c: Case) -> Optional[dict]:
     rs = int(p["src_rep_stride"])
     if c.api in TIK:
         src = src_footprint(r, rs)
-        out = {"src": src, "work_tensor": tik_work_need(c.api, r, c.option is True) * s}
+        out = {"src": src, "work_tensor": tik_work_need(c.api, r, c.option is True, c.dtype) * s}
     else:
         bs, drs = int(p["src_blk_stride"]), int(p["dst_rep_stride"])
         src = src_footprint(r, rs, bs)

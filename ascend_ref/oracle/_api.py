@@ -404,6 +404,7 @@ def _ascendc(api: str, kind: str, ub, dst, src, mask, repeat_time, dst_rep_strid
             vals = [(i, _read(orig, a, sz)) for i, a in reads]
             if kind == "whole_minmax":
                 idx, v = _fp.select(vals, fmt, minmax)
+                v = _minmax_nan(v, fmt, prof)
                 for addr, n, what in pieces:
                     out.write(addr, n, v if what == "value" else idx)
             elif kind == "whole_sum":
@@ -430,8 +431,17 @@ def _ascendc(api: str, kind: str, ub, dst, src, mask, repeat_time, dst_rep_strid
                         res = _fp.tree_sum(full, fmt, **kw)
                     else:
                         _, res = _fp.select(bvals, fmt, rtype)
+                        res = _minmax_nan(res, fmt, prof)
                     out.write(addr, n, res)
     return out.result()
+
+
+def _minmax_nan(v: int, fmt: _fp.Fmt, prof: ChipProfile) -> int:
+    """Profile ``minmax_nan = "default"`` (Ascend 950 Reg Reduce page: a NaN input makes the
+    result "the type's NaN"): a NaN result becomes the profile's default NaN."""
+    if prof.minmax_nan == "default" and fmt.name.startswith("float") and _fp.is_nan(v, fmt):
+        return prof.default_nan(fmt.name)
+    return v
 
 
 def _parse_saturate(fails: _Failures, saturate, prof: ChipProfile,
@@ -445,6 +455,9 @@ def _parse_saturate(fails: _Failures, saturate, prof: ChipProfile,
             fails.add(Code.BAD_ARGUMENT, f"saturate must be None or a bool, got {saturate!r}")
             return False, False
         flag = b
+        if not b and prof.saturate_only and fmt is not None and fmt.name == "float16":
+            fails.add(Code.SATURATE_DTYPE, f"saturate = False on {prof.id}: the product has only "
+                                           "the saturation mode")
         if b and fmt is not None and fmt.name != "float16":
             fails.add(Code.SATURATE_DTYPE, f"saturate = True with dtype {fmt.name}; "
                                            "saturation exists for float16 only")
@@ -590,7 +603,9 @@ def _tik(api: str, kind: str, ub, mask, dst, src, work, repeat_times, src_rep_st
     if R is None:
         fails.add(Code.BAD_ARGUMENT, f"repeat_times must be an int, got {repeat_times!r}")
     elif ci is not None:
-        hi = 511 if ci else 4095
+        # cal_index: int16 [1, 255], float16 [1, 511], float32 [1, 4095] (TIK pages / source)
+        hi = ({"int16": 255, "float16": 511, "float32": 4095}.get(fmt.name, 511)
+              if ci and fmt is not None else 511 if ci else 4095)
         if R < 1 or R > hi:
             fails.add(Code.REPEAT_RANGE, f"repeat_times = {R} outside [1, {hi}]"
                                          + (" (cal_index=True)" if ci else ""))
@@ -606,9 +621,12 @@ def _tik(api: str, kind: str, ub, mask, dst, src, work, repeat_times, src_rep_st
         fails.add(Code.STRIDE_RANGE, f"src_rep_stride = {srs} outside [0, {STRIDE_MAX}]")
         srs = None
 
+    # alignment, from each API's page: vec_reduce_min/max dst 4 B ("起始地址要求4Byte对齐"),
+    # everything else the TIK general-constraints rule, 32 B
     for t in tensors:
-        if t is not None and t.addr % BLOCK:
-            fails.add(Code.ALIGN, f"{t.name}.addr = {t.addr} not 32-byte aligned")
+        need = 4 if (kind != "ADD" and t is not None and t.name == "dst") else BLOCK
+        if t is not None and t.addr % need:
+            fails.add(Code.ALIGN, f"{t.name}.addr = {t.addr} not {need}-byte aligned")
     _check_ub_bounds(fails, prof, ubarr, tensors)
 
     ready = (ubarr is not None and all(t is not None and t.fmt is not None for t in tensors)
@@ -628,8 +646,9 @@ def _tik(api: str, kind: str, ub, mask, dst, src, work, repeat_times, src_rep_st
             n_dst = 2 if (kind != "ADD" and ci) else 1
             if d.size < n_dst:
                 fails.add(Code.TENSOR_BOUNDS, f"dst holds {d.size} elements; the call writes {n_dst}")
-        # OVERLAP: declared extents pairwise disjoint
-        for x, y in ((s, d), (s, w), (d, w)):
+        # OVERLAP: vec_reduce_add forbids all three pairs (seed 003); vec_reduce_min/max only
+        # dst / work_tensor (seed 002)
+        for x, y in (((s, d), (s, w), (d, w)) if kind == "ADD" else ((d, w),)):
             if x.nbytes and y.nbytes and x.addr < y.end and y.addr < x.end:
                 fails.add(Code.OVERLAP, f"{x.name} [{x.addr}, {x.end}) overlaps {y.name} "
                                         f"[{y.addr}, {y.end})")
@@ -660,24 +679,59 @@ def _tik(api: str, kind: str, ub, mask, dst, src, work, repeat_times, src_rep_st
             per_repeat.append(vals)
         if kind == "ADD":
             kw = dict(default_nan=prof.default_nan(fmt.name), ftz=prof.fp32_ftz, saturate=sat)
-            stage1 = []
+            rows = []                                  # each repeat's L lanes, masked +0
             for vals in per_repeat:
                 full = [0] * L
                 for i, v in vals:
                     full[i] = v
-                stage1.append(_fp.tree_sum(full, fmt, **kw))
-            chunks = []
-            for c in range(0, R, L):
-                chunk = stage1[c:c + L]
-                chunks.append(_fp.tree_sum(chunk + [0] * (L - len(chunk)), fmt, **kw))
-            if len(chunks) == 1:
-                result = chunks[0]
-            else:
-                result = _fp.tree_sum(chunks + [0] * (L - len(chunks)), fmt, **kw)
-            for r, v in enumerate(stage1):
-                out.write(w.addr + r * sz, sz, v)
-            out.undef(w.addr + R * sz, (w.size - R) * sz)
-            if R > L:
+                rows.append(full)
+            stage1 = [_fp.tree_sum(full, fmt, **kw) for full in rows]
+            order = prof.add_order
+            if order == "tree":                        # seed 003
+                chunks = []
+                for c in range(0, R, L):
+                    chunk = stage1[c:c + L]
+                    chunks.append(_fp.tree_sum(chunk + [0] * (L - len(chunk)), fmt, **kw))
+                if len(chunks) == 1:
+                    result = chunks[0]
+                else:
+                    result = _fp.tree_sum(chunks + [0] * (L - len(chunks)), fmt, **kw)
+            elif order == "group255":                  # Atlas A2 TIK page
+                groups = []
+                for g in range(0, R, 255):
+                    acc = stage1[g]
+                    for v in stage1[g + 1:g + 255]:
+                        acc = _fp.add(acc, v, fmt, **kw)
+                    groups.append(acc)
+                if len(groups) == 1:
+                    result = groups[0]
+                else:
+                    result = _fp.tree_sum(groups + [0] * (L - len(groups)), fmt, **kw)
+            else:                                      # "odd_even": Atlas 200I/500 A2 page
+                parts = []
+                if R >= 2:
+                    a = list(rows[0])
+                    b = list(rows[1])
+                    for k in range(1, R // 2):
+                        a = [_fp.add(x, y, fmt, **kw) for x, y in zip(a, rows[2 * k])]
+                        b = [_fp.add(x, y, fmt, **kw) for x, y in zip(b, rows[2 * k + 1])]
+                    parts += [a, b]
+                if R % 2 == 1:
+                    parts.append(rows[R - 1])
+                dvec = parts[0]
+                for part in parts[1:]:
+                    dvec = [_fp.add(x, y, fmt, **kw) for x, y in zip(dvec, part)]
+                result = _fp.tree_sum(dvec, fmt, **kw)
+            if order == "tree":
+                for r, v in enumerate(stage1):
+                    out.write(w.addr + r * sz, sz, v)
+                # work[0]: seed 003 shows the stage-1 sum, Huawei's TIK code the final sum
+                # (or nothing, R = 1): undefined; work[R:] undefined; all of it if R > L
+                out.undef(w.addr, min(sz, w.nbytes))
+                out.undef(w.addr + R * sz, (w.size - R) * sz)
+                if R > L:
+                    out.undef(w.addr, w.nbytes)
+            else:                                      # the pages say nothing about work
                 out.undef(w.addr, w.nbytes)
             out.write(d.addr, sz, result)
             return out.result()
@@ -686,14 +740,17 @@ def _tik(api: str, kind: str, ub, mask, dst, src, work, repeat_times, src_rep_st
         r_win, _ = _fp.select([(r, v) for r, (_, v) in enumerate(stage1)], fmt, kind)
         lane_win, v_win = stage1[r_win]
         index = r_win * srs * epb + lane_win
-        if ci and index > 65535:
+        if ci and index > (1 << (8 * sz)) - 1:       # stored as uint16 / uint32 bits
             raise OracleError(Code.INDEX_OVERFLOW,
                               f"{api} on {prof.id}: result index {index} (repeat {r_win}, lane "
-                              f"{lane_win}) above 65535", all_failures=[(Code.INDEX_OVERFLOW, "")])
+                              f"{lane_win}) above {(1 << (8 * sz)) - 1}", all_failures=[(Code.INDEX_OVERFLOW, "")])
         for r, (lane_r, v_r) in enumerate(stage1):
             out.write(w.addr + 2 * r * sz, sz, v_r)
             out.write(w.addr + (2 * r + 1) * sz, sz, lane_r)
         out.undef(w.addr + 2 * R * sz, (w.size - 2 * R) * sz)
+        if not ci and R >= 2:
+            # TIK's code runs the later stages in place from work[0] without cal_index
+            out.undef(w.addr, 2 * (-(-2 * R // L)) * sz)
         out.write(d.addr, sz, v_win)
         if ci:
             out.write(d.addr + sz, sz, index)

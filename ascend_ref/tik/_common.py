@@ -15,17 +15,24 @@ from .. import addressing
 from ..engine import Instruction, Spec, Write
 
 MAX_REPEAT = 4095
-ALIGN = 32          # assumed: TIK's general rule for vector operands in the UB
+#: TIK's general constraint for vector operands in the UB (the "通用约束" page the API pages
+#: refer to). Used for an operand whose own API page states no alignment: profile assumption
+#: ``tik_align`` (docs/SEMANTICS.md §F).
+GENERAL_ALIGN = 32
 
 
 def instruction(api: str, effects: Callable, repeat_range: Callable[[Spec], tuple],
-                extra_rules: Callable[[Spec], list], *, saturating: bool = False) -> Instruction:
+                extra_rules: Callable[[Spec], list], *, align: dict,
+                disjoint: tuple, saturating: bool = False) -> Instruction:
+    """A TIK reduction. ``align``: byte alignment of each operand (from the API's own page,
+    else :data:`GENERAL_ALIGN`); ``disjoint``: the operand pairs whose declared extents the
+    API's page forbids to overlap."""
     return Instruction(
         api=api, operands=("dst", "src", "work_tensor"), repeat_param="repeat_times",
         repeat_range=repeat_range, strides=("src_rep_stride",),
-        align=lambda spec: {"dst": ALIGN, "src": ALIGN, "work_tensor": ALIGN},
+        align=lambda spec: dict(align),
         effects=effects, overlap="disjoint", word_order="tik", blk_stride=False,
-        saturating=saturating, extra_rules=extra_rules,
+        saturating=saturating, extra_rules=extra_rules, disjoint_pairs=tuple(disjoint),
         sized_by_rule=("work_tensor",))      # WORK_SIZE covers every stage-1 write
 
 

@@ -1,11 +1,21 @@
-"""TIK vec_reduce_add (float16, float32) — seed 003, SPEC §5.2.
+"""TIK vec_reduce_add (float16, float32) — seed 003, SPEC §5.2, CANN 7.0–8.5 TIK pages.
 
-Stage 1: each repeat's pairwise-tree sum over all L lanes (masked lanes +0) →
-``work_tensor[r]``. Stage 2: the stage-1 sums, in chunks of L (zero-padded), each
-tree-summed; with more than one chunk, stage 3 tree-sums the chunk sums. ``dst[0]`` = the
-result. Every add is rounded to the type; half saturates if ``saturate``. work_tensor needs
-``repeat_times`` elements; after the call ``work_tensor[0:R]`` holds the stage-1 sums when
-R ≤ L, the rest (all of it when R > L) is undefined.
+Stage 1: each repeat's pairwise-tree sum over all L lanes (masked lanes +0). The order in
+which the repeat results are combined is the profile's ``add_order``:
+
+* ``"tree"`` (seed 003): stage-1 sums in chunks of L (zero-padded), each tree-summed; with
+  more than one chunk the chunk sums are tree-summed again;
+* ``"group255"`` (Atlas A2 page): in order, 255 repeat results at a time, then the group
+  sums pairwise;
+* ``"odd_even"`` (Atlas 200I/500 A2 page): element-wise, even and odd repeats in two
+  accumulators, the leftover repeat, then a tree over the L lanes.
+
+``dst[0]`` = the result. Every add is rounded to the type; half saturates if ``saturate``.
+work_tensor needs ``repeat_times`` elements. After the call (``"tree"``) the reference holds
+the stage-1 sums in ``work_tensor[0:R]``; ``work_tensor[0]`` is undefined (seed 003's
+example shows the stage-1 sum, Huawei's TIK code leaves the final sum there or, for R = 1,
+does not touch it), and so is everything from R on — all of it when R > L. With another
+order the whole work_tensor is undefined.
 
 Example (seed 003, example 2): mask 34, 6 repeats 3 blocks apart over rows of 1, 2, 3.
 
@@ -21,27 +31,98 @@ Example (seed 003, example 2): mask 34, 6 repeats 3 blocks apart over rows of 1,
 from __future__ import annotations
 
 import jax.numpy as jnp
+from jax import lax
 
 from .. import numerics
 from ..constraints import Code, Rule
 from ..engine import Effects, Region, call
-from ._common import MAX_REPEAT, element_write, instruction, params, stage1_write
+from ._common import GENERAL_ALIGN, MAX_REPEAT, element_write, instruction, params, stage1_write
+
+
+GROUP = 255          # Atlas A2 page: repeat results accumulated in order, 255 at a time
+
+
+def _sequential(x, live, add):
+    """``((x0 + x1) + x2) + …`` over axis 0, taking only the ``live`` entries (the first
+    entry is the start value itself, so a lone ``-0`` stays ``-0``)."""
+    def step(acc, xs):
+        v, ok = xs
+        return jnp.where(ok, add(acc, v), acc), None
+    out, _ = lax.scan(step, x[0], (x[1:], live[1:]))
+    return out
+
+
+def _tree_order(spec, p, stage1, add, zero):
+    """Seed 003 (every product without a documented variant): stage-1 sums tree-summed in
+    chunks of L (zero-padded), the chunk sums tree-summed again when R > L."""
+    live = jnp.arange(spec.r_max) < p["repeat"]
+    chunks = numerics.padded_tree_sum(jnp.where(live, stage1, zero), spec.lanes, add, zero)
+    many = p["repeat"] > spec.lanes
+    return jnp.where(many, numerics.padded_tree_sum(chunks, spec.lanes, add, zero)[0], chunks[0])
+
+
+def _group255_order(spec, p, stage1, add, zero):
+    """Atlas A2 page: each group of 255 consecutive repeat results summed in order
+    ``((r0 + r1) + r2) + …``; with more than one group the group sums are added pairwise (a
+    tree over the group sums, zero-padded to L lanes: assumption ``add_order_group_combine``)."""
+    n = -(-spec.r_max // GROUP) * GROUP
+    live = jnp.arange(n) < p["repeat"]
+    x = jnp.concatenate([stage1, jnp.zeros((n - spec.r_max,), stage1.dtype)]) \
+        if n > spec.r_max else stage1
+    g = n // GROUP
+    sums = _sequential(x.reshape(g, GROUP).T, live.reshape(g, GROUP).T, add)   # (g,)
+    combined = numerics.padded_tree_sum(sums, spec.lanes, add, zero)[0] if g > 1 else sums[0]
+    return jnp.where(p["repeat"] > GROUP, combined, sums[0])
+
+
+def _odd_even_order(spec, p, vectors, add, zero):
+    """Atlas 200I/500 A2 page: repeats taken in pairs; A = r0 + r2 + r4 + … and B = r1 + r3 +
+    … element-wise in order (one accumulator per lane), C = the last repeat when R is odd;
+    D = (A + B) + C; the result is the pairwise tree over D's L lanes (assumption
+    ``add_order_odd_even``: a pair is two consecutive repeats, the odd repeat left over is C)."""
+    r = p["repeat"]
+    pairs = spec.r_max // 2
+    if pairs:
+        ev = vectors[0:2 * pairs:2]
+        od = vectors[1:2 * pairs:2]
+        live = jnp.arange(pairs) < r // 2
+        a = _sequential(ev, live, add)
+        b = _sequential(od, live, add)
+        ab = add(a, b)
+    else:
+        ab = vectors[0]
+    last = vectors[jnp.clip(r - 1, 0, spec.r_max - 1)]
+    odd = (r % 2) == 1
+    d = jnp.where(r >= 2, jnp.where(odd, add(ab, last), ab), last)
+    return numerics.tree_sum(d, add)
 
 
 def _effects(spec, p, bits, active):
     add = numerics.adder(spec.dtype, spec.chip, p["saturate"])
     zero = jnp.zeros((), bits.dtype)
-    stage1 = numerics.tree_sum(jnp.where(active, bits, zero), add)
-    live = jnp.arange(spec.r_max) < p["repeat"]
-    chunks = numerics.padded_tree_sum(jnp.where(live, stage1, zero), spec.lanes, add, zero)
-    many = p["repeat"] > spec.lanes
-    total = jnp.where(many, numerics.padded_tree_sum(chunks, spec.lanes, add, zero)[0], chunks[0])
+    vectors = jnp.where(active, bits, zero)          # masked lanes are +0
+    stage1 = numerics.tree_sum(vectors, add)
+    order = spec.chip.add_order
     work, size = p["work_tensor.addr"], p["work_tensor.size"] * spec.size
-    kept = jnp.where(many, 0, p["repeat"] * spec.size)
-    return Effects(
-        [stage1_write(spec, p, stage1[:, None]),
-         element_write("dst", spec, p, total[None], jnp.bool_(True))],
-        [Region(work + kept, size - kept, jnp.bool_(True))])
+    if order == "tree":
+        total = _tree_order(spec, p, stage1, add, zero)
+        # work_tensor after the call (issue 12 finding 6): seed 003 shows the stage-1 sums
+        # there; Huawei's TIK code leaves work untouched for R = 1 and runs the later stages
+        # in place (work[0] = the final sum for 2 <= R <= L; chunk sums in front for R > L).
+        # Where the two disagree the bytes are undefined: work[0] always, all of it if R > L.
+        many = p["repeat"] > spec.lanes
+        kept = jnp.where(many, 0, p["repeat"] * spec.size)
+        writes = [stage1_write(spec, p, stage1[:, None])]
+        undefined = [Region(work + kept, size - kept, jnp.bool_(True)),
+                     Region(work, jnp.minimum(size, spec.size), jnp.bool_(True))]
+    else:
+        total = (_group255_order if order == "group255" else _odd_even_order)(
+            spec, p, stage1 if order == "group255" else vectors, add, zero)
+        # the page documents the order only: nothing about what work_tensor holds after
+        writes = []
+        undefined = [Region(work, size, jnp.bool_(True))]
+    return Effects(writes + [element_write("dst", spec, p, total[None], jnp.bool_(True))],
+                   undefined)
 
 
 def _rules(spec):
@@ -51,8 +132,13 @@ def _rules(spec):
                  lambda p: f">= repeat_times = {int(p['repeat'])} elements")]
 
 
+#: seed 003: "操作数地址偏移对齐要求请见通用约束" — every operand by the general rule (32 B)
+ALIGN = {"dst": GENERAL_ALIGN, "src": GENERAL_ALIGN, "work_tensor": GENERAL_ALIGN}
+#: seed 003: "src、dst和work_tensor三者互相之间不能存在地址重叠" — all three pairs
+DISJOINT = (("dst", "src"), ("dst", "work_tensor"), ("src", "work_tensor"))
+
 _ADD = instruction("vec_reduce_add", _effects, lambda spec: (1, MAX_REPEAT), _rules,
-                   saturating=True)
+                   align=ALIGN, disjoint=DISJOINT, saturating=True)
 
 
 def vec_reduce_add(ub, mask, dst, src, work_tensor, repeat_times, src_rep_stride, *, chip,

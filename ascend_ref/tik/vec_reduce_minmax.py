@@ -1,15 +1,20 @@
-"""TIK vec_reduce_min / vec_reduce_max (float16) — seed 002, SPEC §5.1.
+"""TIK vec_reduce_min / vec_reduce_max — seed 002, SPEC §5.1, CANN 7.0–8.5 TIK pages.
+
+dtypes per product (profiles): float16 everywhere; float32 on Atlas inference AI Core /
+Vector Core, A2, A3, 200I/500 A2; int16 on the Vector Core. With cal_index the repeat range
+is [1, 255] (int16), [1, 511] (float16), [1, 4095] (float32) and the index is stored as the
+uint16 / uint32 bits of the element width.
 
 Stage 1: each repeat reduces its active lanes to ``(value_r, lane_r)`` (first NaN wins,
 −0 < +0, smallest lane among equals), written to ``work_tensor[2r], [2r+1]`` (the lane as
 uint16 bits). Result: the first repeat holding the overall extreme — ``dst[0]`` = value;
 with ``cal_index``, ``dst[1]`` = uint16 bits of the **source offset**
-``r * src_rep_stride * 16 + lane_r`` (above 65535: ``INDEX_OVERFLOW``).
+``r * src_rep_stride * (32 / size) + lane_r`` (above 65535 for 16-bit types:
+``INDEX_OVERFLOW``).
 
 work_tensor need: ``2 * repeat_times`` without index; with index the cascade of seed 002
-(``R=2 → 18``, ``R=65 → 162``) for a concrete count, seed 002's four-term formula when the
-count is traced (unknown at build time, as for a TIK Scalar). ``work_tensor[2R:]`` is
-undefined after the call.
+(``R=2 → 18``, ``R=65 → 162``), evaluated on the repeat count even when it is traced, so
+eager, jit and batched calls agree. ``work_tensor[2R:]`` is undefined after the call.
 
 Example (seed 002): 256 halves, min −9.97 at offset 43.
 
@@ -31,36 +36,49 @@ import numpy as np
 from .. import numerics
 from ..constraints import Code, Rule
 from ..engine import Effects, Region, call
-from ._common import MAX_REPEAT, ceil_div, element_write, instruction, params, stage1_write
+from ._common import GENERAL_ALIGN, MAX_REPEAT, ceil_div, element_write, instruction, params, stage1_write
 
-MAX_REPEAT_INDEX = 511
+#: repeat_times upper bound with cal_index, per dtype (TIK source docstring and CANN pages:
+#: "int16 ... [1, 255]; float16 ... [1, 511]; float32 ... [1, 4095]")
+MAX_REPEAT_INDEX = {"int16": 255, "float16": 511, "float32": 4095}
 INDEX_LIMIT = 65535
 
 
-def cascade_need(r):
-    """Exact work_tensor elements for ``cal_index`` and a known repeat count (SPEC §5.1)."""
+def index_limit(size: int) -> int:
+    """Largest index dst[1] can hold: it is stored as uint16 / uint32 bits (SEMANTICS §F;
+    the threshold is assumption ``index_overflow_limit``: seed 002 reasons with 65504)."""
+    return (1 << (8 * size)) - 1
+
+
+def cascade_need(r, epb: int = 16, lanes: int = 128):
+    """Exact work_tensor elements for ``cal_index`` (SPEC §5.1, seed 002's cascade stopped at
+    the stage that outputs one pair): from n = 2R add ceil(n/epb)*epb per stage until a stage
+    outputs 2 elements, then + 2. ``r`` may be traced: the loop is unrolled over the at most
+    four stages a count in [1, 4095] can need, so eager, jit and batched calls agree."""
     n, need, done = 2 * r, 0, r < 0
-    for _ in range(4):                       # R <= 511 finishes in two stages
-        start, out = ceil_div(n, 16) * 16, ceil_div(n, 128) * 2
+    for _ in range(4):                       # 4095 float32 repeats finish in four stages
+        start, out = ceil_div(n, epb) * epb, ceil_div(n, lanes) * 2
         need = need + jnp.where(done, 0, start)
         done = done | (out == 2)
         n = out
     return need + 2
 
 
-def formula_need(r):
-    """Seed 002's four-term bound, for a repeat count unknown at build time."""
+def formula_need(r, epb: int = 16, lanes: int = 128):
+    """Seed 002's four-term bound (what TIK itself asks when repeat_times is a TIK Scalar).
+    Not used for checking: a traced JAX repeat count is a concrete number on the device, so
+    the exact :func:`cascade_need` applies (docs/SEMANTICS.md §F)."""
     it1 = 2 * r
-    it2_start, it2_out = ceil_div(it1, 16) * 16, ceil_div(it1, 128) * 2
-    it3_start, it3_out = ceil_div(it2_out, 16) * 16, ceil_div(it2_out, 128) * 2
-    it4_start, it4_out = ceil_div(it3_out, 16) * 16, ceil_div(it3_out, 128) * 2
+    it2_start, it2_out = ceil_div(it1, epb) * epb, ceil_div(it1, lanes) * 2
+    it3_start, it3_out = ceil_div(it2_out, epb) * epb, ceil_div(it2_out, lanes) * 2
+    it4_start, it4_out = ceil_div(it3_out, epb) * epb, ceil_div(it3_out, lanes) * 2
     return it2_start + it3_start + it4_start + it4_out
 
 
 def work_need(spec, r):
     if spec.option != "index":
         return 2 * r
-    return formula_need(r) if spec.traced_repeat else cascade_need(r)
+    return cascade_need(r, 32 // spec.size, spec.lanes)
 
 
 def _rules(spec):
@@ -71,10 +89,11 @@ def _rules(spec):
                           f"{int(p['repeat'])}" + (" (cal_index)" if spec.option else ""))]
     if spec.option == "index":
         out.append(Rule(Code.INDEX_OVERFLOW, "src_rep_stride",
-                        lambda p: p["index"] <= INDEX_LIMIT,
+                        lambda p: p["index"] <= min(index_limit(spec.size), 2**31 - 1),
                         lambda p: int(p["src_rep_stride"]),
-                        lambda p: f"a stride whose result index fits in 16 bits (the winning "
-                                  f"lane's source offset is {int(p['index'])} > 65535)"))
+                        lambda p: f"a stride whose result index fits in {8 * spec.size} bits "
+                                  f"(the winning lane's source offset is {int(p['index'])} > "
+                                  f"{index_limit(spec.size)})"))
     return out
 
 
@@ -84,25 +103,39 @@ def _effects(kind):
         stage1 = jnp.stack([value_r, lane_r.astype(value_r.dtype)], axis=-1)
         live = jnp.arange(spec.r_max) < p["repeat"]
         value, r_best, _ = numerics.select_extreme(value_r, live, kind, spec.dtype)
-        index = r_best * p["src_rep_stride"] * 16 + lane_r[r_best]
+        index = r_best * p["src_rep_stride"] * (32 // spec.size) + lane_r[r_best]
         words = [value] + ([index.astype(value.dtype)] if spec.option == "index" else [])
         work_end = p["work_tensor.addr"] + p["work_tensor.size"] * spec.size
         scratch = p["work_tensor.addr"] + 2 * p["repeat"] * spec.size
+        undefined = [Region(scratch, work_end - scratch, jnp.bool_(True))]
+        if spec.option != "index":
+            # issue 12 finding 6: without cal_index Huawei's TIK code runs the later stages in
+            # place from work[0] (R >= 2), overwriting the first 2*ceil(2R/L) stage-1 entries
+            # the documentation describes: undefined
+            front = 2 * ((2 * p["repeat"] + spec.lanes - 1) // spec.lanes) * spec.size
+            undefined.append(Region(p["work_tensor.addr"], front, p["repeat"] >= 2))
         return Effects(
             [stage1_write(spec, p, stage1),
              element_write("dst", spec, p, jnp.stack(words), jnp.bool_(True))],
-            [Region(scratch, work_end - scratch, jnp.bool_(True))],
-            {"index": index})
+            undefined, {"index": index})
 
     return effects
 
 
 def _repeat_range(spec):
-    return (1, MAX_REPEAT_INDEX if spec.option == "index" else MAX_REPEAT)
+    return (1, MAX_REPEAT_INDEX.get(spec.dtype, 511) if spec.option == "index" else MAX_REPEAT)
 
 
-_MIN = instruction("vec_reduce_min", _effects("min"), _repeat_range, _rules)
-_MAX = instruction("vec_reduce_max", _effects("max"), _repeat_range, _rules)
+#: seed 002 and the CANN 5.0–8.5 pages: "dst: 起始地址要求4Byte对齐"; src: "请见通用约束"
+#: (32 B); work_tensor: not stated (general constraints, assumed ``tik_align``).
+ALIGN = {"dst": 4, "src": GENERAL_ALIGN, "work_tensor": GENERAL_ALIGN}
+#: seed 002: "Address overlapping between dst and work_tensor is not allowed" (only this pair)
+DISJOINT = (("dst", "work_tensor"),)
+
+_MIN = instruction("vec_reduce_min", _effects("min"), _repeat_range, _rules, align=ALIGN,
+                   disjoint=DISJOINT)
+_MAX = instruction("vec_reduce_max", _effects("max"), _repeat_range, _rules, align=ALIGN,
+                   disjoint=DISJOINT)
 
 
 def _run(ins, ub, mask, dst, src, work_tensor, repeat_times, src_rep_stride, cal_index, chip,

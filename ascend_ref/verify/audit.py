@@ -56,6 +56,29 @@ DESCRIPTIONS = {
                 "UB size), or a call the device ran beyond it",
     "block_fill (undefined)": "ReduceDataBlock with a DataBlock with no active lane: what the "
                               "device writes there is tallied",
+    # issue 12: the open choices of docs/SEMANTICS.md §J
+    "dst_rep_stride_zero_last_wins": "dstRepStride = 0 with several repeats: the slot holds the "
+                                     "last repeat's result",
+    "overlap_reads_first": "src overlapping a written operand (where allowed): every read sees "
+                           "the UB as it was before the call",
+    "partial_overlap_in_repeat": "dst inside the first repeat's source bytes (in place)",
+    "tik_index_formula": "TIK cal_index with src_rep_stride != 8: index = r*stride*(32/size)+lane",
+    "add_chunking": "tree-order vec_reduce_add with R > L: chunks of L, then the chunk sums",
+    "add_order_group_combine": "Atlas A2 vec_reduce_add with R > 255: group sums combined "
+                               "pairwise",
+    "add_order_odd_even": "Atlas 200I/500 A2 vec_reduce_add with R >= 2: odd/even accumulation",
+    "tik_add_work_contents (undefined)": "vec_reduce_add: what the device leaves in work[0] is "
+                                         "tallied",
+    "nan_add_operand": "a sum with two NaN operands of different bits: which one propagates",
+    "minmax_nan": "min/max with a NaN among the active lanes: the result is the default NaN",
+    "index_overflow_limit": "TIK cal_index: INDEX_OVERFLOW above 65535 (a device error), an "
+                            "index in (65504, 65535] written",
+    "tik_align": "TIK work_tensor not 32-byte aligned: the device rejects it (ALIGN)",
+    "block_fill": "ReduceDataBlock with a DataBlock with no active lane: the fill value",
+    "zero_mask (undefined)": "mask 0 on a product where it is undefined: what the device did "
+                             "to dst is tallied",
+    "zero_repeat (undefined)": "repeat 0 on a product where it is undefined: what the device "
+                               "did to dst is tallied",
 }
 
 
@@ -146,6 +169,7 @@ class Auditor:
             prof = get_chip(c.chip)
             self._seen_chips.add(prof.id)
             assumed = set(prof.assumed)
+            self._audit_errors(prof, assumed, d, ref)
             if d.error is not None or d.after is None:
                 continue
             if ref.code is not None:
@@ -188,6 +212,7 @@ class Auditor:
                             row.examples.append((d.file, d.index))
             if prof.block_fill == "undefined" and c.api == "reduce_data_block":
                 self._observe_fill(prof.id, d, ref, dev)
+            self._audit_choices(prof, assumed, d, ref, dev, valid)
             # -- counterfactuals
             sumlike = c.api in SUMS or (c.api == "reduce_data_block" and c.option == "SUM")
             if not (sumlike and is_float):
@@ -219,6 +244,130 @@ class Auditor:
                 if D.any():
                     self._record(self.row(get_chip(d.case.chip).id, name), d, D, ref.ub, dev,
                                  cf.ub)
+
+    # -- issue 12: the named open choices (docs/SEMANTICS.md §J), by data inspection
+    def _check(self, prof, name: str, d, D: np.ndarray, ref: Outcome, dev: np.ndarray) -> None:
+        if D.any():
+            self._record(self.row(prof.id, name), d, D, ref.ub, dev)
+
+    def _tally(self, row: Row, d, what: str) -> None:
+        row.exercised += 1
+        row.observed[what] += 1
+        if len(row.examples) < self.max_examples:
+            row.examples.append((d.file, d.index))
+
+    def _audit_errors(self, prof, assumed: set, d, ref: Outcome) -> None:
+        """Assumptions about documented-or-not errors: the device either rejected the call
+        with the same code (agreed) or ran it (refuted)."""
+        c = d.case
+        ran = d.error is None and d.after is not None
+        checks = []
+        if "tik_align" in assumed and c.api in TIK and ref.code == Code.ALIGN:
+            checks.append("tik_align")
+        if "index_overflow_limit" in assumed and ref.code == Code.INDEX_OVERFLOW:
+            checks.append("index_overflow_limit")
+        for name in checks:
+            row = self.row(prof.id, name)
+            row.exercised += 1
+            if ran:
+                row.other += 1
+                row.observed[f"ran (the reference says {ref.code.name})"] += 1
+                if len(row.examples) < self.max_examples:
+                    row.examples.append((d.file, d.index))
+            elif d.error == ref.code:
+                row.agreed += 1
+            else:
+                row.other += 1
+                row.observed[f"device error {d.error.name if d.error else '?'}"] += 1
+        if ("index_overflow_limit" in assumed and ref.code is None and d.error is not None
+                and c.api in MINMAX[2:] and c.option is True
+                and _tik_index(c, ref) is not None and _tik_index(c, ref) > 65504):
+            row = self.row(prof.id, "index_overflow_limit")
+            row.exercised += 1
+            row.other += 1
+            row.observed[f"device error {d.error.name} for index {_tik_index(c, ref)}"] += 1
+
+    def _audit_choices(self, prof, assumed: set, d, ref: Outcome, dev: np.ndarray,
+                       valid: np.ndarray) -> None:
+        c = d.case
+        n = ref.ub.size
+        s = np.dtype(c.dtype).itemsize
+        R = c.params.get("repeat", 0)
+        wrote = ref.written & valid
+        tik = c.api in TIK
+        dst = c.tensors["dst"][0]
+        if "dst_rep_stride_zero_last_wins" in assumed and not tik and R >= 2 \
+                and c.params.get("dst_rep_stride") == 0:
+            self._check(prof, "dst_rep_stride_zero_last_wins", d,
+                        wrote & _extent_mask(c, "dst", n), ref, dev)
+        if "overlap_reads_first" in assumed and R >= 1:
+            src = _extent_mask(c, "src", n)
+            outs = [k for k in c.tensors if k != "src"]
+            if any((src & _extent_mask(c, k, n)).any() for k in outs):
+                self._check(prof, "overlap_reads_first", d, wrote.copy(), ref, dev)
+        if "partial_overlap_in_repeat" in assumed and not tik and R >= 1:
+            a = c.tensors["src"][0]
+            if a <= dst < a + 256:
+                self._check(prof, "partial_overlap_in_repeat", d,
+                            wrote & _extent_mask(c, "dst", n), ref, dev)
+        if "tik_index_formula" in assumed and c.api in MINMAX[2:] and c.option is True \
+                and c.params["src_rep_stride"] != 8 and R >= 2:
+            D = np.zeros(n, bool)
+            D[dst + s:dst + 2 * s] = True
+            self._check(prof, "tik_index_formula", d, D & valid, ref, dev)
+        if "index_overflow_limit" in assumed and c.api in MINMAX[2:] and c.option is True:
+            idx = _tik_index(c, ref)
+            if idx is not None and idx > 65504:
+                D = np.zeros(n, bool)
+                D[dst + s:dst + 2 * s] = True
+                self._check(prof, "index_overflow_limit", d, D & valid, ref, dev)
+        if c.api == "vec_reduce_add":
+            D = np.zeros(n, bool)
+            D[dst:dst + s] = True
+            D &= valid
+            L = 256 // s
+            if "add_chunking" in assumed and prof.add_order == "tree" and R > L:
+                self._check(prof, "add_chunking", d, D, ref, dev)
+            if "add_order_group_combine" in assumed and prof.add_order == "group255" and R > 255:
+                self._check(prof, "add_order_group_combine", d, D, ref, dev)
+            if "add_order_odd_even" in assumed and prof.add_order == "odd_even" and R >= 2:
+                self._check(prof, "add_order_odd_even", d, D, ref, dev)
+            if "tik_add_work_contents" in assumed:
+                w = c.tensors["work_tensor"][0]
+                if d.compared is None or d.compared[w:w + s].all():
+                    bt = f"uint{8 * s}"
+                    after = int(dev[w:w + s].view(bt)[0])
+                    before = int(c.ub[w:w + s].view(bt)[0])
+                    what = "kept" if after == before else _fmt_word(after, c.dtype)
+                    self._tally(self.row(prof.id, "tik_add_work_contents (undefined)",
+                                         "observe"), d, f"R={R}: work[0] {what}")
+        sumlike = c.api in SUMS or (c.api == "reduce_data_block" and c.option == "SUM")
+        if "nan_add_operand" in assumed and sumlike and c.dtype.startswith("float") and R >= 1:
+            bits = _src_bits(c)
+            _, nan, _, _ = _keys(bits, c.dtype)
+            act = nan & _active(c)[None, :]
+            if act.sum() >= 2 and len(np.unique(bits[act])) >= 2:
+                self._check(prof, "nan_add_operand", d, wrote.copy(), ref, dev)
+        if "minmax_nan" in assumed and _is_minmax(c):
+            self._check(prof, "minmax_nan", d, _minmax_masks(c, n)["nan"] & valid, ref, dev)
+        if "block_fill" in assumed and prof.block_fill == "fill" and \
+                c.api == "reduce_data_block" and R >= 1:
+            empty = ~_active(c).reshape(8, -1).any(axis=1)
+            if empty.any():
+                D = np.zeros(n, bool)
+                drs = c.params["dst_rep_stride"]
+                for r in ([R - 1] if drs == 0 else range(R)):
+                    for b in np.flatnonzero(empty):
+                        a = dst + r * drs * 8 * s + int(b) * s
+                        D[a:a + s] = True
+                self._check(prof, "block_fill", d, D & valid, ref, dev)
+        for field_, zero in (("zero_mask", _mask_is_zero(c)), ("zero_repeat", R == 0)):
+            if field_ in assumed and getattr(prof, field_) == "undefined" and zero:
+                a, size = c.tensors["dst"]
+                if d.compared is None or d.compared[a:a + size * s].all():
+                    same = np.array_equal(dev[a:a + size * s], c.ub[a:a + size * s])
+                    self._tally(self.row(prof.id, f"{field_} (undefined)", "observe"), d,
+                                "dst kept" if same else "dst changed")
 
     def _observe_fill(self, chip_id: str, d, ref: Outcome, dev: np.ndarray) -> None:
         c = d.case
@@ -258,6 +407,9 @@ class Auditor:
                     continue
                 names = [f"minmax_rules ({k})" for k in ("nan", "signed zero", "ties")] \
                     if a == "minmax_rules" else [a]
+                if a == "tik_add_work_contents" or (
+                        a in ("zero_mask", "zero_repeat") and getattr(prof, a) == "undefined"):
+                    names = [f"{a} (undefined)"]
                 for n in names:
                     if (chip_id, n) not in self.rows:
                         out.append(Row(chip_id, n))
@@ -308,11 +460,44 @@ def _relevant(prof, assumption: str) -> bool:
     if assumption == "zero_repeat":
         return has(("whole_reduce_min", "whole_reduce_max", "whole_reduce_sum",
                     "reduce_data_block"))
+    if assumption in ("tik_align", "tik_index_formula", "index_overflow_limit"):
+        return has(TIK)
     if assumption in ("saturate_default", "default_nan_f16"):
         return has(sums, "float16")
     if assumption in ("default_nan_f32", "fp32_ftz"):
         return has(sums, "float32")
     return True
+
+
+def _mask_is_zero(c: Case) -> bool:
+    m = c.mask
+    if isinstance(m, (list, tuple)):
+        return all(int(w) == 0 for w in m)
+    try:
+        return int(np.asarray(m).sum()) == 0
+    except Exception:
+        return False
+
+
+def _tik_index(c: Case, ref: Outcome) -> Optional[int]:
+    """The index a TIK min/max with cal_index writes (or would write), by the reference's
+    rule: from the source bits, first NaN / extreme repeat and lane."""
+    R = c.params["repeat"]
+    if R < 1:
+        return None
+    s = np.dtype(c.dtype).itemsize
+    bits = _src_bits(c)
+    act = _active(c)[None, :]
+    want_max = c.api.endswith("max")
+    _, _, _, winner = _decide(bits, act, c.dtype, want_max)
+    key, nan, _, _ = _keys(bits, c.dtype)
+    # repeat: first repeat holding the overall result; lane: its first lane with that value
+    _, _, _, overall = _decide(winner[None, :], np.ones((1, R), bool), c.dtype, want_max)
+    r = int(np.flatnonzero(winner == overall[0])[0])
+    lanes = np.flatnonzero(act[0] & (bits[r] == overall[0]))
+    if lanes.size == 0:
+        return None
+    return r * c.params["src_rep_stride"] * (32 // s) + int(lanes[0])
 
 
 def _is_minmax(c: Case) -> bool:
