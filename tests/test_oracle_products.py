@@ -16,7 +16,8 @@ from ascend_ref.chips import API_NAMES
 from ascend_ref.oracle._products import PRODUCTS, product
 
 FIELDS = ("ub_bytes", "orders", "zero_mask", "zero_repeat", "dst_rep_stride_zero", "block_fill",
-          "saturate_default", "fp32_ftz", "default_nan_f16", "default_nan_f32")
+          "saturate_default", "fp32_ftz", "default_nan_f16", "default_nan_f32",
+          "saturate_only", "add_order", "minmax_nan")            # the last three: issue 12
 
 
 def differences(prof, row) -> list:
@@ -46,7 +47,8 @@ def test_oracle_row_matches_the_profile_field_by_field(chip_id):
 def test_every_row_names_its_sources(chip_id):
     row = PRODUCTS[chip_id]
     for f in ("apis", "orders", "zero_mask", "zero_repeat", "dst_rep_stride_zero", "block_fill",
-              "ub_bytes", "saturate_default", "fp32_ftz", "default_nan_f16", "default_nan_f32"):
+              "ub_bytes", "saturate_default", "fp32_ftz", "default_nan_f16", "default_nan_f32",
+              "saturate_only", "add_order", "minmax_nan"):
         assert row.sources.get(f, "").strip(), (chip_id, f)
 
 

@@ -51,6 +51,9 @@ class Product:
     fp32_ftz: bool = False
     default_nan_f16: int = 0xFE00
     default_nan_f32: int = 0xFFC00000
+    saturate_only: bool = False
+    add_order: str = "tree"
+    minmax_nan: str = "payload"
     sources: Mapping[str, str] = field(default_factory=dict)
 
     def dtypes(self, api: str) -> Tuple[str, ...]:
@@ -71,7 +74,13 @@ _COMMON_SOURCES = {
     "fp32_ftz": "SEMANTICS §D: float32 subnormals kept (assumed, not documented)",
     "default_nan_f16": "SEMANTICS §D: default NaN of half inf-inf is 0xFE00 (assumed, x86 rule)",
     "default_nan_f32": "SEMANTICS §D: default NaN of float inf-inf is 0xFFC00000 (assumed)",
+    "saturate_only": "SEMANTICS §D: both modes exist unless a page says otherwise",
+    "add_order": "seed 003: vec_reduce_add combines the repeat results as a tree",
+    "minmax_nan": "SEMANTICS §D: a NaN min/max result keeps the first NaN lane's bits",
 }
+#: newer TIK pages (CANN 7.0-8.5, atlastikapi_07_0088 / 0089 / 0090) than seeds 002 / 003
+_TIK_NEW = "CANN 7.0-8.5 TIK pages vec_reduce_max/min/add (atlastikapi_07_0088-0090)"
+_TIK_F = {"vec_reduce_min": (F16, F32), "vec_reduce_max": (F16, F32)}
 _FILL_950 = {"SUM": {F16: _bits("0", F16), F32: _bits("0", F32)},
              "MAX": {F16: _bits("-inf", F16), F32: _bits("-inf", F32)},
              "MIN": {F16: _bits("inf", F16), F32: _bits("inf", F32)}}
@@ -88,12 +97,12 @@ def _ascendc(half_float: Tuple[str, ...]) -> Dict[str, Tuple[str, ...]]:
 
 
 def _row(pid: str, ub: int, apis: dict, orders: tuple, zero_mask: str, zero_repeat: str,
-         drs0: bool, fill: str, fills: dict, sources: dict) -> Product:
+         drs0: bool, fill: str, fills: dict, sources: dict, **more) -> Product:
     full = {a: tuple(apis.get(a, _NONE)) for a in (
         "whole_reduce_min", "whole_reduce_max", "whole_reduce_sum", "reduce_data_block",
         "vec_reduce_min", "vec_reduce_max", "vec_reduce_add")}
     return Product(pid, ub, full, orders, zero_mask, zero_repeat, drs0, fill, fills,
-                   sources={**_COMMON_SOURCES, **sources})
+                   sources={**_COMMON_SOURCES, **sources}, **more)
 
 
 _S000_T = "seed 000 (WholeReduceMin) parameter T: data types per product"
@@ -115,44 +124,61 @@ PRODUCTS: Dict[str, Product] = {p.id: p for p in [
           "zero_repeat": "seed 001, as zero_mask",
           "dst_rep_stride_zero": "seed 000 dstRepStride: only Atlas training forbids 0",
           "block_fill": "seed 001: a block without active lanes gets SUM 0, MAX -inf, MIN +inf",
-          "ub_bytes": "SPEC §2 product table: 253952 bytes (248 KiB usable)"}),
-    _row("atlas_a2", 196608, _ascendc((F16, F32)), ORDERS4, "nop", "nop", True, "keep", {},
-         {"apis": f"{_S000_T} (Atlas A2: half/float); seed 001 (half/float)",
+          "ub_bytes": "SPEC §2 product table: 253952 bytes (248 KiB usable)",
+          "minmax_nan": "asc-devkit Reg Reduce.md: a NaN input writes the type's NaN and the "
+                        "first NaN's index (issue 12)"}, minmax_nan="default"),
+    _row("atlas_a2", 196608, {**_ascendc((F16, F32)), **_TIK_F, "vec_reduce_add": (F16, F32)},
+         ORDERS4, "nop", "nop", True, "keep", {},
+         {"apis": f"{_S000_T} (Atlas A2: half/float); seed 001 (half/float); {_TIK_NEW}: "
+                  "min/max/add float16/float32 on Atlas A2",
+          "add_order": f"{_TIK_NEW}: Atlas A2 sums repeat results in order, 255 at a time, "
+                       "then the group sums pairwise",
           "orders": f"{_S000_ORDER} (A2: all four)",
           "zero_mask": f"{_S001_NOP} Atlas A2/A3", "zero_repeat": f"{_S001_NOP} Atlas A2/A3",
           "dst_rep_stride_zero": "seed 000 dstRepStride: only Atlas training forbids 0",
           "block_fill": "seed 001: a block with no active lane is not written (A2/A3)",
-          "ub_bytes": "SPEC §2 product table: 196608 bytes"}),
-    _row("atlas_a3", 196608, _ascendc((F16, F32)), ORDERS4, "nop", "nop", True, "keep", {},
-         {"apis": f"{_S000_T} (Atlas A3: half/float); seed 001 (half/float)",
+          "ub_bytes": "SPEC §2 product table: 196608 bytes"}, add_order="group255"),
+    _row("atlas_a3", 196608, {**_ascendc((F16, F32)), **_TIK_F}, ORDERS4, "nop", "nop", True,
+         "keep", {},
+         {"apis": f"{_S000_T} (Atlas A3: half/float); seed 001 (half/float); {_TIK_NEW}: "
+                  "min/max float16/float32 on A3 (vec_reduce_add not listed for A3)",
           "orders": f"{_S000_ORDER} (A3: all four)",
           "zero_mask": f"{_S001_NOP} Atlas A2/A3", "zero_repeat": f"{_S001_NOP} Atlas A2/A3",
           "dst_rep_stride_zero": "seed 000 dstRepStride: only Atlas training forbids 0",
           "block_fill": "seed 001: a block with no active lane is not written (A2/A3)",
           "ub_bytes": "SPEC §2 product table: 196608 bytes"}),
-    _row("atlas_200i_500_a2", 253952, _ascendc((F16, F32)),
+    _row("atlas_200i_500_a2", 253952,
+         {**_ascendc((F16, F32)), **_TIK_F, "vec_reduce_add": (F16, F32)},
          ("ORDER_VALUE_INDEX", "ORDER_ONLY_VALUE"), "error", "nop", True, "fill", _FILL_200I,
-         {"apis": f"{_S000_T} (Atlas 200I/500 A2: half/float); seed 001 (half/float)",
+         {"apis": f"{_S000_T} (Atlas 200I/500 A2: half/float); seed 001 (half/float); "
+                  f"{_TIK_NEW}: min/max/add float16/float32 on 200I/500 A2",
+          "add_order": f"{_TIK_NEW}: 200I/500 A2 accumulates odd / even repeats element-wise, "
+                       "then adds the lanes pairwise",
           "orders": f"{_S000_ORDER} (200I/500 A2: ORDER_VALUE_INDEX, ORDER_ONLY_VALUE)",
           "zero_mask": "seed 000 mask range starts at 1; not in seed 001's NOP list",
           "zero_repeat": "SEMANTICS §C: repeat 0 is a NOP (assumed)",
           "dst_rep_stride_zero": "seed 000 dstRepStride: only Atlas training forbids 0",
           "block_fill": "seed 001: an empty block gets SUM 0, MAX -65504 (half) / -inf "
                         "(float), MIN 65504 (half) / +inf (float)",
-          "ub_bytes": "SPEC §2 product table: 253952 bytes (248 KiB usable)"}),
+          "ub_bytes": "SPEC §2 product table: 253952 bytes (248 KiB usable)"},
+         add_order="odd_even"),
     _row("atlas_inference_aicore", 262144,
-         {**_ascendc((F16, F32)), "vec_reduce_add": (F16, F32)},
+         {**_ascendc((F16, F32)), **_TIK_F, "vec_reduce_add": (F16, F32)},
          ("ORDER_VALUE_INDEX", "ORDER_INDEX_VALUE"), "error", "nop", True, "undefined", {},
-         {"apis": f"{_S000_T} (AI Core: half/float); seed 001; {_S003_T} (AI Core)",
+         {"apis": f"{_S000_T} (AI Core: half/float); seed 001; {_S003_T} (AI Core); "
+                  f"{_TIK_NEW}: min/max float16/float32 on the AI Core",
           "orders": f"{_S000_ORDER} (AI Core: ORDER_VALUE_INDEX, ORDER_INDEX_VALUE)",
           "zero_mask": "seed 000 mask range starts at 1", "zero_repeat": "SEMANTICS §C (assumed)",
           "dst_rep_stride_zero": "seed 000 dstRepStride: only Atlas training forbids 0",
           "block_fill": "seed 001 does not document empty blocks here: undefined",
           "ub_bytes": "SPEC §2 product table: 262144 bytes"}),
-    _row("atlas_inference_vector_core", 262144, {"vec_reduce_add": (F16, F32)}, (),
+    _row("atlas_inference_vector_core", 262144,
+         {"vec_reduce_min": (F16, F32, "int16"), "vec_reduce_max": (F16, F32, "int16"),
+          "vec_reduce_add": (F16, F32)}, (),
          "error", "nop", True, "undefined", {},
          {"apis": "seeds 000 / 001: Vector Core not supported; "
-                  f"{_S003_T} (Vector Core)",
+                  f"{_S003_T} (Vector Core); {_TIK_NEW}: min/max float16/float32/int16 "
+                  "on the Vector Core",
           "orders": "no WholeReduce on this product",
           "zero_mask": "seed 003 mask range starts at 1", "zero_repeat": "SEMANTICS §C",
           "dst_rep_stride_zero": "no Ascend C API here (default true)",
@@ -169,7 +195,11 @@ PRODUCTS: Dict[str, Product] = {p.id: p for p in [
           "dst_rep_stride_zero": "seeds 000 / 001 dstRepStride: Atlas training does not "
                                  "support 0",
           "block_fill": "seed 001 does not document empty blocks here: undefined",
-          "ub_bytes": "SPEC §2 product table: 262144 bytes"}),
+          "ub_bytes": "SPEC §2 product table: 262144 bytes",
+          "saturate_default": "TF adapter set_device_sat_mode (CANN 7.0-9.0): Atlas training "
+                              "defaults to, and only supports, saturation mode",
+          "saturate_only": "same page: only saturation mode is supported"},
+         saturate_default=True, saturate_only=True),
     _row("atlas_200_300_500_inference", 262144,
          {"vec_reduce_min": (F16,), "vec_reduce_max": (F16,), "vec_reduce_add": (F16, F32)},
          (), "error", "nop", True, "undefined", {},
@@ -179,23 +209,27 @@ PRODUCTS: Dict[str, Product] = {p.id: p for p in [
           "block_fill": "no ReduceDataBlock here",
           "ub_bytes": "SPEC §2 product table: 262144 bytes (assumed there; ub_bytes is in the profile's assumed list)"}),
     _row("kirin_9030", 262144, _ascendc((F16, F32)),
-         ("ORDER_VALUE_INDEX", "ORDER_INDEX_VALUE"), "error", "nop", True, "undefined", {},
+         ("ORDER_VALUE_INDEX", "ORDER_INDEX_VALUE"), "undefined", "undefined", True, "fill",
+         _FILL_950,
          {"apis": "seed 001: Kirin 9030 half/float (ReduceDataBlock); SPEC §2 table: half "
                   "float for WholeReduce too",
           "orders": "SPEC §2 product table: VALUE_INDEX, INDEX_VALUE (not in seed 000's list)",
-          "zero_mask": "seed 001 mask range starts at 1", "zero_repeat": "SEMANTICS §C",
+          "zero_mask": "asc-devkit builds it as dav_l300/l311 on the 950 Reg path: as 950, undefined (assumed)", "zero_repeat": "as zero_mask (assumed)",
           "dst_rep_stride_zero": "only Atlas training forbids 0",
-          "block_fill": "not documented: undefined",
-          "ub_bytes": "SPEC §2 product table: 262144 bytes (assumed there; ub_bytes is in the profile's assumed list)"}),
+          "block_fill": "dav_l300/l311 ReduceDataBlock = Reg::Reduce*WithDataBlock ZEROING, as 950: 950's fill values (assumed)",
+          "minmax_nan": "same Reg implementation as 950 (assumed)",
+          "ub_bytes": "SPEC §2 product table: 262144 bytes (assumed there; ub_bytes is in the profile's assumed list)"}, minmax_nan="default"),
     _row("kirin_x90", 262144, _ascendc((F16, F32)),
-         ("ORDER_VALUE_INDEX", "ORDER_INDEX_VALUE"), "error", "nop", True, "undefined", {},
+         ("ORDER_VALUE_INDEX", "ORDER_INDEX_VALUE"), "undefined", "undefined", True, "fill",
+         _FILL_950,
          {"apis": "seed 001: Kirin X90 half/float (ReduceDataBlock); SPEC §2 table: half "
                   "float for WholeReduce too",
           "orders": "SPEC §2 product table: VALUE_INDEX, INDEX_VALUE (not in seed 000's list)",
-          "zero_mask": "seed 001 mask range starts at 1", "zero_repeat": "SEMANTICS §C",
+          "zero_mask": "asc-devkit builds it as dav_l300/l311 on the 950 Reg path: as 950, undefined (assumed)", "zero_repeat": "as zero_mask (assumed)",
           "dst_rep_stride_zero": "only Atlas training forbids 0",
-          "block_fill": "not documented: undefined",
-          "ub_bytes": "SPEC §2 product table: 262144 bytes (assumed there; ub_bytes is in the profile's assumed list)"}),
+          "block_fill": "dav_l300/l311 ReduceDataBlock = Reg::Reduce*WithDataBlock ZEROING, as 950: 950's fill values (assumed)",
+          "minmax_nan": "same Reg implementation as 950 (assumed)",
+          "ub_bytes": "SPEC §2 product table: 262144 bytes (assumed there; ub_bytes is in the profile's assumed list)"}, minmax_nan="default"),
 ]}
 
 
