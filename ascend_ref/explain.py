@@ -124,7 +124,7 @@ def make_case(api: str, *, chip: Optional[str] = None, dtype: str = "float16", m
         tensors["dst"] = tuple(dst)
         cursor = max(cursor, _round_up(dst[0] + dst[1] * s, BLOCK))
         if work_tensor is None:
-            need = tik_work_need(api, max(repeat, 1), option is True)
+            need = tik_work_need(api, max(repeat, 1), option is True, dtype)
             work_tensor = (cursor, _round_up(need * s, BLOCK) // s)
         tensors["work_tensor"] = tuple(work_tensor)
         cursor = max(cursor, _round_up(work_tensor[0] + work_tensor[1] * s, BLOCK))

@@ -61,7 +61,7 @@ def layout(api, dtype, r):
     dst_at = src_bytes
     if api in TIK:
         work_at = dst_at + 32
-        need = tik_work_need(api, r, api != "vec_reduce_add")
+        need = tik_work_need(api, r, api != "vec_reduce_add", dtype)
         if api != "vec_reduce_add":   # a batch traces repeat_times: seed 002's formula bound
             need = max(need, int(formula_need(r)))
         window = work_at + -(-need * s // 32) * 32

@@ -141,7 +141,7 @@ def test_valid_draws_sit_exactly_at_the_limits(default, plan_cases):
             continue
         s = np.dtype(c.dtype).itemsize
         if "work_tensor" in c.tensors:
-            need = tik_work_need(c.api, c.params["repeat"], c.option is True)
+            need = tik_work_need(c.api, c.params["repeat"], c.option is True, c.dtype)
             tik_exact += c.tensors["work_tensor"][1] == need
         if c.tags.get("src_size") == "exact":
             need = read_extent(c.api, c.dtype, c.mask, c.params["repeat"],
@@ -174,7 +174,7 @@ def test_every_rule_of_every_api_is_broken_at_the_edge_in_the_cover(default, pla
     for api in ("vec_reduce_min", "vec_reduce_max"):
         for c in plan_cases:
             if c.api == api and c.tags["validity"] == "work_small":
-                need = tik_work_need(api, c.params["repeat"], c.option is True)
+                need = tik_work_need(api, c.params["repeat"], c.option is True, c.dtype)
                 assert c.tensors["work_tensor"][1] == need - 1
     masks = [c for c in plan_cases if c.tags["validity"] == "mask_range"]
     at = sum(c.mask == 256 // np.dtype(c.dtype).itemsize + 1 for c in masks)

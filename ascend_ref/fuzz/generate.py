@@ -284,6 +284,8 @@ def draw_case(d, *, apis: Sequence[str] = API_NAMES, chips: Optional[Sequence[st
     saturate = None
     if api in ("whole_reduce_sum", "reduce_data_block", "vec_reduce_add") and s == 2:
         saturate = d.choice([None, True, False])
+        if saturate is False and prof.saturate_only:      # the only mode there: "off" is invalid
+            saturate = None
     kind = d.choice(DATA_KINDS) if d.chance(special_rate) else "random_bits"
     tags["data"] = kind
     case = Case(api, chip_id, dtype, option, mask, params, tensors,
@@ -473,8 +475,8 @@ def repeat_buckets(lo: int, hi: int) -> list:
     return out
 
 
-def repeat_class(r: int, api: str, option) -> str:
-    lo, hi = api_repeat_range(api, option)
+def repeat_class(r: int, api: str, option, dtype: str = "float16") -> str:
+    lo, hi = api_repeat_range(api, option, dtype)
     if r == 0:
         return "zero"
     if r == 1:
@@ -484,8 +486,8 @@ def repeat_class(r: int, api: str, option) -> str:
     return "small" if r <= 8 else "mid"
 
 
-def _bucket_classes(b: tuple, api: str, option) -> list:
-    lo, hi = api_repeat_range(api, option)
+def _bucket_classes(b: tuple, api: str, option, dtype: str = "float16") -> list:
+    lo, hi = api_repeat_range(api, option, dtype)
     out = []
     if b[0] <= 0 <= b[1]:
         out.append("zero")
@@ -563,7 +565,7 @@ class Template:
 
     @property
     def classes(self) -> list:
-        return _bucket_classes((self.r_lo, self.r_hi), self.api, self.option)
+        return _bucket_classes((self.r_lo, self.r_hi), self.api, self.option, self.dtype)
 
     @property
     def combo(self) -> str:
@@ -630,15 +632,15 @@ def template_universe(apis: Sequence[str], chips: Sequence[str], dtypes: Optiona
                         continue
                     ub = (max(get_chip(c).ub_bytes for c in hosts) if ub_bytes == "product"
                           else int(ub_bytes))
-                    buckets = repeat_buckets(*api_repeat_range(api, opt))
-                    share = {k: sum(k in _bucket_classes(b, api, opt) for b in buckets)
+                    buckets = repeat_buckets(*api_repeat_range(api, opt, dt))
+                    share = {k: sum(k in _bucket_classes(b, api, opt, dt) for b in buckets)
                              for k in REPEAT_CLASSES}
                     for mode in MASK_MODES:
                         if mode_w[mode] <= 0:
                             continue
                         for b in buckets:
                             w = sum(dist.weight("repeat", k) / share[k]
-                                    for k in _bucket_classes(b, api, opt))
+                                    for k in _bucket_classes(b, api, opt, dt))
                             if w <= 0:
                                 continue
                             out.append((Template(api, hosts, dt, opt, mode, b[0], b[1], ub),
@@ -658,7 +660,7 @@ def breakable_rules(t: "Template", chip_id: Optional[str] = None) -> set:
     prof = get_chip(chip_id)
     out = {"zero_mask", "stride_range", "align", "tensor_small", "ub", "overlap",
            "mask_range" if t.mask_mode == "count" else "mask_bits"}
-    lo, hi = api_repeat_range(t.api, t.option)
+    lo, hi = api_repeat_range(t.api, t.option, t.dtype)
     if t.r_hi == hi or (tik and t.r_lo <= 1):
         out.add("repeat_range")
     if not tik and not prof.dst_rep_stride_zero:
@@ -850,7 +852,7 @@ def draw_campaign_case(d, template: Template, dist: Distributions,
     if prefer_repeat in classes:
         k = prefer_repeat
     lo, hi = t.r_lo, t.r_hi
-    top = api_repeat_range(api, option)[1]
+    top = api_repeat_range(api, option, dtype)[1]
     r = {"zero": 0, "one": 1, "max": top}.get(k)
     if r is None:
         a, b = max(lo, 2 if k == "small" else 9), min(hi, 8 if k == "small" else hi)
@@ -858,7 +860,7 @@ def draw_campaign_case(d, template: Template, dist: Distributions,
             b -= 1
         r = d.integers(a, max(a, b))
     span = max(r - 1, 0)
-    tags = {"template": str(t), "combo": t.combo, "repeat_class": repeat_class(r, api, option),
+    tags = {"template": str(t), "combo": t.combo, "repeat_class": repeat_class(r, api, option, dtype),
             "mask_mode": t.mask_mode, "mask": f"{t.mask_mode}:{mkind}"}
     # destination / work first (their size does not depend on the source stride)
     if tik:
@@ -924,6 +926,8 @@ def draw_campaign_case(d, template: Template, dist: Distributions,
     saturate = None
     if api in ("whole_reduce_sum", "reduce_data_block", "vec_reduce_add") and s == 2:
         saturate = {"default": None, "on": True, "off": False}[dist.pick(d, "saturate")]
+        if saturate is False and prof.saturate_only:      # the only mode there: "off" is invalid
+            saturate = None
         tags["saturate"] = {None: "default", True: "on", False: "off"}[saturate]
     kind = dist.pick(d, "data")
     tags["data"] = kind
@@ -959,7 +963,7 @@ def _break_campaign_rule(d, case: Case, t: Template, dist: Distributions, ub_len
     lanes = 256 // s
     prof = get_chip(case.chip)
     p, tn = case.params, case.tensors
-    lo, hi = api_repeat_range(case.api, case.option)
+    lo, hi = api_repeat_range(case.api, case.option, case.dtype)
     ok = breakable_rules(t, case.chip)
     if "index_overflow" in ok and p["repeat"] < 2:
         ok.discard("index_overflow")
