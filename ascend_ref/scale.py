@@ -206,6 +206,26 @@ def init_distributed(coordinator: Optional[str] = None, num_processes: Optional[
     return True
 
 
+def add_arguments(parser) -> None:
+    """``--coordinator HOST:PORT --num-processes N --process-id I`` on a CLI sub-command."""
+    g = parser.add_argument_group(
+        "multi-process (docs/scale.md)",
+        "start the same command as N processes (one per host, or several on one host); they "
+        "split the work and process 0 writes the single result. Defaults: the JAX_COORDINATOR_"
+        "ADDRESS, JAX_NUM_PROCESSES and JAX_PROCESS_ID environment variables")
+    g.add_argument("--coordinator", metavar="HOST:PORT",
+                   help="address of process 0's coordinator service")
+    g.add_argument("--num-processes", type=int, metavar="N", help="number of processes")
+    g.add_argument("--process-id", type=int, metavar="I", help="this process, 0 .. N-1")
+
+
+def init_from_args(args) -> bool:
+    """:func:`init_distributed` from :func:`add_arguments`' options (and the environment)."""
+    return init_distributed(getattr(args, "coordinator", None),
+                            getattr(args, "num_processes", None),
+                            getattr(args, "process_id", None))
+
+
 def process_index() -> int:
     """This process's index (0 when single-process)."""
     return jax.process_index()
@@ -249,5 +269,6 @@ def broadcast_object(obj: Any) -> Any:
     return allgather_objects(obj if process_index() == 0 else None)[0]
 
 
-__all__ = ["run_rows", "use_devices", "default_devices", "init_distributed", "process_index",
+__all__ = ["run_rows", "use_devices", "default_devices", "init_distributed", "add_arguments",
+           "init_from_args", "process_index",
            "process_count", "my_share", "allgather_objects", "broadcast_object"]

@@ -73,6 +73,9 @@ def register(sub) -> None:
     p.add_argument("--detail", action="store_true", help="untruncated coverage table")
     p.add_argument("--list", action="store_true",
                    help="list campaign files and the campaigns stored in the results file")
+    from .. import scale
+
+    scale.add_arguments(p)
     p.set_defaults(func=main)
 
 
@@ -110,9 +113,11 @@ def main(args) -> int:
                 return 2
             print(report(camp, Store(db), detail=args.detail))
             return 0
+        from .. import scale
         from .runner import run_campaign
 
         compile_cache()
+        scale.init_from_args(args)
         s = run_campaign(camp, db, fresh=args.fresh, quiet=args.quiet,
                          do_shrink=False if args.no_shrink else None)
         return 1 if s["mismatch"] and camp.compare.kind != "product" else 0

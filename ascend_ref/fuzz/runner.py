@@ -96,51 +96,67 @@ def chunk_ids(todo: list, chunk: int) -> list:
 
 def run_campaign(camp: Campaign, db: Optional[str] = None, *, fresh: bool = False,
                  quiet: bool = False, do_shrink: Optional[bool] = None,
-                 out: Optional[TextIO] = None) -> dict:
-    """Run (or resume) ``camp``; print the report on ``out``; return its summary dict."""
+                 out: Optional[TextIO] = None, distributed: Optional[bool] = None) -> dict:
+    """Run (or resume) ``camp``; print the report on ``out``; return its summary dict.
+
+    Multi-process (``distributed``; default: when :func:`ascend_ref.scale.init_distributed`
+    joined several processes): process 0 owns the results store; every chunk of case ids is
+    split between the processes (:func:`ascend_ref.scale.my_share`), each runs its share and
+    the judged rows are gathered to process 0, which commits the whole chunk in one
+    transaction — one store, every case id exactly once. Process 0 then shrinks and prints
+    the report; the other processes return the same counts. See ``docs/scale.md``.
+    """
+    from .. import scale
+
     out = out or sys.stdout
     db = db or camp.db or DEFAULT_DB
-    store = Store(db)
-    store.register(camp)
-    if fresh:
-        store.reset(camp.id)
+    multi = scale.process_count() > 1 if distributed is None else distributed
+    me, nproc = (scale.process_index(), scale.process_count()) if multi else (0, 1)
+    lead = me == 0
+    store = None
     camp.pool()
-    done = store.done_ids(camp.id)
-    todo = [i for i in range(camp.cases) if i not in done]
-    say = (lambda *a: None) if quiet else (lambda *a: print(*a, file=out, flush=True))
-    say(f"{camp.summary()}")
-    if done:
-        say(f"resuming: {len(done & set(range(camp.cases)))} of {camp.cases} cases already in "
+    if lead:
+        store = Store(db)
+        store.register(camp)
+        if fresh:
+            store.reset(camp.id)
+        done = store.done_ids(camp.id)
+        todo = [i for i in range(camp.cases) if i not in done]
+        start = (len(done & set(range(camp.cases))), store.counts(camp.id)["mismatch"])
+    if nproc > 1:
+        todo, start = scale.broadcast_object((todo, start) if lead else None)
+    say = (lambda *a: None) if quiet or not lead else \
+        (lambda *a: print(*a, file=out, flush=True))
+    say(f"{camp.summary()}" + (f" — {nproc} processes" if nproc > 1 else ""))
+    if start[0]:
+        say(f"resuming: {start[0]} of {camp.cases} cases already in "
             f"{db}" + ("" if todo else " — complete (--fresh runs it again; --cases N or "
                                          "--seed S draws new cases)"))
     cmp = comparators.make(camp)
-    run_id = store.start_run(camp.id, os.getpid())
+    run_id = store.start_run(camp.id, os.getpid()) if lead else None
     t0 = time.time()
-    mism = store.counts(camp.id)["mismatch"]
-    prog = _Progress(camp.cases, camp.cases - len(todo), quiet, camp.name)
+    mism = start[1]
+    prog = _Progress(camp.cases, camp.cases - len(todo), quiet or not lead, camp.name)
     ran = 0
     try:
-        for ids in chunk_ids(todo, camp.chunk):
-            cases = [camp.case(i) for i in ids]
-            exp, act = cmp.run(cases, progress=prog.update)
-            rows = []
-            for i, c, e, a in zip(ids, cases, exp, act):
-                verdict, sig = comparators.compare(c, e, a)
-                row = {"case_id": i, "api": c.api, "chip": c.chip, "dtype": c.dtype,
-                       "option": None if c.option is None else str(c.option),
-                       "expected": _code(e), "actual": _code(a), "verdict": verdict,
-                       "signature": sig, "bins": coverage.case_bins(c, _code(e))}
-                if verdict == "mismatch":
-                    meta = exchange.case_meta(c)
-                    row["mismatch"] = {"signature": sig, "description": c.describe(),
-                                       "detail": _detail(e, a), "original": json.dumps(meta)}
-                rows.append(row)
-            ran += store.commit_chunk(camp.id, run_id, rows, time.time() - t0)
+        for ids in chunk_ids(todo, camp.chunk * nproc):
+            mine = ids[me::nproc]
+            rows = _judge(camp, cmp, mine, prog.update)
+            if nproc > 1:
+                rows = sorted((r for part in scale.allgather_objects(rows) for r in part),
+                              key=lambda r: r["case_id"])
+                prog.update(len(rows) - len(mine))
+            if lead:
+                ran += store.commit_chunk(camp.id, run_id, rows, time.time() - t0)
             mism += sum(r["verdict"] == "mismatch" for r in rows)
             prog.chunk_done(mism)
     finally:
         prog.close()
     run_seconds = time.time() - t0
+    if not lead:
+        cmp.close()
+        return {"campaign": camp.id, "db": db, "ran": 0, "seconds": run_seconds,
+                "total_seconds": time.time() - t0, "mismatch": mism, "process": me}
     shrink_note = ""
     if (camp.shrink.enabled if do_shrink is None else do_shrink):
         shrink_note = shrink_pending(camp, store, cmp, quiet=quiet)
@@ -151,6 +167,27 @@ def run_campaign(camp: Campaign, db: Optional[str] = None, *, fresh: bool = Fals
     print(report(camp, store, session=summary, note=shrink_note), file=out, flush=True)
     store.close()
     return summary
+
+
+def _judge(camp: Campaign, cmp, ids, progress) -> list:
+    """Draw, run and judge the cases ``ids``: one store row each."""
+    cases = [camp.case(i) for i in ids]
+    if not cases:
+        return []
+    exp, act = cmp.run(cases, progress=progress)
+    rows = []
+    for i, c, e, a in zip(ids, cases, exp, act):
+        verdict, sig = comparators.compare(c, e, a)
+        row = {"case_id": i, "api": c.api, "chip": c.chip, "dtype": c.dtype,
+               "option": None if c.option is None else str(c.option),
+               "expected": _code(e), "actual": _code(a), "verdict": verdict,
+               "signature": sig, "bins": coverage.case_bins(c, _code(e))}
+        if verdict == "mismatch":
+            meta = exchange.case_meta(c)
+            row["mismatch"] = {"signature": sig, "description": c.describe(),
+                               "detail": _detail(e, a), "original": json.dumps(meta)}
+        rows.append(row)
+    return rows
 
 
 def shrink_pending(camp: Campaign, store: Store, cmp=None, *, quiet: bool = False,

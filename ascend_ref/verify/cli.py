@@ -43,6 +43,9 @@ def register(sub) -> None:
     p.add_argument("--examples", type=positive_int, default=1, metavar="K",
                    help="example cases shown per mismatch group")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    from .. import scale
+
+    scale.add_arguments(p)
     p.set_defaults(func=main)
 
 
@@ -68,7 +71,14 @@ def main(args: argparse.Namespace) -> int:
     if args.explain:
         print("ascend-ref verify: --explain needs --case N", file=sys.stderr)
         return 2
-    if args.json:                        # fail before the run, not after it
+    from .. import scale
+
+    try:
+        scale.init_from_args(args)
+    except ValueError as e:
+        print(f"ascend-ref verify: {e}", file=sys.stderr)
+        return 2
+    if args.json and scale.process_index() == 0:       # fail before the run, not after it
         try:
             with open(args.json, "a"):
                 pass
@@ -79,6 +89,8 @@ def main(args: argparse.Namespace) -> int:
     report = verify(args.paths, batch_size=args.batch or DEFAULT_BATCH, audit=args.audit,
                     progress=False if args.no_progress else None,
                     max_examples=max(args.examples, 1))
+    if scale.process_index() != 0:           # one report: process 0 prints and writes it
+        return report.exit_code
     print(report.format(examples=args.examples))
     if args.json:
         try:

@@ -37,7 +37,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Optional, Sequence, Union
+from typing import Iterable, Iterator, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -67,6 +67,9 @@ class DumpError(ValueError):
         self.file, self.field, self.reason, self.case = str(file), field, reason, case
         where = f"{self.file}" + (f": case {case}" if case is not None else "")
         super().__init__(f"{where}: {field}: {reason}")
+
+    def __reduce__(self):                # picklable (gathered between processes)
+        return (DumpError, (self.file, self.field, self.reason, self.case))
 
 
 @dataclass
@@ -399,30 +402,41 @@ def open_dump(path: PathLike) -> DumpFile:
     return DumpFile(path)
 
 
-def iter_dump_cases(paths: Iterable[PathLike], on_file=None) -> Iterator[Union[DumpCase, DumpError]]:
+def iter_dump_cases(paths: Iterable[PathLike], on_file=None,
+                    share: Tuple[int, int] = (0, 1)) -> Iterator[Union[DumpCase, DumpError]]:
     """Every case of every dump file under ``paths``, one at a time (never all in memory).
 
     Yields a :class:`DumpCase` for each valid case and a :class:`DumpError` (not raised) for
     each bad file or bad case, then carries on with the next. ``on_file(path)`` is called
-    when a file is finished (progress bars).
+    when a file is finished (progress bars). ``share = (index, count)``: only the cases
+    whose running number (over all files, in order) is ``index`` modulo ``count``, and the
+    errors of files whose number is (the shares of ``count`` processes: each case once).
     """
-    for p in iter_paths(paths):
+    index, count = share
+    k = 0
+    for n, p in enumerate(iter_paths(paths)):
+        mine = n % count == index
         if isinstance(p, DumpError):
-            yield p
+            if mine:
+                yield p
             if on_file:
                 on_file(p.file)
             continue
         try:
             f = DumpFile(p)
         except DumpError as e:
-            yield e
+            if mine:
+                yield e
             if on_file:
                 on_file(p)
             continue
         with f:
-            if f.count == 0:
+            if f.count == 0 and mine:
                 yield DumpError(p, "count", "the file holds no case")
             for i in range(f.count):
+                k += 1
+                if (k - 1) % count != index:
+                    continue
                 try:
                     yield f.case(i)
                 except DumpError as e:

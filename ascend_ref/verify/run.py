@@ -337,7 +337,7 @@ def _chunks(it, n: int):
 
 def verify(paths: Iterable[PathLike], *, batch_size: int = DEFAULT_BATCH, audit: bool = False,
            progress: Optional[bool] = None, max_examples: int = 3,
-           on_case: Optional[Callable] = None) -> Report:
+           on_case: Optional[Callable] = None, distributed: Optional[bool] = None) -> Report:
     """Verify every dump under ``paths`` against the reference; returns a :class:`Report`.
 
     ``paths`` — files and/or directories (searched recursively for ``*.npz`` in any letter
@@ -347,13 +347,21 @@ def verify(paths: Iterable[PathLike], *, batch_size: int = DEFAULT_BATCH, audit:
     ``batch_size`` × 5 × UB size). ``audit`` — also audit the profile assumptions
     (:mod:`ascend_ref.verify.audit`). ``progress`` — tqdm bar over files (default: when
     stderr is a terminal). ``on_case(dump_case, signature, error)`` is called per case.
+    ``distributed`` (default: when :func:`ascend_ref.scale.init_distributed` joined several
+    processes) — every process verifies its share of the cases and gets the one merged
+    report, equal to a single process's (``docs/scale.md``); ``on_case`` sees only the
+    process's own cases.
     """
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
             or batch_size < 1:
         raise ValueError(f"batch_size = {batch_size!r}: must be a positive integer")
+    from .. import scale
+
     if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__"):
         paths = [paths]
     paths = list(iter_paths(paths))
+    multi = scale.process_count() > 1 if distributed is None else distributed
+    share = (scale.process_index(), scale.process_count()) if multi else (0, 1)
     t0 = time.time()
     v = Verifier(audit=audit, max_examples=max_examples, on_case=on_case)
     show = sys.stderr.isatty() if progress is None else progress
@@ -364,7 +372,7 @@ def verify(paths: Iterable[PathLike], *, batch_size: int = DEFAULT_BATCH, audit:
         bar = tqdm(total=len(paths), unit="file", desc="verify", file=sys.stderr)
     on_file = (lambda p: bar.update(1)) if bar is not None else None
     try:
-        for chunk in _chunks(iter_dump_cases(paths, on_file=on_file), batch_size):
+        for chunk in _chunks(iter_dump_cases(paths, on_file=on_file, share=share), batch_size):
             good = []
             for x in chunk:
                 if isinstance(x, DumpError):
@@ -378,7 +386,67 @@ def verify(paths: Iterable[PathLike], *, batch_size: int = DEFAULT_BATCH, audit:
     finally:
         if bar is not None:
             bar.close()
-    return v.finish(len(paths), time.time() - t0)
+    parts = [(v.report, v._bad_files)]
+    if share[1] > 1:
+        parts = scale.allgather_objects(parts[0])
+    return merge_reports(parts, paths, len(paths), time.time() - t0, max_examples)
+
+
+def merge_reports(parts: Sequence[Tuple[Report, set]], paths: Sequence[str], files: int,
+                  seconds: float, max_examples: int) -> Report:
+    """One report from the reports of disjoint shares of the cases (and their bad-file sets),
+    in a canonical order: equal to the report of one process over all of them."""
+    pos = {}
+    for i, p in enumerate(paths):
+        pos.setdefault(str(p.file if isinstance(p, DumpError) else p), i)
+    far = len(pos)
+
+    def at(file, index) -> tuple:
+        return (pos.get(str(file), far), -1 if index is None else index)
+
+    def canon(counter: Counter) -> Counter:
+        return Counter(dict(sorted(counter.items())))
+
+    out = Report()
+    bad_files = set()
+    for rep, bf in parts:
+        bad_files |= bf
+        for k in ("cases", "agreed", "mismatched", "device_errors", "undefined_bytes",
+                  "cases_with_undefined"):
+            setattr(out, k, getattr(out, k) + getattr(rep, k))
+        out.bad.extend(rep.bad)
+        for sig, g in rep.groups.items():
+            h = out.groups.setdefault(sig, Group(sig))
+            h.count += g.count
+            for k in ("apis", "chips", "dtypes"):
+                getattr(h, k).update(getattr(g, k))
+            h.examples.extend(g.examples)
+            if g.best is not None and (h.best is None or g.best < h.best):
+                h.best = g.best
+        if rep.audit is not None:
+            if out.audit is None:
+                out.audit = type(rep.audit)(rep.audit.max_examples)
+            a = out.audit
+            a._seen_chips |= rep.audit._seen_chips
+            for key, r in rep.audit.rows.items():
+                row = a.row(r.chip, r.assumption, r.kind)
+                for k in ("exercised", "agreed", "alternative", "other"):
+                    setattr(row, k, getattr(row, k) + getattr(r, k))
+                row.observed.update(r.observed)
+                row.examples.extend(r.examples)
+    out.bad.sort(key=lambda e: at(e.file, e.case))          # stable: a case's errors in order
+    for g in out.groups.values():
+        g.apis, g.chips, g.dtypes = canon(g.apis), canon(g.chips), canon(g.dtypes)
+        g.examples = sorted(g.examples, key=lambda x: at(x[0], x[1]))[:max_examples]
+    if out.audit is not None:
+        out.audit.rows = dict(sorted(out.audit.rows.items()))
+        for r in out.audit.rows.values():
+            r.observed = canon(r.observed)
+            r.examples = sorted(r.examples, key=lambda x: at(x[0], x[1]))[:out.audit.max_examples]
+    out.bad_files = len(bad_files)
+    out.files = files
+    out.seconds = seconds
+    return out
 
 
 # ------------------------------------------------------------------ one case, explained ---
