@@ -163,8 +163,8 @@ def test_run_cases_fuzz_and_verify_on_four_devices_equal_one_device(one_process)
         import ascend_ref as ar
         from ascend_ref.fuzz.compare import diff
         from ascend_ref.fuzz.generate import RngDraw, draw_case
-        cases = [draw_case(RngDraw(21, i), invalid_rate=0.2, tik_max_repeat=40, max_ub=8192)
-                 for i in range(12)]
+        cases = [draw_case(RngDraw(21, i), apis=["whole_reduce_min", "vec_reduce_max"],
+                           invalid_rate=0.2, tik_max_repeat=8, max_ub=4096) for i in range(8)]
         many = ar.run_cases(cases)
         with scale.use_devices(jax.local_devices()[:1]):
             one = ar.run_cases(cases)
@@ -173,7 +173,7 @@ def test_run_cases_fuzz_and_verify_on_four_devices_equal_one_device(one_process)
         assert not bad, bad
         print("SAME", len(cases), sum(o.code is None for o in many))
     """)
-    assert "SAME 12" in out
+    assert "SAME 8" in out
     assert stored(root / "four.sqlite") == want_rows
     assert json.loads((root / "four.json").read_text()) == json.loads(json.dumps(want_rep))
 

@@ -1,0 +1,54 @@
+"""bench/device_check.py: its comparison can fail, and (slow) the whole check runs CPU vs CPU."""
+
+import importlib.util
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ascend_ref.case import Outcome
+from ascend_ref.constraints import Code
+
+_PATH = Path(__file__).resolve().parent.parent / "bench" / "device_check.py"
+
+
+def _module():
+    spec = importlib.util.spec_from_file_location("device_check", _PATH)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_differ_counts_every_differing_byte_and_code():
+    dc = _module()
+    ub = np.arange(64, dtype=np.uint8)
+    w = np.zeros(64, bool)
+    w[8:12] = True
+    a = Outcome(None, ub, w, np.zeros(64, bool))
+    assert dc.differ(a, Outcome(None, ub.copy(), w.copy(), np.zeros(64, bool))) == 0
+    ub2 = ub.copy()
+    ub2[[3, 9]] ^= 1
+    assert dc.differ(a, Outcome(None, ub2, w, np.zeros(64, bool))) == 2
+    w2 = w.copy()
+    w2[20] = True
+    assert dc.differ(a, Outcome(None, ub, w2, np.zeros(64, bool))) == 1
+    assert dc.differ(a, Outcome(Code.MASK_RANGE)) == 1
+    assert dc.differ(Outcome(Code.MASK_RANGE), Outcome(Code.MASK_RANGE)) == 0
+
+
+def test_corpus_covers_every_api_product_dtype_and_adversarial_data():
+    dc = _module()
+    cases, combos = dc.corpus(0, 0)
+    assert {(c.api, c.chip, c.dtype) for c in cases} == set(combos)
+    kinds = {c.tags.get("data") for c in cases}
+    assert {"specials", "subnormal", "ties", "saturating", "signed_zeros"} <= kinds, kinds
+
+
+@pytest.mark.slow
+def test_device_check_quick_runs_cpu_against_cpu(tmp_path):
+    dc = _module()
+    out = tmp_path / "dc.json"
+    assert dc.main(["--quick", "--json", str(out)]) == 0
+    r = json.loads(out.read_text())
+    assert r["differences"] == 0 and r["corpus"]["cases"] >= 2 * r["combinations"]
