@@ -20,7 +20,7 @@ from . import comparators, coverage, exchange
 from .campaign import Campaign
 from .compare import diff
 from .shrink import shrink
-from .store import Store
+from .store import Store, StoreError
 
 DEFAULT_DB = "ascend-ref-fuzz.sqlite"
 
@@ -115,16 +115,29 @@ def run_campaign(camp: Campaign, db: Optional[str] = None, *, fresh: bool = Fals
     lead = me == 0
     store = None
     camp.pool()
+    failed = None
     if lead:
-        store = Store(db)
-        store.register(camp)
-        if fresh:
-            store.reset(camp.id)
-        done = store.done_ids(camp.id)
-        todo = [i for i in range(camp.cases) if i not in done]
-        start = (len(done & set(range(camp.cases))), store.counts(camp.id)["mismatch"])
+        try:
+            store = Store(db)
+            store.register(camp)
+            if fresh:
+                store.reset(camp.id)
+            done = store.done_ids(camp.id)
+            todo = [i for i in range(camp.cases) if i not in done]
+            start = (len(done & set(range(camp.cases))), store.counts(camp.id)["mismatch"])
+        except Exception as e:          # the other processes stop too, with the same error
+            if nproc == 1:
+                raise
+            failed = e
     if nproc > 1:
-        todo, start = scale.broadcast_object((todo, start) if lead else None)
+        msg = scale.broadcast_object((todo, start) if lead and failed is None else
+                                     (None, f"{type(failed).__name__}: {failed}") if lead
+                                     else None)
+        if failed is not None:
+            raise failed
+        if msg[0] is None:
+            raise StoreError(f"process 0 could not open the results file: {msg[1]}")
+        todo, start = msg
     say = (lambda *a: None) if quiet or not lead else \
         (lambda *a: print(*a, file=out, flush=True))
     say(f"{camp.summary()}" + (f" — {nproc} processes" if nproc > 1 else ""))
