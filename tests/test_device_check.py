@@ -40,7 +40,7 @@ def test_differ_counts_every_differing_byte_and_code():
 def test_corpus_covers_every_api_product_dtype_and_adversarial_data():
     dc = _module()
     cases, combos = dc.corpus(0, 0)
-    assert {(c.api, c.chip, c.dtype) for c in cases} == set(combos)
+    assert set(combos) <= {(c.api, c.chip, c.dtype) for c in cases}  # (+ broken-dtype calls)
     kinds = {c.tags.get("data") for c in cases}
     assert {"specials", "subnormal", "ties", "saturating", "signed_zeros"} <= kinds, kinds
 
