@@ -159,3 +159,43 @@ def test_reduce_data_block_max_min_saturate_has_no_effect():
             np.testing.assert_array_equal(j, o.ub)
             outs.append(j)
         np.testing.assert_array_equal(outs[0], outs[1])
+
+
+# ------------------------------------------------------------------ findings 8 and 9 -------
+
+def test_950_min_max_nan_is_the_types_nan_with_the_first_nan_index():
+    """950 Reg Reduce page: "如果输入数据存在nan,将该数据类型的nan写入dstReg,将第一个nan的索引保存"
+    — the value is the profile's default NaN, the index the first NaN lane; A2 keeps the
+    lane's own bits (its pages say nothing else)."""
+    x = np.ones(128, np.float16)
+    x[5] = np.frombuffer(np.uint16(0x7E01).tobytes(), np.float16)[0]
+    x[9] = np.frombuffer(np.uint16(0x7C07).tobytes(), np.float16)[0]
+    ub = np.zeros(1024, np.uint8)
+    ub[:256] = x.view(np.uint8)
+    for chip, want in (("ascend950", ar.chip("ascend950").default_nan_f16), ("atlas_a2", 0x7E01)):
+        args = (ub, T(512, H, 16), T(0, H, 128), 128, 1, 1, 1, 8)
+        j = np.asarray(ar.ascendc.whole_reduce_max(*args, chip=chip))
+        o = ar.oracle.whole_reduce_max(*args, chip=chip)
+        np.testing.assert_array_equal(j, o.ub)
+        assert j[512:516].view(np.uint16).tolist() == [want, 5], chip
+    assert {"minmax_nan", "minmax_rules"} <= set(ar.chip("ascend950").assumed)
+
+
+@pytest.mark.parametrize("chip", ["kirin_x90", "kirin_9030"])
+def test_kirin_fill_and_zero_mask_follow_950(chip):
+    """Kirin X90 / 9030 run the 950 Reg implementation (asc-devkit dav_l300 / dav_l311):
+    empty blocks get 950's fill (MAX: -inf), mask 0 leaves dst undefined; all assumed."""
+    ub = np.zeros(1024, np.uint8)
+    ub[:256] = np.arange(128, dtype=np.float16).view(np.uint8)
+    args = (ub, T(512, H, 8), T(0, H, 128), 16, 1, 1, 1, 8)
+    j = np.asarray(ar.ascendc.reduce_data_block(*args, reduce_type="MAX", chip=chip))
+    o = ar.oracle.reduce_data_block(*args, reduce_type="MAX", chip=chip)
+    np.testing.assert_array_equal(j, o.ub)
+    got = j[512:528].view(np.float16)
+    assert got[0] == 15 and np.all(np.isneginf(got[1:]))
+    _, info = ar.ascendc.reduce_data_block(ub, T(512, H, 8), T(0, H, 128), 0, 1, 1, 1, 8,
+                                           reduce_type="MAX", chip=chip, return_info=True)
+    o = ar.oracle.reduce_data_block(ub, T(512, H, 8), T(0, H, 128), 0, 1, 1, 1, 8,
+                                    reduce_type="MAX", chip=chip)
+    assert np.asarray(info.undefined)[512:528].all() and o.undefined[512:528].all()
+    assert {"block_fill", "zero_mask", "minmax_nan"} <= set(ar.chip(chip).assumed)
