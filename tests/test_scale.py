@@ -260,3 +260,18 @@ def test_two_processes_split_verify_and_fuzz_and_feed_their_own_rows(one_process
         with np.load(root / f"rb{pid}.npz") as z:
             np.testing.assert_array_equal(z["out"], want_out[pid::2])
             np.testing.assert_array_equal(z["status"], want_status[pid::2])
+
+
+def test_incomplete_multi_process_options_are_a_clear_error(monkeypatch, tmp_path, capsys):
+    from ascend_ref import cli
+
+    for k in (scale.ENV_COORDINATOR, scale.ENV_NUM_PROCESSES, scale.ENV_PROCESS_ID):
+        monkeypatch.delenv(k, raising=False)
+    assert scale.init_distributed() is False                 # nothing given: one process
+    monkeypatch.setenv(scale.ENV_NUM_PROCESSES, "2")
+    with pytest.raises(ValueError, match="coordinator address"):
+        scale.init_distributed()
+    with pytest.raises(ValueError, match=r"process id 2 is not in \[0, 2\)"):
+        scale.init_distributed("127.0.0.1:1", None, 2)
+    assert cli.main(["verify", str(tmp_path), "--process-id", "0"]) == 2
+    assert "--coordinator HOST:PORT" in capsys.readouterr().err
