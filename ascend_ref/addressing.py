@@ -31,6 +31,20 @@ def _blocks(count, stride):
     return jnp.minimum(count * stride, _CLAMP_BLOCKS) * BLOCK
 
 
+def blocks_bytes(count, stride):
+    """``count * stride`` DataBlocks as bytes, clamped exactly as the tables clamp them."""
+    return _blocks(count, stride)
+
+
+def block_table(base, rep_stride, blk_stride, *, r_max: int):
+    """Byte address of DataBlock b of repeat r, shape ``(r_max, 8)`` (``read_table`` at the
+    first lane of each block)."""
+    r = jnp.arange(r_max, dtype=jnp.int32)
+    b = jnp.arange(8, dtype=jnp.int32)
+    return (jnp.asarray(base, jnp.int32) + _blocks(r, rep_stride)[:, None]
+            + _blocks(b, blk_stride)[None, :])
+
+
 def lane_offsets(blk_stride, size: int, lanes: int):
     """Byte offset of each lane within a repeat: ``(i // epb)*blk_stride*32 + (i % epb)*s``."""
     epb = BLOCK // size

@@ -76,7 +76,7 @@ def _vmapped(ins, spec):
     :func:`ascend_ref.scale.run_rows`)."""
     def run(ubs, ps):
         TRACES[(ins.api, spec)] += 1
-        return jax.vmap(functools.partial(engine.kernel, ins, spec))(ubs, ps)
+        return engine.batched(ins, spec, ubs, ps)
 
     return run
 
@@ -141,26 +141,30 @@ _PARAMS = {api: ("repeat", "src_rep_stride") if api in TIK else
 
 @functools.lru_cache(maxsize=None)
 def _array_fn(api: str, chip: str, dtype: str, option: Any, mask_mode: str,
-              max_repeat: Optional[int], has_saturate: bool):
+              max_repeat: Optional[int], has_saturate: bool,
+              path: str = "fast", static_src: Optional[tuple] = None):
     import ascend_ref as ar
 
-    def one(ub, q):
+    def one(q):
         mask = q["mask"] if mask_mode == "count" else q["mask"].astype(jnp.uint32)
         case = Case(api, chip, dtype, option, mask, {k: q[k] for k in _PARAMS[api]},
-                    {t: (q[f"{t}.addr"], q[f"{t}.size"]) for t in _OPERANDS[api]}, ub,
-                    q["saturate"] if has_saturate else None)
-        with engine.capture():
+                    {t: (q[f"{t}.addr"], q[f"{t}.size"]) for t in _OPERANDS[api]},
+                    jnp.zeros((1,), jnp.uint8), q["saturate"] if has_saturate else None)
+        with engine.capture(), engine.use_path(path):
             prep = case.call(ar, return_info=False)
         spec = prep.spec
         if max_repeat is not None:
             spec = dataclasses.replace(spec, r_max=int(max_repeat))
-        p = dict(prep.p, ub_base=q["ub_base"])
-        out, status, _, _, _ = engine.kernel(prep.ins, spec, ub, p)
-        return out, status
+        spec = dataclasses.replace(spec, compact=True, static_src=static_src)
+        return prep.ins, spec, dict(prep.p, ub_base=q["ub_base"])
 
     def run(ubs, qs):
         TRACES[("run_batch", api, chip, dtype, option, mask_mode, max_repeat)] += 1
-        return jax.vmap(one)(ubs, qs)
+        ps = jax.vmap(lambda q: one(q)[2])(qs)
+        ins, spec, _ = one(jax.tree_util.tree_map(lambda v: v[0], qs))
+        ps["ub_len"] = jnp.full((ubs.shape[0],), ubs.shape[1], jnp.int32)
+        writes, status, _, _, _ = engine.batched(ins, spec, ubs, ps)
+        return writes, status
 
     return run
 
@@ -178,9 +182,13 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
     Integer parameters must be integers that fit int32 and ``saturate`` / ``cal_index`` bools:
     anything else is a BAD_ARGUMENT error naming the parameter (:mod:`ascend_ref.batch_args`).
     ``max_repeat`` (static) shortens the compiled repeat table (cases above it get
-    ``REPEAT_RANGE``). Returns numpy ``(ubs, status)``. The caller's ``ubs`` (numpy or JAX,
-    on one device or sharded over several) is never modified, donated or deleted: the
-    kernel gets a copy.
+    ``REPEAT_RANGE``). Returns numpy ``(ubs, status)``; the caller's ``ubs`` (numpy or JAX,
+    on one device or sharded over several) is never modified, donated or deleted.
+
+    Fast path: the kernel reads the rows in place (no copy on CPU), returns only the words
+    each case writes, and the host merges them into one copy of ``ubs``; batches run in
+    chunks whose buffers stay small; when every case shares its source strides the kernel
+    slices the source instead of gathering it.
     """
     from . import batch_args
     from .enums import ReduceOrder, ReduceType, parse_enum
@@ -237,7 +245,28 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
                                         default if saturate is None else saturate, b)
     q = {k: np.asarray(v, np.uint32 if k == "mask" and mask_mode == "bits" else
                        (bool if k == "saturate" else np.int32)) for k, v in q.items()}
+    path = engine._PATH.get()
+    devs = tuple(devices) if devices is not None else scale.default_devices()
+    # a host-side choice; processes of one SPMD call might choose differently: not there
+    static = None if path == "general" or scale._is_global(devs) else \
+        _static_src(api, option, max_repeat, q, ubs.shape[1])
     fn = _array_fn(api, chip if isinstance(chip, str) else chip.id, dtype, option, mask_mode,
-                   max_repeat, has_sat)
+                   max_repeat, has_sat, path, static)
     engine.release_if_needed()
-    return scale.run_rows(fn, ubs, q, devices=devices, donate_argnums=(0,))
+    out = ubs.copy()
+    status = np.zeros(b, np.int32)
+    if b == 0:
+        return out, status
+    # one device: chunks of equal shape (one compile); several: one sharded call (SPMD)
+    c = _chunk(b, _max_table(api, option, max_repeat)) if len(devs) == 1 else b
+    for start in range(0, b, c):
+        stop = min(start + c, b)
+        xs, qs = ubs[start:stop], {k: v[start:stop] for k, v in q.items()}
+        if stop - start < c:                      # same shape as every chunk: no recompile
+            fill = c - (stop - start)
+            xs = np.concatenate([xs, np.repeat(xs[:1], fill, axis=0)])
+            qs = {k: np.concatenate([v, np.repeat(v[:1], fill, axis=0)]) for k, v in qs.items()}
+        writes, st = scale.run_rows(fn, xs, qs, devices=devs)
+        status[start:stop] = np.asarray(st)[:stop - start]
+        _merge(out, start, writes)
+    return out, status

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import dataclasses
 import functools
 from dataclasses import dataclass, field
 from typing import Any, Callable, Optional, Sequence
@@ -33,6 +34,7 @@ from .ub import Tensor, as_ub, element_view, itemsize, mark, scatter_bytes, to_b
 
 U16_MAX = 65535
 _BIG = 2**31 - 1
+BLOCK = 32
 
 
 @dataclass(frozen=True)
@@ -47,6 +49,17 @@ class Spec:
     option: str = ""
     traced_repeat: bool = False
     info: bool = False
+    #: ``"fast"`` (trees, closed-form checks, local exact fallbacks), ``"batch"`` (the same
+    #: without fallbacks: ``diag["need_exact"]`` asks the caller to rerun on ``"fallback"``),
+    #: ``"fallback"`` (exact adder, exact read-after-write table) or ``"general"`` (the
+    #: reference algorithms everywhere: element gather, tables, :func:`numerics.add`).
+    path: str = "fast"
+    #: ``(src_rep_stride, src_blk_stride)`` known on the host for every case of a batch whose
+    #: whole ``r_max``-row source span lies inside each UB row: dense slices, no gather.
+    static_src: Optional[tuple] = None
+    #: return the words each write produces (``(addr, bits, valid)`` per write) instead of
+    #: the updated UB; the caller merges them into its copy on the host.
+    compact: bool = False
 
     @property
     def size(self) -> int:
@@ -262,22 +275,102 @@ def release_if_needed() -> None:
         jax.clear_caches()
 
 
+def _gather_src(ins: Instruction, spec: Spec, ub, p, blk):
+    """Source bits ``(r_max, L)``: an element gather (general path, odd UB lengths) or, on
+    the fast paths, one 32-byte slice per DataBlock (same bits for every in-range read)."""
+    s, n = spec.size, ub.shape[0]
+    align = ins.align(spec).get("src", 1)
+    if spec.static_src is not None and spec.path != "general":
+        return _dense_src(spec, ub, p)
+    if spec.path == "general" or n % BLOCK or align % BLOCK or n < BLOCK:
+        reads = addressing.read_table(p["src.addr"], p["src_rep_stride"], blk,
+                                      r_max=spec.r_max, size=s)
+        view = element_view(ub, s)
+        return view[jnp.clip(reads // s, 0, view.shape[0] - 1)]
+    starts = addressing.block_table(p["src.addr"], p["src_rep_stride"], blk, r_max=spec.r_max)
+    blocks = jax.lax.gather(
+        ub, starts.reshape(-1, 1),
+        jax.lax.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(),
+                                       start_index_map=(0,)),
+        slice_sizes=(BLOCK,), mode=jax.lax.GatherScatterMode.CLIP)
+    words = jax.lax.bitcast_convert_type(blocks.reshape(-1, BLOCK // s, s),
+                                         jnp.dtype(f"uint{8 * s}"))
+    return words.reshape(spec.r_max, spec.lanes)
+
+
+def static_span(r_max: int, rep: int, blk: int) -> int:
+    """Bytes from the first source block to the end of the last one (static strides)."""
+    return (r_max - 1) * rep * BLOCK + 7 * blk * BLOCK + BLOCK
+
+
+def _dense_src(spec: Spec, ub, p):
+    """Source bits when both source strides are static: one dynamic slice of the span
+    (inside the row: the host checked it), then static reshapes / block picks."""
+    rep, blk = spec.static_src
+    s, r_max = spec.size, spec.r_max
+    span = static_span(r_max, rep, blk)
+    sl = jax.lax.dynamic_slice(ub, (p["src.addr"],), (span,))
+    if blk == 1 and rep == 8:           # the common layout: repeats back to back
+        raw = sl.reshape(r_max, 256)
+    else:
+        idx = (np.arange(r_max)[:, None] * rep + np.arange(8)[None, :] * blk).reshape(-1)
+        raw = sl.reshape(-1, BLOCK)[idx]
+    words = jax.lax.bitcast_convert_type(raw.reshape(r_max, -1, s), jnp.dtype(f"uint{8 * s}"))
+    return words.reshape(r_max, spec.lanes)
+
+
+def _read_extent(spec: Spec, p, blk, lane_mask):
+    """``[lo, hi)`` of the active reads in closed form: the first active lane of repeat 0 and
+    the last active lane of the last repeat (addresses grow with lane and repeat)."""
+    s, lanes = spec.size, spec.lanes
+    offs = addressing.lane_offsets(blk, s, lanes)
+    first = jnp.argmax(lane_mask)
+    last = lanes - 1 - jnp.argmax(lane_mask[::-1])
+    nrep = jnp.minimum(p["repeat"], spec.r_max)
+    live = jnp.any(lane_mask) & (nrep > 0)
+    lo = p["src.addr"] + offs[first]
+    hi = p["src.addr"] + addressing.blocks_bytes(nrep - 1, p["src_rep_stride"]) + offs[last] + s
+    return jnp.where(live, lo, _BIG), jnp.where(live, hi, 0), offs[first], offs[last]
+
+
+def _raw_candidate(w: "Write", p, blk, lane_mask, off_first, off_last):
+    """Necessary condition for a read-after-write conflict of ``w`` (cheap, per written word):
+    a later repeat's active reads reach the word's address."""
+    step = addressing.blocks_bytes(1, p["src_rep_stride"])
+    d_first = w.addr - (p["src.addr"] + off_first)
+    d_last = w.addr - (p["src.addr"] + off_last)
+    safe = jnp.maximum(step, 1)
+    later = jnp.where(step > 0, (d_first >= 0) & (d_first // safe >= w.repeat + 1)
+                      & (jnp.maximum(d_last, 0) // safe <= p["repeat"] - 1),
+                      (d_first >= 0) & (d_last <= 0))
+    return jnp.any(w.issued & later & (w.repeat + 1 <= p["repeat"] - 1)) & jnp.any(lane_mask)
+
+
 @functools.partial(jax.jit, static_argnums=(0, 1))
 def kernel(ins: Instruction, spec: Spec, ub, p: dict):
-    """Run one call on ``ub``. Returns ``(ub, status, diag, written, undefined)``."""
+    """Run one call on ``ub``. Returns ``(ub, status, diag, written, undefined)``.
+
+    On the ``"batch"`` path ``diag["need_exact"]`` says the results may differ from the
+    general path (a sum guard failed or a read-after-write check needs the exact table):
+    rerun such a batch with ``path="fallback"`` (:func:`batched` does).
+    """
     note_compile()
     s, lanes, n = spec.size, spec.lanes, ub.shape[0]
     blk = p["src_blk_stride"] if ins.blk_stride else 1
-    reads = addressing.read_table(p["src.addr"], p["src_rep_stride"], blk,
-                                  r_max=spec.r_max, size=s)
     lane_mask = masks.lane_bits(spec.mask_mode, p["mask"], lanes)
     active = addressing.repeat_valid(p["repeat"], spec.r_max)[:, None] & lane_mask[None, :]
-    view = element_view(ub, s)
-    bits = view[jnp.clip(reads // s, 0, view.shape[0] - 1)]
+    bits = _gather_src(ins, spec, ub, p, blk)
     eff = ins.effects(spec, p, bits, active)
 
     diag = dict(eff.diag)
-    diag["lo.src"], diag["hi.src"] = _extent(reads, active, s)
+    need_exact = ~diag.pop("exact_ok", jnp.bool_(True))
+    if spec.path == "general":
+        reads = addressing.read_table(p["src.addr"], p["src_rep_stride"], blk,
+                                      r_max=spec.r_max, size=s)
+        diag["lo.src"], diag["hi.src"] = _extent(reads, active, s)
+    else:
+        diag["lo.src"], diag["hi.src"], off_first, off_last = _read_extent(spec, p, blk,
+                                                                           lane_mask)
     for t in ins.operands:
         if t == "src":
             continue
@@ -286,13 +379,31 @@ def kernel(ins: Instruction, spec: Spec, ub, p: dict):
         diag[f"lo.{t}"] = jnp.min(jnp.stack(los))
         diag[f"hi.{t}"] = jnp.max(jnp.stack(his))
     if ins.overlap == "repeat":
-        diag["raw_conflict"] = jnp.any(jnp.stack([
-            addressing.read_after_write(w.addr, w.issued, w.repeat, p["src.addr"],
-                                        p["src_rep_stride"], blk, lane_mask, p["repeat"],
-                                        size=s)
-            for w in eff.writes if w.repeat is not None] or [jnp.bool_(False)]))
+        checked = [w for w in eff.writes if w.repeat is not None]
+
+        def table():
+            return jnp.any(jnp.stack([
+                addressing.read_after_write(w.addr, w.issued, w.repeat, p["src.addr"],
+                                            p["src_rep_stride"], blk, lane_mask, p["repeat"],
+                                            size=s)
+                for w in checked] or [jnp.bool_(False)]))
+
+        if spec.path in ("general", "fallback"):
+            diag["raw_conflict"] = table()
+        else:
+            cand = jnp.any(jnp.stack([_raw_candidate(w, p, blk, lane_mask, off_first, off_last)
+                                      for w in checked] or [jnp.bool_(False)]))
+            if spec.path == "batch":
+                diag["raw_conflict"] = jnp.bool_(False)
+                need_exact = need_exact | cand
+            else:
+                diag["raw_conflict"] = jax.lax.cond(cand, table, lambda: jnp.bool_(False))
+    diag["need_exact"] = need_exact
     status = status_of(rules(ins, spec), {**p, **diag})
     ok = status == 0
+    if spec.compact:
+        return (tuple((w.addr, w.bits, w.final & ok) for w in eff.writes), status, diag,
+                None, None)
 
     out = ub
     written = jnp.zeros((n,), bool) if spec.info else None
@@ -315,6 +426,20 @@ def kernel(ins: Instruction, spec: Spec, ub, p: dict):
                 undefined |= (pos >= r.start) & (pos < r.start + r.nbytes) & r.when & ok
         written &= ~undefined
     return out, status, diag, written, undefined
+
+
+def batched(ins: Instruction, spec: Spec, ubs, ps: dict):
+    """The kernel over a batch (leading axis of ``ubs`` and every ``ps`` leaf), bit-equal to
+    the general path: the fast kernel first and, only if some case needs it, the whole batch
+    again on the exact fallback (a batch-level ``lax.cond``: one branch runs, also on GPU)."""
+    def run(path):
+        return jax.vmap(functools.partial(kernel, ins, dataclasses.replace(spec, path=path)))(
+            ubs, ps)
+
+    if spec.path in ("general", "fallback"):
+        return run(spec.path)
+    fast = run("batch")
+    return jax.lax.cond(jnp.any(fast[2]["need_exact"]), lambda: run("fallback"), lambda: fast)
 
 
 # ---------------------------------------------------------------- front end ---------------
@@ -431,6 +556,23 @@ class Prepared:
 _CAPTURE: contextvars.ContextVar = contextvars.ContextVar("ascend_ref_capture", default=False)
 
 
+_PATH: contextvars.ContextVar = contextvars.ContextVar("ascend_ref_path", default="fast")
+
+
+@contextlib.contextmanager
+def use_path(path: str):
+    """Inside this block calls (and :func:`ascend_ref.run_cases`) compile on ``path``:
+    ``"general"`` runs the reference algorithms only (what the fast paths are tested
+    against); ``"fast"`` is the default."""
+    if path not in ("fast", "general", "fallback"):
+        raise ValueError(f"path must be 'fast', 'general' or 'fallback', got {path!r}")
+    token = _PATH.set(path)
+    try:
+        yield
+    finally:
+        _PATH.reset(token)
+
+
 @contextlib.contextmanager
 def capture():
     """Inside this block public instruction calls return their :class:`Prepared` call
@@ -517,7 +659,8 @@ def prepare(ins: Instruction, ub, tensors: dict, mask, params: dict, *, chip, op
     lo, hi = ins.repeat_range(Spec(api, dtype, prof.behaviour, m.mode, 1, option))
     hi = repeat_hi or hi
     r_max = hi if traced_repeat else _bucket(np.clip(p["repeat"], 0, hi), hi)
-    spec = Spec(api, dtype, prof.behaviour, m.mode, r_max, option, traced_repeat, info)
+    spec = Spec(api, dtype, prof.behaviour, m.mode, r_max, option, traced_repeat, info,
+                _PATH.get())
     p["ub_len"] = np.int32(ub.shape[-1])
     p["ub_base"] = _int_param(api, "ub_base", ub_base)
     return Prepared(ins, spec, p, ub, prof.id, given)

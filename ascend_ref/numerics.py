@@ -19,6 +19,8 @@ Values travel as unsigned bits (uint16 / uint32) so that nothing the backend doe
 
 from __future__ import annotations
 
+import functools
+
 import jax
 import jax.numpy as jnp
 from jax import lax
@@ -199,3 +201,168 @@ def adder(dtype, chip, saturate):
 __all__ = ["add", "tree_sum", "padded_tree_sum", "order_key", "select_extreme", "adder",
            "is_nan", "is_float"]
 _ = jax  # re-exported types only
+
+
+# ------------------------------------------------------------ fast trees (issue 11) -------
+#
+# The functions above are the *general path*: every add through :func:`add`, min/max through
+# :func:`select_extreme`. The ones below compute the same bits faster; the engine's fast path
+# uses them, and tests/test_fast.py proves them equal to the general path and the oracle on
+# adversarial data.
+
+_SENT = 70000          # beyond every 16-bit key, also after mirroring (|key| <= 65536)
+
+
+def _halving(x, op):
+    while x.shape[-1] > 1:
+        h = x.shape[-1] // 2
+        x = op(x[..., :h], x[..., h:])
+    return x[..., 0]
+
+
+def _pad_pow2(x, fill):
+    n = x.shape[-1]
+    m = 1 << max(n - 1, 0).bit_length()
+    if m == n:
+        return x
+    pad = jnp.broadcast_to(jnp.asarray(fill, x.dtype), x.shape[:-1] + (m - n,))
+    return jnp.concatenate([x, pad], -1)
+
+
+def select_extreme_tree(bits, active, kind: str, dtype):
+    """:func:`select_extreme` by one halving tree of elementwise minima (same three results).
+
+    Each element gets a monotone key (mirrored for max), every NaN the smallest key (it wins),
+    inactive lanes the largest. 16-bit types pack ``key << k | lane`` into one int32, so the
+    smallest lane among equal keys falls out of a plain minimum; 32-bit types carry
+    ``(inactive, key, lane)`` and compare lexicographically. No active lane: index ``n - 1``
+    as in the general path.
+    """
+    dtype = str(dtype)
+    n = bits.shape[-1]
+    key = order_key(bits, dtype)
+    if kind != "min":
+        key = ~key                                     # mirrored: max becomes min, no overflow
+    nan = is_nan(bits) if is_float(dtype) else None
+    lane = jnp.broadcast_to(jnp.arange(n, dtype=jnp.int32), key.shape)
+    active = jnp.broadcast_to(active, key.shape)
+    lb = max(n - 1, 1).bit_length()
+    if _width(bits) == 2 and lb <= 14:
+        k = key if nan is None else jnp.where(nan, -_SENT, key)
+        k = jnp.where(active, k, _SENT)
+        packed = _pad_pow2(k * (1 << lb) + lane, _SENT * (1 << lb))
+        best = _halving(packed, jnp.minimum)
+        index = best & ((1 << lb) - 1)
+        found = (best >> lb) != _SENT
+    else:
+        k = key if nan is None else jnp.where(nan, _INT_MIN, key)
+        idle = _pad_pow2((~active).astype(jnp.int32), 1)
+        k, ln = _pad_pow2(k, _INT_MAX), _pad_pow2(lane, n)
+
+        def pick(a, b):
+            ia, ka, la = a
+            ib, kb, lb_ = b
+            right = (ib < ia) | ((ib == ia) & ((kb < ka) | ((kb == ka) & (lb_ < la))))
+            return (jnp.where(right, ib, ia), jnp.where(right, kb, ka), jnp.where(right, lb_, la))
+
+        x = (idle, k, ln)
+        while x[0].shape[-1] > 1:
+            h = x[0].shape[-1] // 2
+            x = pick(tuple(v[..., :h] for v in x), tuple(v[..., h:] for v in x))
+        found = x[0][..., 0] == 0
+        index = x[2][..., 0]
+    index = jnp.where(found, index, n - 1)
+    value = jnp.take_along_axis(bits, index[..., None], axis=-1)[..., 0]
+    return value, index, found
+
+
+_TINY_F32 = 0x0C000000     # bits of 2**-103: below it a non-zero float32 leaves the fast tree
+
+
+class Summation:
+    """One tree-sum arithmetic: values ``enter`` a domain, are added, and ``leave`` as bits.
+
+    ``fast=False`` — the general path: the domain is the raw bits, :func:`add` every rule.
+    ``fast=True``  — half: float32 adds rounded to float16 after every add (exact: 24 ≥ 2·11+2
+    bits); float: float32 adds, with non-zero inputs below 2**-103 replaced by NaN so that
+    every partial sum is a multiple of 2**-126 (no subnormal ever reaches the FPU, so a
+    flush-to-zero backend cannot change anything). Correct exactly when every result is
+    finite (then no NaN, infinity, overflow or saturation happened): :meth:`ok`.
+    """
+
+    def __init__(self, dtype, chip, saturate, fast: bool):
+        self.dtype, self.fast = str(dtype), fast
+        self.half = itemsize_of(self.dtype) == 2
+        self._exact = adder(self.dtype, chip, saturate)
+
+    def enter(self, bits, active=None):
+        ut = jnp.uint16 if self.half else jnp.uint32
+        if active is not None:
+            bits = jnp.where(active, bits, ut(0))
+        if not self.fast:
+            return bits
+        if self.half:
+            return lax.bitcast_convert_type(bits, jnp.float16).astype(jnp.float32)
+        mag = bits & jnp.uint32(0x7FFFFFFF)
+        tiny = (mag != 0) & (mag < _TINY_F32)
+        return jnp.where(tiny, jnp.float32(jnp.nan), lax.bitcast_convert_type(bits, jnp.float32))
+
+    @property
+    def zero(self):
+        if self.fast:
+            return jnp.float32(0.0)
+        return (jnp.uint16 if self.half else jnp.uint32)(0)
+
+    def add(self, a, b):
+        if not self.fast:
+            return self._exact(a, b)
+        s = a + b
+        return s.astype(jnp.float16).astype(jnp.float32) if self.half else s
+
+    def leave(self, v):
+        if not self.fast:
+            return v
+        if self.half:
+            return lax.bitcast_convert_type(v.astype(jnp.float16), jnp.uint16)
+        return lax.bitcast_convert_type(v, jnp.uint32)
+
+    def ok(self, *values):
+        """True when the fast results equal the general path's (every value finite)."""
+        if not self.fast:
+            return jnp.bool_(True)
+        return functools.reduce(jnp.logical_and, [jnp.all(jnp.isfinite(v)) for v in values])
+
+
+def itemsize_of(dtype) -> int:
+    return jnp.dtype(str(dtype)).itemsize
+
+
+def guarded_sums(compute, dtype, chip, saturate, path: str):
+    """Run ``compute(summation) -> tuple of domain values`` on the path's arithmetic.
+
+    Returns ``(bits tuple, exact_ok)``. ``path``: ``"general"`` / ``"fallback"`` — the exact
+    adder; ``"batch"`` — the fast tree, ``exact_ok`` False when its guard fails (the caller
+    reruns the batch on the fallback path); ``"fast"`` — the fast tree and, when the guard
+    fails, the exact adder chosen by ``lax.cond`` (under a user's ``vmap`` both run).
+    """
+    if path in ("general", "fallback"):
+        s = Summation(dtype, chip, saturate, False)
+        return tuple(compute(s)), jnp.bool_(True)
+    s = Summation(dtype, chip, saturate, True)
+    vals = tuple(compute(s))
+    ok = s.ok(*vals)
+    fast = tuple(s.leave(v) for v in vals)
+    if path == "batch":
+        return fast, ok
+    e = Summation(dtype, chip, saturate, False)
+    return lax.cond(ok, lambda: fast, lambda: tuple(compute(e))), jnp.bool_(True)
+
+
+def extreme(bits, active, kind: str, dtype, path: str):
+    """Min/max on the path's algorithm (the tree everywhere but the general path)."""
+    if path == "general":
+        return select_extreme(bits, active, kind, dtype)
+    return select_extreme_tree(bits, active, kind, dtype)
+
+
+__all__ += ["select_extreme_tree", "Summation", "guarded_sums", "extreme"]

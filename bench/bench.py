@@ -3,13 +3,18 @@
 For each API (half and float where the product has it) and R = 1, 16, 255 repeats with
 realistic strides (block stride 1, repeat stride 8) and full masks, one run measures:
 
-* ``jax``      — cases/s of ``ascend_ref.run_batch`` (steady state, compiled, donated UBs);
+* ``batch``    — cases/s of ``ascend_ref.run_batch`` (steady state, compiled);
+* ``cases``    — cases/s of ``ascend_ref.run_cases`` on the same cases as Case objects
+                 (grouping, preparation, windows, outcomes with byte masks);
 * ``oracle``   — cases/s of the package's scalar oracle on the same cases;
 * ``numpy``    — cases/s of a vectorised numpy golden of the kind Ascend samples use
                  (gather, then np.min / np.argmin / np.sum per repeat; *not* bit-exact);
-* ``copy``     — cases/s numpy needs just to copy the bytes the cases touch;
+* ``copy``     — cases/s of ``np.copyto`` of the cases' windows into a pre-allocated array;
+* ``np.sum``   — cases/s of ``np.sum`` over the same lanes (per repeat; not bit-exact);
 * ``compile``  — seconds to compile the static configuration (first call minus a steady call);
 * peak resident memory of the process at the end.
+
+Every ratio compares two figures measured in the same run (the machine may be shared).
 
 Usage: ``python bench/bench.py [--quick] [--json PATH]``. Prints a table and writes JSON.
 Not a test: nothing here asserts a timing.
@@ -35,11 +40,16 @@ from ascend_ref.tik.vec_reduce_minmax import formula_need
 CONFIGS = [  # (api, chip, dtype, option)
     ("whole_reduce_min", "atlas_a2", "float16", "ORDER_VALUE_INDEX"),
     ("whole_reduce_min", "atlas_a2", "float32", "ORDER_VALUE_INDEX"),
+    ("whole_reduce_max", "atlas_a2", "float16", "ORDER_VALUE_INDEX"),
+    ("whole_reduce_max", "atlas_a2", "float32", "ORDER_ONLY_VALUE"),
     ("whole_reduce_sum", "atlas_a2", "float16", None),
     ("whole_reduce_sum", "atlas_a2", "float32", None),
     ("reduce_data_block", "atlas_a2", "float16", "SUM"),
+    ("reduce_data_block", "atlas_a2", "float32", "SUM"),
+    ("reduce_data_block", "atlas_a2", "float16", "MIN"),
     ("reduce_data_block", "atlas_a2", "float32", "MAX"),
     ("vec_reduce_min", "atlas_training", "float16", True),
+    ("vec_reduce_max", "atlas_training", "float16", False),
     ("vec_reduce_add", "atlas_training", "float16", None),
     ("vec_reduce_add", "atlas_training", "float32", None),
 ]
@@ -95,9 +105,13 @@ def numpy_golden(api, dtype, option, ubs, r):
     if api in ("whole_reduce_min", "vec_reduce_min"):
         v, i = x.min(axis=2), x.argmin(axis=2)
         return (v.min(axis=1), i) if api in TIK else (v, i)
+    if api in ("whole_reduce_max", "vec_reduce_max"):
+        v, i = x.max(axis=2), x.argmax(axis=2)
+        return (v.max(axis=1), i) if api in TIK else (v, i)
     if api == "reduce_data_block":
         b = x.reshape(len(ubs), r, 8, -1)
-        return b.sum(axis=3, dtype=dtype) if option == "SUM" else b.max(axis=3)
+        return {"SUM": lambda: b.sum(axis=3, dtype=dtype), "MAX": lambda: b.max(axis=3),
+                "MIN": lambda: b.min(axis=3)}[option]()
     total = x.sum(axis=2, dtype=dtype)
     return total.sum(axis=1, dtype=dtype) if api in TIK else total
 
@@ -130,11 +144,19 @@ def run(quick: bool):
             ubs = np.ascontiguousarray(data).view(np.uint8)
             kw = batch_kwargs(api, chip, dtype, option, r, tensors)
             t0 = time.perf_counter()
-            out, status = ar.run_batch(api, ubs.copy(), **kw)
+            out, status = ar.run_batch(api, ubs, **kw)
             first = time.perf_counter() - t0
             assert (status == 0).all(), (api, r, set(status.tolist()))
-            steady = _timeit(lambda: ar.run_batch(api, ubs.copy(), **kw))
-            copy_t = _timeit(lambda: ubs.copy())
+            steady = _timeit(lambda: ar.run_batch(api, ubs, **kw))
+            dest = np.empty_like(ubs)
+            copy_t = _timeit(lambda: np.copyto(dest, ubs))
+            lanes = ubs[:, :r * 256].view(dtype).reshape(b, r, -1)
+            sum_t = _timeit(lambda: np.sum(lanes, axis=2))
+            cases = make_cases(api, chip, dtype, option, r, tensors, ubs)
+            outcomes = ar.run_cases(cases)
+            assert all(o.code is None for o in outcomes)
+            assert np.array_equal(outcomes[0].ub, out[0]), f"{api} R={r}: run_cases differs"
+            cases_t = _timeit(lambda: ar.run_cases(cases), repeat=2)
             jax_cps = b / steady
             np_t = _timeit(lambda: numpy_golden(api, dtype, option, ubs, r))
             n_or = 2 if r == 255 else 4
@@ -144,8 +166,12 @@ def run(quick: bool):
             ref = oracle_case(api, chip, dtype, option, r, tensors, ubs[0])
             assert np.array_equal(ref.ub, out[0]), f"{api} R={r}: batch differs from oracle"
             rows.append(dict(api=api, chip=chip, dtype=dtype, option=str(option), repeat=r,
-                             cases=b, jax_cases_per_s=jax_cps, numpy_cases_per_s=b / np_t,
-                             copy_cases_per_s=b / copy_t, oracle_cases_per_s=1 / or_t,
+                             cases=b, jax_cases_per_s=jax_cps, cases_cases_per_s=b / cases_t,
+                             numpy_cases_per_s=b / np_t,
+                             copy_cases_per_s=b / copy_t, sum_cases_per_s=b / sum_t,
+                             oracle_cases_per_s=1 / or_t,
+                             vs_copy=jax_cps * copy_t / b, vs_sum=jax_cps * sum_t / b,
+                             cases_vs_batch=(b / cases_t) / jax_cps,
                              vs_numpy=jax_cps * np_t / b, vs_oracle=jax_cps * or_t,
                              compile_s=max(first - steady, 0.0)))
             print(_fmt_row(rows[-1]), flush=True)
@@ -153,15 +179,27 @@ def run(quick: bool):
     return rows, peak_mb
 
 
-HEADER = (f"{'api':<18} {'dtype':<8} {'R':>4} {'cases':>6} {'jax c/s':>10} {'numpy c/s':>10} "
-          f"{'copy c/s':>10} {'oracle c/s':>10} {'×numpy':>7} {'×oracle':>9} {'compile s':>9}")
+HEADER = (f"{'api':<18} {'dtype':<8} {'R':>4} {'cases':>6} {'batch c/s':>10} {'cases c/s':>10} "
+          f"{'×copy':>7} {'×np.sum':>8} {'cases/batch':>11} {'×numpy':>7} {'×oracle':>8} "
+          f"{'compile s':>9}")
+
+
+def make_cases(api, chip, dtype, option, r, tensors, ubs):
+    """The benchmark's cases as :class:`ascend_ref.Case` objects (windows as their UBs)."""
+    from ascend_ref.case import Case
+
+    mask = 256 // np.dtype(dtype).itemsize
+    params = ({"repeat": r, "src_rep_stride": 8} if api in TIK else
+              {"repeat": r, "dst_rep_stride": 1, "src_blk_stride": 1, "src_rep_stride": 8})
+    return [Case(api, chip, dtype, option, mask, params, dict(tensors), ubs[k])
+            for k in range(len(ubs))]
 
 
 def _fmt_row(r):
     return (f"{r['api']:<18} {r['dtype']:<8} {r['repeat']:>4} {r['cases']:>6} "
-            f"{r['jax_cases_per_s']:>10.0f} {r['numpy_cases_per_s']:>10.0f} "
-            f"{r['copy_cases_per_s']:>10.0f} {r['oracle_cases_per_s']:>10.1f} "
-            f"{r['vs_numpy']:>7.2f} {r['vs_oracle']:>9.0f} {r['compile_s']:>9.2f}")
+            f"{r['jax_cases_per_s']:>10.0f} {r['cases_cases_per_s']:>10.0f} "
+            f"{r['vs_copy']:>7.3f} {r['vs_sum']:>8.2f} {r['cases_vs_batch']:>11.2f} "
+            f"{r['vs_numpy']:>7.2f} {r['vs_oracle']:>8.0f} {r['compile_s']:>9.2f}")
 
 
 def main():

@@ -39,11 +39,13 @@ def _effects(spec, p, bits, active):
     rt = ReduceType(spec.option)
     blocks = bits.reshape(spec.r_max, BLOCKS, -1)
     live = active.reshape(spec.r_max, BLOCKS, -1)
+    diag = {}
     if rt is ReduceType.SUM:
-        add = numerics.adder(spec.dtype, spec.chip, p["saturate"])
-        value = numerics.tree_sum(jnp.where(live, blocks, jnp.zeros_like(blocks)), add)
+        (value,), diag["exact_ok"] = numerics.guarded_sums(
+            lambda s: (numerics.tree_sum(s.enter(blocks, live), s.add),),
+            spec.dtype, spec.chip, p["saturate"], spec.path)
     else:
-        value, _, _ = numerics.select_extreme(blocks, live, rt.value.lower(), spec.dtype)
+        value, _, _ = numerics.extreme(blocks, live, rt.value.lower(), spec.dtype, spec.path)
         value = numerics.nan_result(value, spec.dtype, spec.chip)
     lanes = masks.lane_bits(spec.mask_mode, p["mask"], spec.lanes)     # same for every repeat
     has_lane = jnp.broadcast_to(jnp.any(lanes.reshape(BLOCKS, -1), -1), value.shape)
@@ -51,13 +53,14 @@ def _effects(spec, p, bits, active):
     rule = spec.chip.block_fill
     if rule == "fill":
         fill = jnp.asarray(spec.chip.fill_bits(rt.value, spec.dtype), value.dtype)
-        return Effects([slot_write(spec, p, jnp.where(has_lane, value, fill), runs)], undefined)
+        return Effects([slot_write(spec, p, jnp.where(has_lane, value, fill), runs)], undefined,
+                       diag)
     write = slot_write(spec, p, value, runs)
     if rule == "keep":      # no write at all: not an access either
-        return Effects([slot_write(spec, p, value, runs, keep=has_lane)], undefined)
+        return Effects([slot_write(spec, p, value, runs, keep=has_lane)], undefined, diag)
     # "undefined": the hardware writes something there; bounds and overlap apply to it
     undefined.append(UndefinedWords(write.addr, spec.size, write.final & ~has_lane))
-    return Effects([dataclasses.replace(write, final=write.final & has_lane)], undefined)
+    return Effects([dataclasses.replace(write, final=write.final & has_lane)], undefined, diag)
 
 
 _RDB = instruction("reduce_data_block", _effects, lambda spec: BLOCKS, saturating=True)

@@ -60,7 +60,7 @@ def _slot_words(order: ReduceOrder, size: int) -> tuple:
 def _minmax(kind: str):
     def effects(spec, p, bits, active):
         order = ReduceOrder(spec.option)
-        value, index, _ = numerics.select_extreme(bits, active, kind, spec.dtype)
+        value, index, _ = numerics.extreme(bits, active, kind, spec.dtype, spec.path)
         value = numerics.nan_result(value, spec.dtype, spec.chip)
         ut = value.dtype
         parts = {"value": value, "index": index.astype(ut), "zero": jnp.zeros_like(value)}
@@ -72,10 +72,11 @@ def _minmax(kind: str):
 
 
 def _sum_effects(spec, p, bits, active):
-    add = numerics.adder(spec.dtype, spec.chip, p["saturate"])
-    total = numerics.tree_sum(jnp.where(active, bits, jnp.zeros_like(bits)), add)
+    (total,), ok = numerics.guarded_sums(
+        lambda s: (numerics.tree_sum(s.enter(bits, active), s.add),),
+        spec.dtype, spec.chip, p["saturate"], spec.path)
     runs, undefined = gate(spec, p)
-    return Effects([slot_write(spec, p, total[:, None], runs)], undefined)
+    return Effects([slot_write(spec, p, total[:, None], runs)], undefined, {"exact_ok": ok})
 
 
 _WR_MIN = instruction("whole_reduce_min", _minmax("min"),

@@ -99,10 +99,10 @@ def _rules(spec):
 
 def _effects(kind):
     def effects(spec, p, bits, active):
-        value_r, lane_r, _ = numerics.select_extreme(bits, active, kind, spec.dtype)
+        value_r, lane_r, _ = numerics.extreme(bits, active, kind, spec.dtype, spec.path)
         stage1 = jnp.stack([value_r, lane_r.astype(value_r.dtype)], axis=-1)
         live = jnp.arange(spec.r_max) < p["repeat"]
-        value, r_best, _ = numerics.select_extreme(value_r, live, kind, spec.dtype)
+        value, r_best, _ = numerics.extreme(value_r, live, kind, spec.dtype, spec.path)
         index = r_best * p["src_rep_stride"] * (32 // spec.size) + lane_r[r_best]
         words = [value] + ([index.astype(value.dtype)] if spec.option == "index" else [])
         work_end = p["work_tensor.addr"] + p["work_tensor.size"] * spec.size

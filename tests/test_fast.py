@@ -1,0 +1,246 @@
+"""Fast paths against the general path against the scalar oracle, on adversarial data.
+
+The fast kernels (issue 11) compute min/max by one halving tree over packed order keys, sums
+in float32 with an output guard, read extents and the read-after-write rule in closed form,
+and source bits by 32-byte block slices. Every one of them must give the bits of the general
+path (``engine.use_path("general")``: the reference algorithms) — which the oracle checks in
+turn — including when a guard fails and the exact fallback takes over.
+"""
+
+from __future__ import annotations
+
+import copy
+from types import SimpleNamespace
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import ascend_ref as ar
+from ascend_ref import engine, numerics
+from ascend_ref.batch import run_cases
+from ascend_ref.case import run_jax, run_oracle
+from ascend_ref.fuzz.compare import diff
+from ascend_ref.fuzz.generate import RngDraw, draw_case
+
+F16 = np.array([0x0000, 0x8000, 0x7C00, 0xFC00, 0x7E00, 0xFE00, 0x7C01, 0xFD55, 0x0001, 0x8001,
+                0x03FF, 0x83FF, 0x0400, 0x3C00, 0xBC00, 0x7BFF, 0xFBFF, 0x3C01], np.uint16)
+F32 = np.array([0x00000000, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0xFFC00000,
+                0x7F800001, 0xFFA5A5A5, 0x00000001, 0x80000001, 0x007FFFFF, 0x807FFFFF,
+                0x00800000, 0x0C000000, 0x8C000000, 0x0BFFFFFF, 0x8BFFFFFF, 0x0C000001,
+                0x3F800000, 0xBF800000, 0x7F7FFFFF, 0xFF7FFFFF], np.uint32)
+
+
+def adversarial_bits(rng, shape, dtype):
+    """Random bits mixed with specials; row 0 all ties, row 1 all NaN (payloads of both signs),
+    row 2 signed zeros, row 3 subnormals of both signs, row 4 one value and its negation."""
+    w = np.dtype(dtype).itemsize
+    ut = np.dtype(f"uint{8 * w}")
+    x = rng.integers(0, 2 ** (8 * w), size=shape, dtype=np.uint64).astype(ut)
+    if dtype.startswith("float"):
+        pool = F16 if w == 2 else F32
+        pick = rng.random(shape) < 0.5
+        x[pick] = pool[rng.integers(0, len(pool), shape)][pick]
+        sign = ut.type(1 << (8 * w - 1))
+        nan_lo = 0x7C01 if w == 2 else 0x7F800001
+        x[1] = (rng.integers(nan_lo, int(sign) - 1, shape[1:], dtype=np.uint64).astype(ut)
+                | np.where(rng.random(shape[1:]) < 0.5, sign, 0).astype(ut))
+        x[2] = np.where(rng.random(shape[1:]) < 0.5, sign, 0).astype(ut)
+        sub = (1 << (10 if w == 2 else 23)) - 1
+        x[3] = (x[3] & ut.type(sub)) | (x[3] & sign)
+        x[4] = np.where(np.arange(shape[1]) % 2 == 1, x[4, 0] ^ sign, x[4, 0])
+    x[0] = x[0, 0]
+    return x
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "int16", "uint16", "int32", "uint32"])
+def test_minmax_tree_equals_general_path(dtype):
+    rng = np.random.default_rng(11)
+    general = jax.jit(numerics.select_extreme, static_argnums=(2, 3))
+    tree = jax.jit(numerics.select_extreme_tree, static_argnums=(2, 3))
+    for n in (8, 16, 64, 128, 255, 511):
+        bits = jnp.asarray(adversarial_bits(rng, (24, n), dtype))
+        active = rng.random((24, n)) < 0.6
+        active[5] = False                      # no active lane
+        active[6] = False
+        active[6, n - 1] = True                # only the last lane
+        for kind in ("min", "max"):
+            want = general(bits, jnp.asarray(active), kind, dtype)
+            got = tree(bits, jnp.asarray(active), kind, dtype)
+            for a, b in zip(want, got):
+                np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=f"{kind} {n}")
+        # the NaN row: the first active NaN wins, with its payload
+        v, i, _ = got
+        first = int(np.flatnonzero(active[1])[0])
+        assert dtype[0] != "f" or int(i[1]) == first and int(v[1]) == int(bits[1, first])
+
+
+def _profile(dtype_nan16=0x7E00, dtype_nan32=0x7FC00000, ftz=False):
+    return SimpleNamespace(fp32_ftz=ftz, default_nan=lambda d: dtype_nan16 if d == "float16"
+                           else dtype_nan32)
+
+
+def _tiny_cancellations(rng, rows):
+    """float32 rows whose partial sums come close to (or into) the subnormal range."""
+    t = np.float32(2.0 ** -103)
+    k = rng.integers(-2**20, 2**20, (rows, 64)).astype(np.float32) * np.float32(2.0 ** -126)
+    x = np.where(rng.random((rows, 64)) < 0.5, k + t, -(k + t)).astype(np.float32)
+    x[0] = [2 * t, -(2 * t - np.float32(2.0 ** -126))] * 32   # every pair sums to 2**-126
+    x[1, ::2], x[1, 1::2] = np.float32(2.0 ** -102), -np.float32(2.0 ** -102)
+    return x.view(np.uint32)
+
+
+@pytest.mark.parametrize("dtype,saturate,ftz", [("float16", False, False), ("float16", True, False),
+                                                ("float32", False, False),
+                                                ("float32", False, True)])
+def test_fast_sums_equal_the_exact_adder(dtype, saturate, ftz):
+    rng = np.random.default_rng(5)
+    prof = _profile(ftz=ftz)
+    lanes = 128 if dtype == "float16" else 64
+    rows = [adversarial_bits(rng, (64, lanes), dtype)]
+    scale = [1e-6, 1.0, 500.0, 3e4] if dtype == "float16" else [1e-36, 1e-30, 1.0, 1e37]
+    normal = rng.standard_normal((64, lanes)) * rng.choice(scale, (64, 1))
+    rows.append(normal.astype(dtype).view(f"uint{8 * np.dtype(dtype).itemsize}"))
+    if dtype == "float32":
+        rows.append(_tiny_cancellations(rng, 16))
+    bits = jnp.asarray(np.concatenate(rows))
+
+    def compute(s):
+        return (numerics.tree_sum(s.enter(bits), s.add),)
+
+    @jax.jit
+    def run():
+        exact, _ = numerics.guarded_sums(compute, dtype, prof, saturate, "general")
+        fast, _ = numerics.guarded_sums(compute, dtype, prof, saturate, "fast")
+        batch, ok = numerics.guarded_sums(compute, dtype, prof, saturate, "batch")
+        s = numerics.Summation(dtype, prof, saturate, True)
+        finite = jnp.isfinite(numerics.tree_sum(s.enter(bits), s.add))
+        return exact[0], fast[0], batch[0], ok, finite
+
+    exact, fast, batch, ok, finite = map(np.asarray, run())
+    np.testing.assert_array_equal(fast, exact)              # with the local fallback: always
+    np.testing.assert_array_equal(batch[finite], exact[finite])  # guard holds → same bits
+    assert finite.any() and not finite.all() and not ok     # both sides of the guard were hit
+
+
+def test_fast_float_sums_keep_results_next_to_the_subnormal_range():
+    """Inputs >= 2**-103 that cancel to 2**-126 (the smallest normal) stay on the fast tree."""
+    x = _tiny_cancellations(np.random.default_rng(2), 4)[:2]
+    prof = _profile()
+    s = numerics.Summation("float32", prof, False, True)
+    vals = jax.jit(lambda b: numerics.tree_sum(s.enter(b), s.add))(jnp.asarray(x))
+    assert bool(jnp.all(jnp.isfinite(vals)))
+    e = numerics.Summation("float32", prof, False, False)
+    exact = jax.jit(lambda b: numerics.tree_sum(e.enter(b), e.add))(jnp.asarray(x))
+    np.testing.assert_array_equal(np.asarray(s.leave(vals)), np.asarray(exact))
+    assert np.asarray(exact).view(np.float32)[0] == np.float32(2.0 ** -126) * 32
+
+
+# ------------------------------------------------------------------ whole calls -------------
+
+APIS = ["whole_reduce_min", "whole_reduce_max", "whole_reduce_sum", "reduce_data_block",
+        "vec_reduce_min", "vec_reduce_max", "vec_reduce_add"]
+CHIPS = ["atlas_a2", "ascend950", "atlas_200i_500_a2", "atlas_training"]
+
+
+def _inject(case, rng):
+    """Make the data harder: whole repeats of one value (ties), of NaNs, of ±0."""
+    s = np.dtype(case.dtype).itemsize
+    ub = case.ub.view(f"uint{8 * s}").copy()
+    src_addr, src_size = case.tensors["src"]
+    lo, n = src_addr // s, min(src_size, ub.size - src_addr // s)
+    lanes = 256 // s
+    for start in range(lo, lo + n, lanes):
+        seg = ub[start:min(start + lanes, lo + n)]
+        roll = rng.random()
+        if roll < 0.15:
+            seg[:] = seg[0]
+        elif roll < 0.3 and case.dtype.startswith("float"):
+            nan = F16[[4, 5, 6, 7]] if s == 2 else F32[[4, 5, 6, 7]]
+            seg[:] = nan[rng.integers(0, 4, seg.size)]
+        elif roll < 0.4:
+            seg[:] = np.where(rng.random(seg.size) < 0.5, 0, 1 << (8 * s - 1))
+    case.ub = ub.view(np.uint8)
+    return case
+
+
+def _cases(api, count, seed):
+    rng = np.random.default_rng(seed)
+    out = []
+    for k in range(count):
+        c = draw_case(RngDraw(seed, k), apis=[api], chips=CHIPS, invalid_rate=0.15,
+                      max_ub=1 << 13, tik_max_repeat=300)
+        out.append(_inject(c, rng))
+    return out
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_fast_batch_general_and_oracle_agree(api):
+    cases = _cases(api, 14, seed=APIS.index(api) + 100)
+    with engine.use_path("general"):
+        general = run_cases(cases)
+    batch = run_cases(cases)                        # fast kernels + batch-level fallback
+    for k, c in enumerate(cases):
+        assert diff(general[k], batch[k]) is None, (c.describe(), diff(general[k], batch[k]))
+        if general[k].code is None:                 # the general path stays bit-exact
+            np.testing.assert_array_equal(general[k].ub, batch[k].ub)
+            np.testing.assert_array_equal(general[k].written, batch[k].written)
+            np.testing.assert_array_equal(general[k].undefined, batch[k].undefined)
+        oracle = run_oracle(c)
+        assert diff(oracle, batch[k]) is None, (c.describe(), diff(oracle, batch[k]))
+    for c in cases[:3]:                             # the public (traced-fast) path too
+        assert diff(run_jax(c), general[cases.index(c)]) is None, c.describe()
+
+
+def _vmapped_sum(ubs, saturate):
+    def one(ub):
+        return ar.ascendc.whole_reduce_sum(ub, ar.Tensor(512, "half", 16), ar.Tensor(0, "half", 256),
+                                           128, 2, 1, 1, 8, chip="atlas_a2", saturate=saturate)
+    return jax.jit(jax.vmap(one))(ubs)
+
+
+def test_guard_failure_under_user_vmap_and_in_a_batch_falls_back_exactly():
+    rng = np.random.default_rng(9)
+    ubs = np.zeros((6, 1024), np.uint8)
+    for b in range(6):
+        ubs[b, :512] = (rng.standard_normal(256) * 8).astype(np.float16).view(np.uint8)
+    big = np.full(128, 60000, np.float16).view(np.uint8)
+    ubs[2, :256] = big                                    # saturates: guard fails
+    ubs[4, 256:258] = np.array([0x7D55], np.uint16).view(np.uint8)   # NaN payload
+    wants = {}
+    for sat in (True, False):
+        got = np.asarray(_vmapped_sum(jnp.asarray(ubs), sat))
+        with engine.use_path("general"):
+            want = wants[sat] = np.asarray(_vmapped_sum(jnp.asarray(ubs), sat))
+        np.testing.assert_array_equal(got, want)
+        out, status = ar.run_batch("whole_reduce_sum", ubs.copy(), chip="atlas_a2",
+                                   dtype="half", mask=128, repeat=2, dst_rep_stride=1,
+                                   src_blk_stride=1, src_rep_stride=8, dst=(512, 16),
+                                   src=(0, 256), saturate=sat)
+        assert (status == 0).all()
+        np.testing.assert_array_equal(out, want)
+    assert wants[True][2, 512:514].view(np.float16)[0] == 65504
+    assert np.isinf(wants[False][2, 512:514].view(np.float16)[0])
+    assert np.isnan(wants[False][4, 514:516].view(np.float16)[0])
+
+
+def test_closed_form_overlap_check_matches_the_table():
+    """Read-after-write: in place, dst ahead of src, zero strides, masks; fast == general."""
+    rng = np.random.default_rng(4)
+    b = 64
+    ubs = np.zeros((b, 4096), np.uint8)
+    prm = dict(repeat=rng.integers(1, 12, b), dst_rep_stride=rng.integers(0, 4, b),
+               src_blk_stride=rng.integers(0, 3, b), src_rep_stride=rng.integers(0, 10, b),
+               mask=rng.integers(1, 129, b),
+               src=(np.zeros(b, int), np.full(b, 2048)),
+               dst=(rng.integers(0, 64, b) * 32, np.full(b, 256)))
+    for api in ("whole_reduce_max", "reduce_data_block"):
+        kw = dict(reduce_type="SUM") if api == "reduce_data_block" else {}
+        out, status = ar.run_batch(api, ubs.copy(), chip="atlas_a2", dtype="half", **prm, **kw)
+        with engine.use_path("general"):
+            want, wstatus = ar.run_batch(api, ubs.copy(), chip="atlas_a2", dtype="half", **prm,
+                                         **kw)
+        np.testing.assert_array_equal(status, wstatus)
+        np.testing.assert_array_equal(out, want)
+        assert {0, int(ar.Code.OVERLAP)} <= set(status.tolist())
