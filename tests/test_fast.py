@@ -141,7 +141,7 @@ def test_fast_float_sums_keep_results_next_to_the_subnormal_range():
 
 APIS = ["whole_reduce_min", "whole_reduce_max", "whole_reduce_sum", "reduce_data_block",
         "vec_reduce_min", "vec_reduce_max", "vec_reduce_add"]
-CHIPS = ["atlas_a2", "ascend950", "atlas_200i_500_a2", "atlas_training"]
+CHIPS = ["atlas_a2", "ascend950", "atlas_training"]   # keep / fill+undefined rules; TIK
 
 
 def _inject(case, rng):
@@ -175,9 +175,8 @@ def _cases(api, count, seed):
     return out
 
 
-@pytest.mark.parametrize("api", APIS)
-def test_fast_batch_general_and_oracle_agree(api):
-    cases = _cases(api, 14, seed=APIS.index(api) + 100)
+def _agree(api, count, seed):
+    cases = _cases(api, count, seed)
     with engine.use_path("general"):
         general = run_cases(cases)
     batch = run_cases(cases)                        # fast kernels + batch-level fallback
@@ -189,8 +188,19 @@ def test_fast_batch_general_and_oracle_agree(api):
             np.testing.assert_array_equal(general[k].undefined, batch[k].undefined)
         oracle = run_oracle(c)
         assert diff(oracle, batch[k]) is None, (c.describe(), diff(oracle, batch[k]))
-    for c in cases[:3]:                             # the public (traced-fast) path too
+    for c in cases[:2]:                             # the public (traced-fast) path too
         assert diff(run_jax(c), general[cases.index(c)]) is None, c.describe()
+
+
+@pytest.mark.parametrize("api", APIS)
+def test_fast_batch_general_and_oracle_agree(api):
+    _agree(api, 8, seed=APIS.index(api) + 100)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("api", APIS)
+def test_fast_batch_general_and_oracle_agree_campaign(api):
+    _agree(api, 80, seed=APIS.index(api) + 1000)
 
 
 def _vmapped_sum(ubs, saturate):
