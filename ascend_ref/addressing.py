@@ -39,10 +39,7 @@ def blocks_bytes(count, stride):
 def block_table(base, rep_stride, blk_stride, *, r_max: int):
     """Byte address of DataBlock b of repeat r, shape ``(r_max, 8)`` (``read_table`` at the
     first lane of each block)."""
-    r = jnp.arange(r_max, dtype=jnp.int32)
-    b = jnp.arange(8, dtype=jnp.int32)
-    return (jnp.asarray(base, jnp.int32) + _blocks(r, rep_stride)[:, None]
-            + _blocks(b, blk_stride)[None, :])
+    return read_table(base, rep_stride, blk_stride, r_max=r_max, size=4)[:, ::8]
 
 
 def lane_offsets(blk_stride, size: int, lanes: int):
