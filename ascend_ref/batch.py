@@ -169,6 +169,64 @@ def _array_fn(api: str, chip: str, dtype: str, option: Any, mask_mode: str,
     return run
 
 
+def _max_table(api: str, option, max_repeat: Optional[int], dtype: str) -> int:
+    """The repeat-table height a batch compiles (the API's range unless ``max_repeat``)."""
+    if max_repeat is not None:
+        return int(max_repeat)
+    from .tik.vec_reduce_minmax import MAX_REPEAT, MAX_REPEAT_INDEX
+
+    if api in ("vec_reduce_min", "vec_reduce_max"):
+        return MAX_REPEAT_INDEX.get(dtype, 511) if option else MAX_REPEAT
+    return MAX_REPEAT if api == "vec_reduce_add" else 255
+
+
+def _static_src(api: str, option, max_repeat, q: dict, width: int,
+                dtype: str) -> Optional[tuple]:
+    """``(src_rep_stride, src_blk_stride)`` when every case shares them and its whole
+    source span fits its row (then the kernel slices instead of gathering), else None."""
+    rep = q["src_rep_stride"]
+    blk = q.get("src_blk_stride", np.ones_like(rep))
+    if rep.size == 0 or np.any(rep != rep[0]) or np.any(blk != blk[0]):
+        return None
+    r0, b0 = int(rep[0]), int(blk[0])
+    if not (0 <= r0 <= 65535 and 0 <= b0 <= 65535):
+        return None
+    span = engine.static_span(_max_table(api, option, max_repeat, dtype), r0, b0)
+    addr = q["src.addr"]
+    if span > width or np.any(addr < 0) or np.any(addr > width - span):
+        return None
+    return r0, b0
+
+
+#: a chunk's source bytes (cases x repeats x 256 B) stay near this, so per-call buffers stay
+#: below glibc's mmap threshold instead of being mapped and faulted in again on every call
+_CHUNK_BYTES = 1 << 21
+
+
+def _chunk(b: int, r_max: int) -> int:
+    c = max(32, min(4096, _CHUNK_BYTES // (256 * max(r_max, 1))))
+    c = 1 << (c.bit_length() - 1)
+    return b if b <= c else c
+
+
+def _merge(out: np.ndarray, start: int, writes) -> None:
+    """Write the words a kernel chunk produced into ``out`` rows ``start...`` (host side)."""
+    width = out.shape[1]
+    for addr, bits, valid in writes:
+        addr, bits, valid = np.asarray(addr), np.asarray(bits), np.asarray(valid)
+        n = min(addr.shape[0], out.shape[0] - start)
+        addr, bits, valid = addr[:n], bits[:n], valid[:n]
+        rows = np.broadcast_to(np.arange(start, start + n).reshape((n,) + (1,) * (addr.ndim - 1)),
+                               addr.shape)[valid]
+        a, v = addr[valid], bits[valid]
+        size = bits.dtype.itemsize
+        if width % size == 0 and not np.any(a % size):
+            out.view(bits.dtype)[rows, a // size] = v
+        else:
+            for k in range(size):
+                out[rows, a + k] = (v >> (8 * k)).astype(np.uint8)
+
+
 def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_type=None,
               cal_index: bool = False, saturate=None, ub_base=0,
               max_repeat: Optional[int] = None, devices: Optional[Sequence] = None,
@@ -249,7 +307,7 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
     devs = tuple(devices) if devices is not None else scale.default_devices()
     # a host-side choice; processes of one SPMD call might choose differently: not there
     static = None if path == "general" or scale._is_global(devs) else \
-        _static_src(api, option, max_repeat, q, ubs.shape[1])
+        _static_src(api, option, max_repeat, q, ubs.shape[1], dtype)
     fn = _array_fn(api, chip if isinstance(chip, str) else chip.id, dtype, option, mask_mode,
                    max_repeat, has_sat, path, static)
     engine.release_if_needed()
@@ -258,7 +316,7 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
     if b == 0:
         return out, status
     # one device: chunks of equal shape (one compile); several: one sharded call (SPMD)
-    c = _chunk(b, _max_table(api, option, max_repeat)) if len(devs) == 1 else b
+    c = _chunk(b, _max_table(api, option, max_repeat, dtype)) if len(devs) == 1 else b
     for start in range(0, b, c):
         stop = min(start + c, b)
         xs, qs = ubs[start:stop], {k: v[start:stop] for k, v in q.items()}
