@@ -340,8 +340,10 @@ def _raw_candidate(w: "Write", p, blk, lane_mask, off_first, off_last):
     d_first = w.addr - (p["src.addr"] + off_first)
     d_last = w.addr - (p["src.addr"] + off_last)
     safe = jnp.maximum(step, 1)
+    dl = jnp.maximum(d_last, 0)
+    ceil_last = dl // safe + (dl % safe > 0).astype(jnp.int32)   # no overflow: no dl + step
     later = jnp.where(step > 0, (d_first >= 0) & (d_first // safe >= w.repeat + 1)
-                      & (jnp.maximum(d_last, 0) // safe <= p["repeat"] - 1),
+                      & (ceil_last <= p["repeat"] - 1),
                       (d_first >= 0) & (d_last <= 0))
     return jnp.any(w.issued & later & (w.repeat + 1 <= p["repeat"] - 1)) & jnp.any(lane_mask)
 
