@@ -44,11 +44,13 @@ def element_write(tensor: str, spec: Spec, p: dict, words, valid) -> Write:
     return Write(tensor, addr, words, spec.size, valid, valid)
 
 
-def stage1_write(spec: Spec, p: dict, words) -> Write:
-    """Stage-1 results: repeat r's ``k`` words at ``work_tensor[k*r : k*r + k]``."""
+def stage1_write(spec: Spec, p: dict, words, runs=True) -> Write:
+    """Stage-1 results: repeat r's ``k`` words at ``work_tensor[k*r : k*r + k]`` (none when
+    ``runs`` is False: a mask-0 NOP, SEMANTICS §C)."""
     k = words.shape[-1]
     addr, issued, _ = addressing.write_table(p["work_tensor.addr"], k * spec.size, p["repeat"],
                                              r_max=spec.r_max, fields=k, size=spec.size)
+    issued = issued & runs
     return Write("work_tensor", addr, words, spec.size, issued, issued)
 
 

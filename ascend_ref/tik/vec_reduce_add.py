@@ -35,7 +35,7 @@ from jax import lax
 
 from .. import numerics
 from ..constraints import Code, Rule
-from ..engine import Effects, Region, call
+from ..engine import Effects, Region, call, gate
 from ._common import GENERAL_ALIGN, MAX_REPEAT, element_write, instruction, params, stage1_write
 
 
@@ -104,6 +104,7 @@ def _effects(spec, p, bits, active):
     stage1 = numerics.tree_sum(vectors, add)
     order = spec.chip.add_order
     work, size = p["work_tensor.addr"], p["work_tensor.size"] * spec.size
+    runs, gated = gate(spec, p)                      # mask 0: a NOP where allowed (§C)
     if order == "tree":
         total = _tree_order(spec, p, stage1, add, zero)
         # work_tensor after the call (issue 12 finding 6): seed 003 shows the stage-1 sums
@@ -112,17 +113,17 @@ def _effects(spec, p, bits, active):
         # Where the two disagree the bytes are undefined: work[0] always, all of it if R > L.
         many = p["repeat"] > spec.lanes
         kept = jnp.where(many, 0, p["repeat"] * spec.size)
-        writes = [stage1_write(spec, p, stage1[:, None])]
-        undefined = [Region(work + kept, size - kept, jnp.bool_(True)),
-                     Region(work, jnp.minimum(size, spec.size), jnp.bool_(True))]
+        writes = [stage1_write(spec, p, stage1[:, None], runs)]
+        undefined = [Region(work + kept, size - kept, runs),
+                     Region(work, jnp.minimum(size, spec.size), runs)]
     else:
         total = (_group255_order if order == "group255" else _odd_even_order)(
             spec, p, stage1 if order == "group255" else vectors, add, zero)
         # the page documents the order only: nothing about what work_tensor holds after
         writes = []
-        undefined = [Region(work, size, jnp.bool_(True))]
-    return Effects(writes + [element_write("dst", spec, p, total[None], jnp.bool_(True))],
-                   undefined)
+        undefined = [Region(work, size, runs)]
+    return Effects(writes + [element_write("dst", spec, p, total[None], runs)],
+                   undefined + gated)
 
 
 def _rules(spec):

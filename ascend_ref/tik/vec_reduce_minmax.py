@@ -35,7 +35,7 @@ import numpy as np
 
 from .. import numerics
 from ..constraints import Code, Rule
-from ..engine import Effects, Region, call
+from ..engine import Effects, Region, call, gate
 from ._common import GENERAL_ALIGN, MAX_REPEAT, ceil_div, element_write, instruction, params, stage1_write
 
 #: repeat_times upper bound with cal_index, per dtype (TIK source docstring and CANN pages:
@@ -107,16 +107,19 @@ def _effects(kind):
         words = [value] + ([index.astype(value.dtype)] if spec.option == "index" else [])
         work_end = p["work_tensor.addr"] + p["work_tensor.size"] * spec.size
         scratch = p["work_tensor.addr"] + 2 * p["repeat"] * spec.size
-        undefined = [Region(scratch, work_end - scratch, jnp.bool_(True))]
+        # a zero mask is a NOP where the product's rule allows it (SEMANTICS §C): no write,
+        # no scratch
+        runs, undefined = gate(spec, p)
+        undefined.append(Region(scratch, work_end - scratch, runs))
         if spec.option != "index":
             # issue 12 finding 6: without cal_index Huawei's TIK code runs the later stages in
             # place from work[0] (R >= 2), overwriting the first 2*ceil(2R/L) stage-1 entries
             # the documentation describes: undefined
             front = 2 * ((2 * p["repeat"] + spec.lanes - 1) // spec.lanes) * spec.size
-            undefined.append(Region(p["work_tensor.addr"], front, p["repeat"] >= 2))
+            undefined.append(Region(p["work_tensor.addr"], front, (p["repeat"] >= 2) & runs))
         return Effects(
-            [stage1_write(spec, p, stage1),
-             element_write("dst", spec, p, jnp.stack(words), jnp.bool_(True))],
+            [stage1_write(spec, p, stage1, runs),
+             element_write("dst", spec, p, jnp.stack(words), runs)],
             undefined, {"index": index})
 
     return effects
