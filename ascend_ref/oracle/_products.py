@@ -111,6 +111,21 @@ _S001_NOP = "seed 001 (ReduceDataBlock) constraints: mask / repeatTime 0 is a NO
 _S003_T = "seed 003 (TIK vec_reduce_add) dst/src/work_tensor: Tensor(float16/float32)"
 _S002_T = "seed 002 (TIK vec_reduce_min) dst/src/work_tensor: float16 on"
 
+def _kirin(pid: str, name: str) -> Product:
+    """Kirin X90 and Kirin 9030: the same documented facts and sources, one row each."""
+    return _row(pid, 262144, _ascendc((F16, F32)),
+         ("ORDER_VALUE_INDEX", "ORDER_INDEX_VALUE"), "undefined", "undefined", True, "fill",
+         _FILL_950,
+         {"apis": f"seed 001: {name} half/float (ReduceDataBlock); SPEC §2 table: half "
+                  "float for WholeReduce too",
+          "orders": "SPEC §2 product table: VALUE_INDEX, INDEX_VALUE (not in seed 000's list)",
+          "zero_mask": "asc-devkit builds it as dav_l300/l311 on the 950 Reg path: as 950, undefined (assumed)", "zero_repeat": "as zero_mask (assumed)",
+          "dst_rep_stride_zero": "only Atlas training forbids 0",
+          "block_fill": "dav_l300/l311 ReduceDataBlock = Reg::Reduce*WithDataBlock ZEROING, as 950: 950's fill values (assumed)",
+          "minmax_nan": "same Reg implementation as 950 (assumed)",
+          "ub_bytes": "SPEC §2 product table: 262144 bytes (assumed there; ub_bytes is in the profile's assumed list)"}, minmax_nan="default")
+
+
 #: the product table (id -> Product)
 PRODUCTS: Dict[str, Product] = {p.id: p for p in [
     _row("ascend950", 253952,
@@ -208,28 +223,8 @@ PRODUCTS: Dict[str, Product] = {p.id: p for p in [
           "zero_repeat": "SEMANTICS §C", "dst_rep_stride_zero": "no Ascend C API (default)",
           "block_fill": "no ReduceDataBlock here",
           "ub_bytes": "SPEC §2 product table: 262144 bytes (assumed there; ub_bytes is in the profile's assumed list)"}),
-    _row("kirin_9030", 262144, _ascendc((F16, F32)),
-         ("ORDER_VALUE_INDEX", "ORDER_INDEX_VALUE"), "undefined", "undefined", True, "fill",
-         _FILL_950,
-         {"apis": "seed 001: Kirin 9030 half/float (ReduceDataBlock); SPEC §2 table: half "
-                  "float for WholeReduce too",
-          "orders": "SPEC §2 product table: VALUE_INDEX, INDEX_VALUE (not in seed 000's list)",
-          "zero_mask": "asc-devkit builds it as dav_l300/l311 on the 950 Reg path: as 950, undefined (assumed)", "zero_repeat": "as zero_mask (assumed)",
-          "dst_rep_stride_zero": "only Atlas training forbids 0",
-          "block_fill": "dav_l300/l311 ReduceDataBlock = Reg::Reduce*WithDataBlock ZEROING, as 950: 950's fill values (assumed)",
-          "minmax_nan": "same Reg implementation as 950 (assumed)",
-          "ub_bytes": "SPEC §2 product table: 262144 bytes (assumed there; ub_bytes is in the profile's assumed list)"}, minmax_nan="default"),
-    _row("kirin_x90", 262144, _ascendc((F16, F32)),
-         ("ORDER_VALUE_INDEX", "ORDER_INDEX_VALUE"), "undefined", "undefined", True, "fill",
-         _FILL_950,
-         {"apis": "seed 001: Kirin X90 half/float (ReduceDataBlock); SPEC §2 table: half "
-                  "float for WholeReduce too",
-          "orders": "SPEC §2 product table: VALUE_INDEX, INDEX_VALUE (not in seed 000's list)",
-          "zero_mask": "asc-devkit builds it as dav_l300/l311 on the 950 Reg path: as 950, undefined (assumed)", "zero_repeat": "as zero_mask (assumed)",
-          "dst_rep_stride_zero": "only Atlas training forbids 0",
-          "block_fill": "dav_l300/l311 ReduceDataBlock = Reg::Reduce*WithDataBlock ZEROING, as 950: 950's fill values (assumed)",
-          "minmax_nan": "same Reg implementation as 950 (assumed)",
-          "ub_bytes": "SPEC §2 product table: 262144 bytes (assumed there; ub_bytes is in the profile's assumed list)"}, minmax_nan="default"),
+    _kirin("kirin_9030", "Kirin 9030"),
+    _kirin("kirin_x90", "Kirin X90"),
 ]}
 
 
