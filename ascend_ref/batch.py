@@ -49,7 +49,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import engine, scale
-from .case import TIK, Case, Outcome
+from .case import JAX, TIK, Case, Outcome
 from .constraints import Code, ConstraintError
 
 #: traces of the batched kernels, by static configuration (tests count recompiles with it)
@@ -82,10 +82,8 @@ def _vmapped(ins, spec):
 
 
 def _prepare_case(case: Case):
-    import ascend_ref as ar
-
     with engine.capture():
-        return case.call(ar, return_info=True)
+        return case.call(JAX, return_info=True)
 
 
 def run_cases(cases: Iterable[Case]) -> List[Outcome]:
@@ -143,15 +141,13 @@ _PARAMS = {api: ("repeat", "src_rep_stride") if api in TIK else
 def _array_fn(api: str, chip: str, dtype: str, option: Any, mask_mode: str,
               max_repeat: Optional[int], has_saturate: bool,
               path: str = "fast", static_src: Optional[tuple] = None):
-    import ascend_ref as ar
-
     def one(q):
         mask = q["mask"] if mask_mode == "count" else q["mask"].astype(jnp.uint32)
         case = Case(api, chip, dtype, option, mask, {k: q[k] for k in _PARAMS[api]},
                     {t: (q[f"{t}.addr"], q[f"{t}.size"]) for t in _OPERANDS[api]},
                     jnp.zeros((1,), jnp.uint8), q["saturate"] if has_saturate else None)
         with engine.capture(), engine.use_path(path):
-            prep = case.call(ar, return_info=False)
+            prep = case.call(JAX, return_info=False)
         spec = prep.spec
         if max_repeat is not None:
             spec = dataclasses.replace(spec, r_max=int(max_repeat))

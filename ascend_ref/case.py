@@ -18,6 +18,27 @@ from .constraints import Code, ConstraintError
 TIK = ("vec_reduce_min", "vec_reduce_max", "vec_reduce_add")
 
 
+class _JaxApi:
+    """The JAX implementation as :meth:`Case.call`'s ``impl``: its ``ascendc`` and ``tik``
+    are :mod:`ascend_ref.ascendc` and :mod:`ascend_ref.tik` (imported on first use), so the
+    library's own modules need not import the package facade ``ascend_ref``."""
+
+    @property
+    def ascendc(self) -> Any:
+        from . import ascendc
+
+        return ascendc
+
+    @property
+    def tik(self) -> Any:
+        from . import tik
+
+        return tik
+
+
+#: ``case.call(JAX)`` runs the case on the JAX path (like ``case.call(ascend_ref)``)
+JAX = _JaxApi()
+
 
 @dataclass
 class Case:
@@ -85,11 +106,9 @@ class Outcome:
 
 
 def run_jax(case, chip: Optional[str] = None) -> Outcome:
-    import ascend_ref as ar
-
     c = case if chip is None else _on(case, chip)
     try:
-        ub, info = c.call(ar, return_info=True)
+        ub, info = c.call(JAX, return_info=True)
     except ConstraintError as e:
         return Outcome(e.code)
     return Outcome(None, np.asarray(ub), np.asarray(info.written), np.asarray(info.undefined))

@@ -16,7 +16,7 @@ COMMANDS = {
     "fuzz": "ascend_ref.fuzz.cli",
     "verify": "ascend_ref.verify.cli",
     "golden": "ascend_ref.golden",
-    "explain": "ascend_ref.explain",
+    "explain": "ascend_ref.explain_cli",
 }
 
 

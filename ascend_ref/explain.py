@@ -11,7 +11,8 @@ of :mod:`ascend_ref.addressing`, the lane bits of :mod:`ascend_ref.mask`, each i
   node's inputs, exact sum, rounded value, and whether a tie, an overflow or saturation
   decided it.
 
-Both print as text (``str(...)``, ``ascend-ref explain ...``); :mod:`ascend_ref.viz` draws
+Both print as text (``str(...)``; the command ``ascend-ref explain ...`` lives in
+:mod:`ascend_ref.explain_cli`); :mod:`ascend_ref.viz` draws
 them with matplotlib. A call is described by a :class:`~ascend_ref.case.Case`;
 :func:`make_case` builds one with tensors placed and data filled.
 
@@ -31,7 +32,6 @@ batched status code (:func:`ascend_ref.constraints.explain`).
 
 from __future__ import annotations
 
-import argparse
 import functools
 import importlib
 import sys
@@ -45,7 +45,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import addressing, mask as masks, numerics
-from .case import TIK, Case
+from .case import JAX, TIK, Case
 from .chips import API_NAMES, chip as get_chip
 from .constraints import Code, ConstraintError
 from .constraints import explain as explain_code
@@ -526,11 +526,10 @@ def access_map(case: Case) -> AccessMap:
     call (``return_info=True``). A call that breaks a rule is still mapped; ``error`` says
     which rule.
     """
-    import ascend_ref as ar
     from . import engine
 
     with engine.capture():                 # the call's own checked parameters, not run
-        prep = case.call(ar)
+        prep = case.call(JAX)
     ins, spec, p = prep.ins, prep.spec, dict(prep.p)
     prof = get_chip(case.chip)
     dtype, s, lanes = spec.dtype, spec.size, spec.lanes
@@ -569,7 +568,7 @@ def access_map(case: Case) -> AccessMap:
 
     error = written = undefined = ub_after = None
     try:
-        out, info = case.call(ar, return_info=True)
+        out, info = case.call(JAX, return_info=True)
         ub_after = np.asarray(out)
         written, undefined = np.asarray(info.written), np.asarray(info.undefined)
     except ConstraintError as e:
@@ -961,128 +960,6 @@ def _stage1_bits(amap: AccessMap, sat: bool, prof) -> np.ndarray:
     return np.asarray(numerics.tree_sum(jnp.asarray(leaves), add))[:amap.repeat]
 
 
-# ------------------------------------------------------------------ command line ------------
-
-def _parse_mask(text: str):
-    t = text.strip().strip("[]")
-    if "," not in t:
-        return int(t, 0)
-    return [int(w, 0) for w in t.split(",") if w.strip()]
-
-
-def _parse_values(text: str) -> list:
-    return [float(v) for v in text.replace(" ", "").split(",") if v]
-
-
-def register(sub) -> None:
-    """Add ``ascend-ref explain`` to the CLI's sub-parsers."""
-    p = sub.add_parser(
-        "explain", help="show which UB bytes a call reads and writes (and how a sum rounds)",
-        description="Print the access map of one call: per repeat and DataBlock the bytes read "
-                    "and the active lanes, the words written, and the UB one character per "
-                    "element. --tree adds the rounding tree of one sum.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("api", choices=API_NAMES)
-    p.add_argument("--chip", default=None, help="product id (default: one that has the API)")
-    p.add_argument("--dtype", default="half", help="half / float / float16 / float32 / ...")
-    p.add_argument("--mask", default=None,
-                   help="an int (continuous) or comma-separated words (bit mode, the API's "
-                        "word order: Ascend C lanes 0-63 first, TIK [mask_h, mask_l])")
-    p.add_argument("--repeat", type=int, default=1, help="repeatTime / repeat_times")
-    p.add_argument("--src-blk-stride", type=int, default=1)
-    p.add_argument("--src-rep-stride", type=int, default=8)
-    p.add_argument("--dst-rep-stride", type=int, default=1)
-    p.add_argument("--order", default=None, help="WholeReduceMin/Max order")
-    p.add_argument("--reduce-type", default=None, help="ReduceDataBlock SUM / MAX / MIN")
-    p.add_argument("--cal-index", action="store_true", help="TIK vec_reduce_min/max")
-    p.add_argument("--saturate", choices=["on", "off"], default=None)
-    p.add_argument("--data", default=None,
-                   help="source data: random (default), ones, iota, or a fuzz kind "
-                        "(ties, specials, subnormal, saturating, mixed, random_bits)")
-    p.add_argument("--values", default=None,
-                   help="comma-separated source values (the rest are 0), e.g. 60000,60000,-30000,100")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--src", default=None, help="ADDR,SIZE of the source tensor (elements)")
-    p.add_argument("--dst", default=None, help="ADDR,SIZE of the destination tensor")
-    p.add_argument("--tree", type=int, default=None, metavar="REPEAT",
-                   help="also print the rounding tree of this repeat's sum")
-    p.add_argument("--block", type=int, default=None, help="ReduceDataBlock block for --tree")
-    p.add_argument("--stage", type=int, default=1, help="vec_reduce_add tree stage (1, 2, 3)")
-    p.add_argument("--tree-depth", type=int, default=4, help="levels printed below the root")
-    p.add_argument("--full-tree", action="store_true", help="print every add")
-    p.add_argument("--max-repeats", type=int, default=4, help="repeats listed lane by lane")
-    p.add_argument("--png", default=None, help="also save the access-map picture here")
-    p.add_argument("--tree-png", default=None, help="also save the rounding-tree picture here")
-    p.set_defaults(func=_main)
-
-
-def _main(args) -> int:
-    option = args.order
-    if args.api == "reduce_data_block":
-        option = args.reduce_type or "SUM"
-    elif args.api in ("vec_reduce_min", "vec_reduce_max"):
-        option = bool(args.cal_index)
-    data: Any = args.data
-    if args.values:
-        try:
-            data = _parse_values(args.values)
-        except ValueError as e:
-            print(f"ascend-ref explain: --values {args.values!r}: {e} (expected numbers "
-                  f"separated by commas)", file=sys.stderr)
-            return 2
-    elif data in (None, "random"):
-        data = None
-    elif data == "ones":
-        data = np.ones
-    elif data == "iota":
-        data = lambda n: np.arange(n) % 2048  # noqa: E731  (exact in half)
-    def tensor(t):
-        if not t:
-            return None
-        try:
-            a, n = (int(v, 0) for v in t.split(","))
-        except ValueError:
-            raise ValueError(f"{t!r}: expected ADDR,SIZE (two integers)") from None
-        return a, n
-
-    sat = None if args.saturate is None else args.saturate == "on"
-    try:
-        case = make_case(args.api, chip=args.chip, dtype=args.dtype,
-                         mask=None if args.mask is None else _parse_mask(args.mask),
-                         repeat=args.repeat, src_blk_stride=args.src_blk_stride,
-                         src_rep_stride=args.src_rep_stride, dst_rep_stride=args.dst_rep_stride,
-                         option=option, saturate=sat, data=data, seed=args.seed,
-                         src=tensor(args.src), dst=tensor(args.dst))
-        amap = access_map(case)
-    except (ConstraintError, ValueError) as e:
-        print(f"ascend-ref explain: {e}", file=sys.stderr)
-        return 2
-    print(amap.text(max_repeats=max(args.max_repeats, 1)))
-    tree = None
-    if args.tree is not None or args.tree_png:
-        try:
-            tree = rounding_tree(case, repeat=args.tree or 0, block=args.block, stage=args.stage)
-        except ValueError as e:
-            print(f"\n(no rounding tree: {e})")
-        else:
-            print()
-            print(tree.text(depth=args.tree_depth, full=args.full_tree))
-    if args.png or (args.tree_png and tree is not None):
-        from . import viz
-
-        try:
-            if args.png:
-                viz.save(viz.access_map(amap), args.png)
-                print(f"\naccess map picture: {args.png}")
-            if args.tree_png and tree is not None:
-                viz.save(viz.rounding_tree(tree), args.tree_png)
-                print(f"rounding tree picture: {args.tree_png}")
-        except (OSError, ValueError) as e:
-            print(f"ascend-ref explain: cannot save the picture: {e}", file=sys.stderr)
-            return 2
-    return 0 if amap.error is None else 1
-
-
 # ------------------------------------------------------------------ callable module ---------
 
 class _CallableModule(types.ModuleType):
@@ -1097,4 +974,4 @@ class _CallableModule(types.ModuleType):
 sys.modules[__name__].__class__ = _CallableModule
 
 __all__ = ["make_case", "access_map", "AccessMap", "WriteTable", "rounding_tree", "replay",
-           "RoundingTree", "Node", "register", "explain_code"]
+           "RoundingTree", "Node", "explain_code"]

@@ -3,46 +3,24 @@
 The JAX side always goes through :func:`ascend_ref.batch.run_cases` (batched). The other
 side is the scalar oracle, the JAX path on another product, or an external command.
 A side that crashes on a case (a Python exception) yields a :class:`Crash` outcome, which
-never agrees with anything: a crash is a finding, not an abort.
+never agrees with anything: a crash is a finding, not an abort (:class:`Crash` and
+:class:`Skip` live in :mod:`ascend_ref.fuzz.compare`; the oracle side's batch entry point,
+:func:`~ascend_ref.fuzz.worker.oracle_many`, lives with the worker processes).
 """
 
 from __future__ import annotations
 
 import abc
-
 import dataclasses
-import traceback
 from typing import Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ..case import Case, Outcome, run_jax, run_oracle
 from . import exchange
+from .compare import Crash, Skip, safe as _safe
+from .worker import Workers, oracle_many
 from .signature import signature as bit_signature
-
-
-class Crash(Outcome):
-    """A side raised something other than a constraint error."""
-
-    def __init__(self, side: str, exc: BaseException):
-        super().__init__(None)
-        self.side = side
-        self.error = f"{type(exc).__name__}: {exc}"
-        self.trace = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))[-2000:]
-
-    def __repr__(self) -> str:
-        return f"Crash({self.side}: {self.error})"
-
-
-class Skip(Outcome):
-    """The device under test did not run the case (or gave no usable answer)."""
-
-    def __init__(self, verdict: str, note: str):
-        super().__init__(None)
-        self.verdict, self.note = verdict, note
-
-    def __repr__(self) -> str:
-        return f"Skip({self.verdict}: {self.note})"
 
 
 #: at most this many cases of one static configuration per :func:`run_cases` call: the batch
@@ -89,13 +67,6 @@ def _run_cases_safe(cases: Sequence[Case]) -> List[Outcome]:
         return out
 
 
-def _safe(fn: Callable, side: str, c: Case) -> Outcome:
-    try:
-        return fn(c)
-    except Exception as e:  # noqa: BLE001
-        return Crash(side, e)
-
-
 def compare(case: Case, expected: Outcome, actual: Outcome) -> Tuple[str, Optional[str]]:
     """``(verdict, signature)``: verdict ``pass`` / ``mismatch`` / ``skip``."""
     for o, who in ((expected, "expected"), (actual, "actual")):
@@ -123,11 +94,6 @@ class Comparator(abc.ABC):
         pass
 
 
-def oracle_many(cases: Sequence[Case]) -> List[Outcome]:
-    """The scalar oracle on each case (a worker-process entry point)."""
-    return [_safe(run_oracle, "oracle", c) for c in cases]
-
-
 class OracleComparator(Comparator):
     """Expected: the scalar oracle; actual: the JAX path. With ``workers`` > 0 the oracle runs
     in that many worker processes while the JAX side runs (and compiles) in this one."""
@@ -140,8 +106,6 @@ class OracleComparator(Comparator):
 
     def _executor(self):
         if self.pool is None:
-            from .worker import Workers
-
             self.pool = Workers(self.workers)
         return self.pool
 
@@ -229,5 +193,5 @@ def evaluate(comparator: Comparator, cases: Sequence[Case]) -> List[Optional[str
 
 
 __all__ = ["Comparator", "OracleComparator", "ProductComparator", "CommandComparator", "Crash",
-           "Skip", "compare", "evaluate", "make", "run_jax_batch"]
+           "Skip", "compare", "evaluate", "make", "oracle_many", "run_jax_batch"]
 _ = np

@@ -16,7 +16,16 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import List, Sequence
 
+from ..case import Case, Outcome, run_oracle
+from .compare import safe
+
 _HDR = 8
+
+
+def oracle_many(cases: Sequence[Case]) -> List[Outcome]:
+    """The scalar oracle on each case, a crash as a :class:`~ascend_ref.fuzz.compare.Crash`
+    outcome (what a worker process answers for one batch)."""
+    return [safe(run_oracle, "oracle", c) for c in cases]
 
 
 def _read_exact(f, n: int) -> bytes:
@@ -43,8 +52,6 @@ def _recv(f):
 
 def serve(inp=None, out=None) -> int:
     import signal
-
-    from .comparators import oracle_many
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the parent's; EOF ends us
 
@@ -106,8 +113,6 @@ class Workers:
             with self.lock:
                 if p in self.procs:
                     self.procs.remove(p)
-            from .comparators import oracle_many
-
             return oracle_many(cases)          # the worker died: do it here
         self.idle.put(p)
         return out

@@ -34,6 +34,7 @@ from .. import addressing, mask as masks, numerics
 from ..case import TIK, Case, Outcome
 from ..chips import chip as get_chip, chips as all_chips
 from ..constraints import Code
+from .outcomes import device_outcome, repro_command, run_reference
 
 SUMS = ("whole_reduce_sum", "vec_reduce_add")
 MINMAX = ("whole_reduce_min", "whole_reduce_max", "vec_reduce_min", "vec_reduce_max")
@@ -161,8 +162,6 @@ class Auditor:
     # -- main entry
     def add(self, items: List[Tuple[object, Outcome, Optional[str]]]) -> None:
         """Audit a chunk of ``(dump_case, reference_outcome, signature)``."""
-        from .run import _run, device_outcome
-
         pending = []   # (dump_case, ref, dev, valid, assumption, counterfactual case)
         for d, ref, sig in items:
             c = d.case
@@ -236,7 +235,7 @@ class Auditor:
                                                fp32_ftz=not prof.fp32_ftz)
                 pending.append((d, ref, dev, valid, "fp32_ftz", alt))
         if pending:
-            outs = _run([p[-1] for p in pending])
+            outs = run_reference([p[-1] for p in pending])
             for (d, ref, dev, valid, name, _), cf in zip(pending, outs):
                 if isinstance(cf, Exception) or cf.code is not None:
                     continue
@@ -433,8 +432,6 @@ class Auditor:
                 lines.append(f"      device wrote{'' if r.kind == 'observe' else ' (where it disagreed)'}"
                              f": {seen}")
             if r.examples and (r.disagreed or r.kind == "observe"):
-                from .run import repro_command
-
                 lines.append(f"      repro: {repro_command(*r.examples[0])}")
         return "\n".join(lines)
 

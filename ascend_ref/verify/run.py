@@ -11,7 +11,6 @@ and bad cases are all reported, and the good cases are still verified.
 
 from __future__ import annotations
 
-import shlex
 import sys
 import time
 from collections import Counter
@@ -20,18 +19,14 @@ from typing import Callable, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from ..case import Case, Outcome
+from ..case import JAX, Case, Outcome
 from ..chips import chip as get_chip
 from ..constraints import Code, ConstraintError
 from .format import (ASCENDC_PARAMS, DumpCase, DumpError, PathLike, iter_dump_cases,
                      iter_paths, open_dump)
+from .outcomes import device_outcome, repro_command, run_reference
 
 DEFAULT_BATCH = 256
-
-
-def repro_command(file: str, index: int) -> str:
-    """The command that re-verifies one case and explains the difference."""
-    return f"ascend-ref verify {shlex.quote(str(file))} --case {index} --explain"
 
 
 # ------------------------------------------------------------------ report -----------------
@@ -168,29 +163,11 @@ def _field_of(param: str) -> str:
 
 def constraint_error(case: Case) -> Optional[ConstraintError]:
     """The reference's error for ``case`` (with the parameter named), or None if it runs."""
-    import ascend_ref as ar
-
     try:
-        case.call(ar, return_info=True)
+        case.call(JAX, return_info=True)
     except ConstraintError as e:
         return e
     return None
-
-
-def _run(cases: List[Case]) -> List[Outcome]:
-    from ..batch import run_cases
-    from ..case import run_jax
-
-    try:
-        return run_cases(cases)
-    except Exception:            # isolate the case that breaks the batch
-        out = []
-        for c in cases:
-            try:
-                out.append(run_jax(c))
-            except Exception as e:                                    # noqa: BLE001
-                out.append(e)
-        return out
 
 
 def beyond_assumed_ub(d: DumpCase, ref: Outcome) -> bool:
@@ -224,18 +201,6 @@ def assumed_error(d: DumpCase, ref: Outcome) -> bool:
                for name, (code, apis) in ASSUMED_ERRORS.items())
 
 
-def device_outcome(d: DumpCase, ref: Outcome) -> Outcome:
-    """The device side as an :class:`Outcome` (written/undefined taken from the reference)."""
-    if d.error is not None:
-        return Outcome(d.error)
-    if ref.code is not None:
-        return Outcome(None, d.after, np.zeros(d.after.size, bool), np.zeros(d.after.size, bool))
-    dev = d.after
-    if d.compared is not None:           # bytes not recorded: take the reference's
-        dev = np.where(d.compared, d.after, ref.ub)
-    return Outcome(None, dev, ref.written, ref.undefined)
-
-
 # ------------------------------------------------------------------ verification ----------
 
 class Verifier:
@@ -265,7 +230,7 @@ class Verifier:
         """Verify one chunk of cases."""
         if not items:
             return
-        outs = _run([d.case for d in items])
+        outs = run_reference([d.case for d in items])
         audit_items = []
         for d, ref in zip(items, outs):
             if isinstance(ref, Exception):
@@ -481,7 +446,7 @@ def explain(path: PathLike, index: int, *, max_words: int = 32) -> Tuple[str, Op
     with open_dump(path) as f:
         d = f.case(index)
     c = d.case
-    ref = _run([c])[0]
+    ref = run_reference([c])[0]
     if isinstance(ref, Exception):
         raise DumpError(d.file, "(reference)", f"the reference failed: {ref}", index)
     lines = [f"{d.where}", f"  call:      {c.describe()}"]
