@@ -48,7 +48,7 @@ def test_every_row_names_its_sources(chip_id):
     row = PRODUCTS[chip_id]
     for f in ("apis", "orders", "zero_mask", "zero_repeat", "dst_rep_stride_zero", "block_fill",
               "ub_bytes", "saturate_default", "fp32_ftz", "default_nan_f16", "default_nan_f32",
-              "saturate_only", "add_order", "minmax_nan"):
+              "saturate_only", "add_order", "minmax_nan", "pair_masked_pair"):
         assert row.sources.get(f, "").strip(), (chip_id, f)
 
 

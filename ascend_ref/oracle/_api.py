@@ -1,4 +1,4 @@
-"""Scalar oracle: the seven reduction APIs as literal loops over repeats and lanes.
+"""Scalar oracle: the reduction APIs as literal loops over repeats and lanes.
 
 Written from ``shared/SPEC.md`` and ``docs/SEMANTICS.md`` only; it shares no code with the
 vectorised implementation (it imports nothing but the error codes; its product facts are
@@ -286,13 +286,15 @@ class _Writer:
 
 def _ascendc(api: str, kind: str, ub, dst, src, mask, repeat_time, dst_rep_stride,
              src_blk_stride, src_rep_stride, chip, *, order=None, reduce_type=None,
-             saturate=None, minmax: str = "") -> OracleResult:
-    """kind: "whole_minmax" | "whole_sum" | "block"."""
+             saturate=None, minmax: str = "", table_api: Optional[str] = None) -> OracleResult:
+    """kind: "whole_minmax" | "whole_sum" | "block" | "pair". ``api`` names the call in
+    messages; ``table_api`` (default ``api``) is its row in the product table (an alias
+    shares the row of the API it renames)."""
     prof = _resolve_chip(chip, api)
     fails = _Failures(api, prof.id)
     ubarr = _parse_ub(fails, ub)
 
-    supported = prof.dtypes(api)
+    supported = prof.dtypes(table_api or api)
     if not supported:
         fails.add(Code.API_UNSUPPORTED, f"{api} does not exist on {prof.id}")
 
@@ -322,8 +324,11 @@ def _ascendc(api: str, kind: str, ub, dst, src, mask, repeat_time, dst_rep_strid
         if rtype not in _REDUCE_TYPES:
             fails.add(Code.REDUCE_TYPE, f"reduce_type = {reduce_type!r}; allowed SUM, MAX, MIN")
             rtype = None
+    if kind == "pair" and _parse_name(reduce_type) != "SUM":
+        # ReducePairElem<reduceType>: "当前仅支持求和操作" (only ReduceType::SUM)
+        fails.add(Code.REDUCE_TYPE, f"reduce_type = {reduce_type!r}; allowed SUM")
     sat = False
-    if kind in ("whole_sum", "block"):
+    if kind in ("whole_sum", "block", "pair"):
         sat, _ = _parse_saturate(fails, saturate, prof, fmt)
 
     # -- mask, repeat, strides
@@ -353,7 +358,7 @@ def _ascendc(api: str, kind: str, ub, dst, src, mask, repeat_time, dst_rep_strid
     if strides["dst_rep_stride"] == 0 and not prof.dst_rep_stride_zero:
         fails.add(Code.DST_STRIDE_ZERO, "dst_rep_stride = 0 is not supported on this product")
 
-    # -- alignment
+    # -- alignment (ReducePairElem: dst and src "需要32字节对齐")
     if s is not None and s.addr % BLOCK:
         fails.add(Code.ALIGN, f"src.addr = {s.addr} not 32-byte aligned")
     dfmt = d.fmt if d is not None else None
@@ -369,6 +374,9 @@ def _ascendc(api: str, kind: str, ub, dst, src, mask, repeat_time, dst_rep_strid
             unit = dalign = sz
         elif kind == "block":
             unit = dalign = 8 * sz
+        elif kind == "pair":
+            unit = REPEAT_BYTES // 2     # dstRepStride unit: one repeat's L/2 sums = 128 B
+            dalign = BLOCK
         if dalign is not None and d.addr % dalign:
             fails.add(Code.ALIGN, f"dst.addr = {d.addr} not {dalign}-byte aligned")
 
@@ -414,6 +422,18 @@ def _ascendc(api: str, kind: str, ub, dst, src, mask, repeat_time, dst_rep_strid
                 total = _fp.tree_sum(full, fmt, **kw)
                 (addr, n, _), = pieces
                 out.write(addr, n, total)
+            elif kind == "pair":
+                lane_val = dict(vals)
+                for addr, n, what in pieces:
+                    j = what[1]
+                    if what[0] == "zero":           # both lanes masked, "置为0" products
+                        out.write(addr, n, 0)
+                        continue
+                    # a masked lane of the pair counts as +0 (Reg PairReduceElem page: "不参与
+                    # 计算的元素，被当作0进行累加"; elsewhere assumed): one add, a = lane 2j
+                    a = lane_val.get(2 * j, 0)
+                    b = lane_val.get(2 * j + 1, 0)
+                    out.write(addr, n, _fp.add(a, b, fmt, **kw))
             else:  # block
                 for addr, n, what in pieces:
                     b = what[1]
@@ -484,6 +504,15 @@ def _ascendc_plan(kind, s: _T, d: _T, fmt: _fp.Fmt, lanes, R, strides, unit, ord
             pieces = [(base + off, n, what) for off, n, what in layout]
         elif kind == "whole_sum":
             pieces = [(base, sz, "sum")]
+        elif kind == "pair":
+            active = set(lanes)
+            pieces = []
+            for j in range(REPEAT_BYTES // sz // 2):
+                if 2 * j in active or 2 * j + 1 in active:
+                    pieces.append((base + j * sz, sz, ("pair", j)))
+                elif prof.pair_masked_pair == "zero":
+                    pieces.append((base + j * sz, sz, ("zero", j)))
+                # "keep": that dst element is not written
         else:
             pieces = []
             for b in range(8):
@@ -557,6 +586,23 @@ def reduce_data_block(ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_s
     return _ascendc("reduce_data_block", "block", ub, dst, src, mask, repeat_time,
                     dst_rep_stride, src_blk_stride, src_rep_stride, chip,
                     reduce_type=reduce_type, saturate=saturate)
+
+
+def pair_reduce_sum(ub, dst, src, repeat_time, mask, dst_rep_stride, src_blk_stride,
+                    src_rep_stride, *, chip, saturate=None) -> OracleResult:
+    """PairReduceSum (Ascend C order: repeatTime before mask): per repeat, output j of the
+    128-byte slot at ``dst + r*dst_rep_stride*128`` is ``lane[2j] + lane[2j+1]``."""
+    return _ascendc("pair_reduce_sum", "pair", ub, dst, src, mask, repeat_time,
+                    dst_rep_stride, src_blk_stride, src_rep_stride, chip, saturate=saturate,
+                    reduce_type="SUM")
+
+
+def reduce_pair_elem(ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_stride,
+                     src_rep_stride, *, chip, reduce_type="SUM", saturate=None) -> OracleResult:
+    """ReducePairElem<reduceType> (the newer name; documented order: mask before repeatTime)."""
+    return _ascendc("reduce_pair_elem", "pair", ub, dst, src, mask, repeat_time,
+                    dst_rep_stride, src_blk_stride, src_rep_stride, chip, saturate=saturate,
+                    reduce_type=reduce_type, table_api="pair_reduce_sum")
 
 
 # ====================================================================== TIK

@@ -10,7 +10,10 @@ Each row names its source: ``seed 000`` .. ``seed 004`` are Huawei's pages in
 ``shared/seeds/`` (000 WholeReduceMin, 001 ReduceDataBlock, 002 TIK vec_reduce_min,
 003 TIK vec_reduce_add, 004 the high-dimension tiling chapter), ``SPEC`` is
 ``shared/SPEC.md`` and ``SEMANTICS`` is ``docs/SEMANTICS.md`` (our documented reading where
-the pages are silent; such facts are also ``assumed`` in the profiles).
+the pages are silent; such facts are also ``assumed`` in the profiles). ``RPE`` is the current
+asc-devkit page ``docs/zh/api/SIMD-API/基础API/Memory矢量计算/归约计算/ReducePairElem.md``
+(public mirror ``cannmirror/asc-devkit`` at 0da921b91, 2026-07-23) and ``PRS`` its previous
+generation ``docs/api/.../归约计算/PairReduceSum.md`` (at 3825d1c98^, removed 2026-06-10).
 
 A caller may pass an object with the same attributes instead of a product id (counterfactual
 profiles of ``verify --audit``): the oracle then uses that object as given.
@@ -54,6 +57,7 @@ class Product:
     saturate_only: bool = False
     add_order: str = "tree"
     minmax_nan: str = "payload"
+    pair_masked_pair: str = "keep"
     sources: Mapping[str, str] = field(default_factory=dict)
 
     def dtypes(self, api: str) -> Tuple[str, ...]:
@@ -77,7 +81,13 @@ _COMMON_SOURCES = {
     "saturate_only": "SEMANTICS §D: both modes exist unless a page says otherwise",
     "add_order": "seed 003: vec_reduce_add combines the repeat results as a tree",
     "minmax_nan": "SEMANTICS §D: a NaN min/max result keeps the first NaN lane's bits",
+    "pair_masked_pair": "RPE 约束说明 id20-id27 does not list this product (PairReduceSum is "
+                        "not supported here, or the page is silent)",
 }
+_RPE = "RPE (ReducePairElem, current)"
+_RPE_T = f"{_RPE} 数据类型"
+_RPE_KEEP = f"{_RPE} 约束说明 id21: a pair whose two mask bits are 0 is skipped (kept) on"
+_RPE_ZERO = f"{_RPE} 约束说明 id25: a pair whose two mask bits are 0 is set to 0 on"
 #: newer TIK pages (CANN 7.0-8.5, atlastikapi_07_0088 / 0089 / 0090) than seeds 002 / 003
 _TIK_NEW = "CANN 7.0-8.5 TIK pages vec_reduce_max/min/add (atlastikapi_07_0088-0090)"
 _TIK_F = {"vec_reduce_min": (F16, F32), "vec_reduce_max": (F16, F32)}
@@ -100,7 +110,7 @@ def _row(pid: str, ub: int, apis: dict, orders: tuple, zero_mask: str, zero_repe
          drs0: bool, fill: str, fills: dict, sources: dict, **more) -> Product:
     full = {a: tuple(apis.get(a, _NONE)) for a in (
         "whole_reduce_min", "whole_reduce_max", "whole_reduce_sum", "reduce_data_block",
-        "vec_reduce_min", "vec_reduce_max", "vec_reduce_add")}
+        "pair_reduce_sum", "vec_reduce_min", "vec_reduce_max", "vec_reduce_add")}
     return Product(pid, ub, full, orders, zero_mask, zero_repeat, drs0, fill, fills,
                    sources={**_COMMON_SOURCES, **sources}, **more)
 
@@ -117,7 +127,8 @@ def _kirin(pid: str, name: str) -> Product:
          ("ORDER_VALUE_INDEX", "ORDER_INDEX_VALUE"), "undefined", "undefined", True, "fill",
          _FILL_950,
          {"apis": f"seed 001: {name} half/float (ReduceDataBlock); SPEC §2 table: half "
-                  "float for WholeReduce too",
+                  f"float for WholeReduce too; {_RPE} 产品支持情况 does not list {name}: no "
+                  "PairReduceSum (asc-devkit dav_l300/l311 implement it; the page wins)",
           "orders": "SPEC §2 product table: VALUE_INDEX, INDEX_VALUE (not in seed 000's list)",
           "zero_mask": "asc-devkit builds it as dav_l300/l311 on the 950 Reg path: as 950, undefined (assumed)", "zero_repeat": "as zero_mask (assumed)",
           "dst_rep_stride_zero": "only Atlas training forbids 0",
@@ -129,11 +140,14 @@ def _kirin(pid: str, name: str) -> Product:
 #: the product table (id -> Product)
 PRODUCTS: Dict[str, Product] = {p.id: p for p in [
     _row("ascend950", 253952,
-         {**_ascendc(ALL6), "whole_reduce_sum": (F16, F32), "reduce_data_block": (F16, F32)},
+         {**_ascendc(ALL6), "whole_reduce_sum": (F16, F32), "reduce_data_block": (F16, F32),
+          "pair_reduce_sum": (F16, F32)},
          ORDERS4, "undefined", "undefined", True, "fill", _FILL_950,
          {"apis": f"{_S000_T} (Ascend 950PR/950DT: uint16/int16/uint32/int32/half/float); "
-                  "seed 001 (ReduceDataBlock: half/float)",
+                  f"seed 001 (ReduceDataBlock: half/float); {_RPE_T} (950: half, float)",
           "orders": f"{_S000_ORDER} (950: all four)",
+          "pair_masked_pair": f"{_RPE_ZERO} Ascend 950PR/950DT (PRS said unchanged: the newer "
+                              "page wins; dav_3510 ZEROING + a full 128-byte store agrees)",
           "zero_mask": "seed 001: on Ascend 950PR/950DT a 0 mask / repeatTime is not "
                        "guaranteed to be a NOP (SEMANTICS §C: undefined dst)",
           "zero_repeat": "seed 001, as zero_mask",
@@ -141,11 +155,14 @@ PRODUCTS: Dict[str, Product] = {p.id: p for p in [
           "block_fill": "seed 001: a block without active lanes gets SUM 0, MAX -inf, MIN +inf",
           "ub_bytes": "SPEC §2 product table: 253952 bytes (248 KiB usable)",
           "minmax_nan": "asc-devkit Reg Reduce.md: a NaN input writes the type's NaN and the "
-                        "first NaN's index (issue 12)"}, minmax_nan="default"),
-    _row("atlas_a2", 196608, {**_ascendc((F16, F32)), **_TIK_F, "vec_reduce_add": (F16, F32)},
+                        "first NaN's index (issue 12)"}, minmax_nan="default",
+         pair_masked_pair="zero"),
+    _row("atlas_a2", 196608, {**_ascendc((F16, F32)), **_TIK_F, "vec_reduce_add": (F16, F32),
+                              "pair_reduce_sum": (F16, F32)},
          ORDERS4, "nop", "nop", True, "keep", {},
          {"apis": f"{_S000_T} (Atlas A2: half/float); seed 001 (half/float); {_TIK_NEW}: "
-                  "min/max/add float16/float32 on Atlas A2",
+                  f"min/max/add float16/float32 on Atlas A2; {_RPE_T} (A2: half, float)",
+          "pair_masked_pair": f"{_RPE_KEEP} Atlas A2",
           "add_order": f"{_TIK_NEW}: Atlas A2 sums repeat results in order, 255 at a time, "
                        "then the group sums pairwise",
           "orders": f"{_S000_ORDER} (A2: all four)",
@@ -153,20 +170,26 @@ PRODUCTS: Dict[str, Product] = {p.id: p for p in [
           "dst_rep_stride_zero": "seed 000 dstRepStride: only Atlas training forbids 0",
           "block_fill": "seed 001: a block with no active lane is not written (A2/A3)",
           "ub_bytes": "SPEC §2 product table: 196608 bytes"}, add_order="group255"),
-    _row("atlas_a3", 196608, {**_ascendc((F16, F32)), **_TIK_F}, ORDERS4, "nop", "nop", True,
+    _row("atlas_a3", 196608, {**_ascendc((F16, F32)), **_TIK_F, "pair_reduce_sum": (F16, F32)},
+         ORDERS4, "nop", "nop", True,
          "keep", {},
          {"apis": f"{_S000_T} (Atlas A3: half/float); seed 001 (half/float); {_TIK_NEW}: "
-                  "min/max float16/float32 on A3 (vec_reduce_add not listed for A3)",
+                  "min/max float16/float32 on A3 (vec_reduce_add not listed for A3); "
+                  f"{_RPE_T} (A3: half, float)",
+          "pair_masked_pair": f"{_RPE_KEEP} Atlas A3",
           "orders": f"{_S000_ORDER} (A3: all four)",
           "zero_mask": f"{_S001_NOP} Atlas A2/A3", "zero_repeat": f"{_S001_NOP} Atlas A2/A3",
           "dst_rep_stride_zero": "seed 000 dstRepStride: only Atlas training forbids 0",
           "block_fill": "seed 001: a block with no active lane is not written (A2/A3)",
           "ub_bytes": "SPEC §2 product table: 196608 bytes"}),
     _row("atlas_200i_500_a2", 253952,
-         {**_ascendc((F16, F32)), **_TIK_F, "vec_reduce_add": (F16, F32)},
+         {**_ascendc((F16, F32)), **_TIK_F, "vec_reduce_add": (F16, F32),
+          "pair_reduce_sum": (F16, F32)},
          ("ORDER_VALUE_INDEX", "ORDER_ONLY_VALUE"), "error", "nop", True, "fill", _FILL_200I,
          {"apis": f"{_S000_T} (Atlas 200I/500 A2: half/float); seed 001 (half/float); "
-                  f"{_TIK_NEW}: min/max/add float16/float32 on 200I/500 A2",
+                  f"{_TIK_NEW}: min/max/add float16/float32 on 200I/500 A2; {_RPE_T} "
+                  "(200I/500 A2: half, float)",
+          "pair_masked_pair": f"{_RPE_ZERO} Atlas 200I/500 A2 (PRS says the same)",
           "add_order": f"{_TIK_NEW}: 200I/500 A2 accumulates odd / even repeats element-wise, "
                        "then adds the lanes pairwise",
           "orders": f"{_S000_ORDER} (200I/500 A2: ORDER_VALUE_INDEX, ORDER_ONLY_VALUE)",
@@ -176,12 +199,15 @@ PRODUCTS: Dict[str, Product] = {p.id: p for p in [
           "block_fill": "seed 001: an empty block gets SUM 0, MAX -65504 (half) / -inf "
                         "(float), MIN 65504 (half) / +inf (float)",
           "ub_bytes": "SPEC §2 product table: 253952 bytes (248 KiB usable)"},
-         add_order="odd_even"),
+         add_order="odd_even", pair_masked_pair="zero"),
     _row("atlas_inference_aicore", 262144,
-         {**_ascendc((F16, F32)), **_TIK_F, "vec_reduce_add": (F16, F32)},
+         {**_ascendc((F16, F32)), **_TIK_F, "vec_reduce_add": (F16, F32),
+          "pair_reduce_sum": (F16, F32)},
          ("ORDER_VALUE_INDEX", "ORDER_INDEX_VALUE"), "error", "nop", True, "undefined", {},
          {"apis": f"{_S000_T} (AI Core: half/float); seed 001; {_S003_T} (AI Core); "
-                  f"{_TIK_NEW}: min/max float16/float32 on the AI Core",
+                  f"{_TIK_NEW}: min/max float16/float32 on the AI Core; {_RPE_T} (AI Core: "
+                  "half, float)",
+          "pair_masked_pair": f"{_RPE_KEEP} Atlas inference AI Core",
           "orders": f"{_S000_ORDER} (AI Core: ORDER_VALUE_INDEX, ORDER_INDEX_VALUE)",
           "zero_mask": "seed 000 mask range starts at 1", "zero_repeat": "SEMANTICS §C (assumed)",
           "dst_rep_stride_zero": "seed 000 dstRepStride: only Atlas training forbids 0",
@@ -191,7 +217,7 @@ PRODUCTS: Dict[str, Product] = {p.id: p for p in [
          {"vec_reduce_min": (F16, F32, "int16"), "vec_reduce_max": (F16, F32, "int16"),
           "vec_reduce_add": (F16, F32)}, (),
          "error", "nop", True, "undefined", {},
-         {"apis": "seeds 000 / 001: Vector Core not supported; "
+         {"apis": f"seeds 000 / 001 and {_RPE}: Vector Core not supported; "
                   f"{_S003_T} (Vector Core); {_TIK_NEW}: min/max float16/float32/int16 "
                   "on the Vector Core",
           "orders": "no WholeReduce on this product",
@@ -201,14 +227,17 @@ PRODUCTS: Dict[str, Product] = {p.id: p for p in [
           "ub_bytes": "SPEC §2 product table: 262144 bytes"}),
     _row("atlas_training", 262144,
          {**_ascendc((F16,)), "vec_reduce_min": (F16,), "vec_reduce_max": (F16,),
-          "vec_reduce_add": (F16, F32)},
+          "vec_reduce_add": (F16, F32), "pair_reduce_sum": (F16,)},
          ("ORDER_VALUE_INDEX",), "error", "nop", False, "undefined", {},
          {"apis": f"{_S000_T} (Atlas training: half); seed 001 (half); "
-                  f"{_S002_T} Atlas Training; {_S003_T} (training)",
+                  f"{_S002_T} Atlas Training; {_S003_T} (training); {_RPE_T} (training: half)",
+          "pair_masked_pair": f"{_RPE} id20 does not list Atlas training; PRS: every product "
+                              "but 200I/500 A2 leaves the dst element unchanged (and training "
+                              "runs the same vcpadd intrinsic as A2/A3): kept (assumed)",
           "orders": f"{_S000_ORDER} (training: ORDER_VALUE_INDEX)",
           "zero_mask": "seed 000 mask range starts at 1", "zero_repeat": "SEMANTICS §C",
           "dst_rep_stride_zero": "seeds 000 / 001 dstRepStride: Atlas training does not "
-                                 "support 0",
+                                 f"support 0 ({_RPE} id28 says the same for PairReduceSum)",
           "block_fill": "seed 001 does not document empty blocks here: undefined",
           "ub_bytes": "SPEC §2 product table: 262144 bytes",
           "saturate_default": "TF adapter set_device_sat_mode (CANN 7.0-9.0): Atlas training "
