@@ -48,8 +48,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import engine, scale
-from .case import JAX, TIK, Case, Outcome
+from . import engine, registry, scale
+from .case import Case, Outcome
 from .constraints import Code, ConstraintError
 
 #: traces of the batched kernels, by static configuration (tests count recompiles with it)
@@ -82,8 +82,7 @@ def _vmapped(ins, spec):
 
 
 def _prepare_case(case: Case):
-    with engine.capture():
-        return case.call(JAX, return_info=True)
+    return case.prepare(info=True)
 
 
 def run_cases(cases: Iterable[Case]) -> List[Outcome]:
@@ -130,24 +129,18 @@ def _run_group(ins, spec, nb, items, outcomes) -> None:
 
 # ------------------------------------------------------------------ array API ---------------
 
-_OPERANDS = {api: ("dst", "src", "work_tensor") if api in TIK else ("dst", "src")
-             for api in ("whole_reduce_min", "whole_reduce_max", "whole_reduce_sum",
-                         "reduce_data_block", *TIK)}
-_PARAMS = {api: ("repeat", "src_rep_stride") if api in TIK else
-           ("repeat", "dst_rep_stride", "src_blk_stride", "src_rep_stride") for api in _OPERANDS}
-
-
 @functools.lru_cache(maxsize=None)
 def _array_fn(api: str, chip: str, dtype: str, option: Any, mask_mode: str,
               max_repeat: Optional[int], has_saturate: bool,
               path: str = "fast", static_src: Optional[tuple] = None):
+    ins = registry.lookup(api)
+
     def one(q):
         mask = q["mask"] if mask_mode == "count" else q["mask"].astype(jnp.uint32)
-        case = Case(api, chip, dtype, option, mask, {k: q[k] for k in _PARAMS[api]},
-                    {t: (q[f"{t}.addr"], q[f"{t}.size"]) for t in _OPERANDS[api]},
+        case = Case(api, chip, dtype, option, mask, {k: q[k] for k in ins.params},
+                    {t: (q[f"{t}.addr"], q[f"{t}.size"]) for t in ins.operands},
                     jnp.zeros((1,), jnp.uint8), q["saturate"] if has_saturate else None)
-        with engine.capture(), engine.use_path(path):
-            prep = case.call(JAX, return_info=False)
+        prep = ins.prepare_case(case, info=False, path=path)
         spec = prep.spec
         if max_repeat is not None:
             spec = dataclasses.replace(spec, r_max=int(max_repeat))
@@ -157,9 +150,9 @@ def _array_fn(api: str, chip: str, dtype: str, option: Any, mask_mode: str,
     def run(ubs, qs):
         TRACES[("run_batch", api, chip, dtype, option, mask_mode, max_repeat)] += 1
         ps = jax.vmap(lambda q: one(q)[2])(qs)
-        ins, spec, _ = one(jax.tree_util.tree_map(lambda v: v[0], qs))
+        kernel, spec, _ = one(jax.tree_util.tree_map(lambda v: v[0], qs))
         ps["ub_len"] = jnp.full((ubs.shape[0],), ubs.shape[1], jnp.int32)
-        writes, status, _, _, _ = engine.batched(ins, spec, ubs, ps)
+        writes, status, _, _, _ = engine.batched(kernel, spec, ubs, ps)
         return writes, status
 
     return run
@@ -169,11 +162,7 @@ def _max_table(api: str, option, max_repeat: Optional[int], dtype: str) -> int:
     """The repeat-table height a batch compiles (the API's range unless ``max_repeat``)."""
     if max_repeat is not None:
         return int(max_repeat)
-    from .tik.vec_reduce_minmax import MAX_REPEAT, MAX_REPEAT_INDEX
-
-    if api in ("vec_reduce_min", "vec_reduce_max"):
-        return MAX_REPEAT_INDEX.get(dtype, 511) if option else MAX_REPEAT
-    return MAX_REPEAT if api == "vec_reduce_add" else 255
+    return registry.lookup(api).repeat_range(option, dtype)[1]
 
 
 def _static_src(api: str, option, max_repeat, q: dict, width: int,
@@ -245,22 +234,20 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
     slices the source instead of gathering it.
     """
     from . import batch_args
-    from .enums import ReduceOrder, ReduceType, parse_enum
     from .ub import dtype_name
 
-    if api not in _OPERANDS:
-        raise ConstraintError(Code.BAD_ARGUMENT, api="run_batch", param="api", value=api,
-                              allowed=f"one of {sorted(_OPERANDS)}")
+    ins = registry.lookup(api, api="run_batch")
     dtype = dtype_name(dtype)
     option: Any = None
-    if api in ("whole_reduce_min", "whole_reduce_max"):
-        option = parse_enum(ReduceOrder, order or "ORDER_VALUE_INDEX", api=api, param="order",
-                            code=Code.ORDER_UNSUPPORTED).value
-    elif api == "reduce_data_block":
-        option = parse_enum(ReduceType, reduce_type, api=api, param="reduce_type",
-                            code=Code.REDUCE_TYPE).value
-    elif api in ("vec_reduce_min", "vec_reduce_max"):
-        option = batch_args.flag(api, "cal_index", cal_index)
+    if ins.option is not None:
+        given = {"order": order, "reduce_type": reduce_type, "cal_index": cal_index}
+        raw = given[ins.option.key] if ins.option.key in given else params.pop(ins.option.key,
+                                                                                None)
+        if isinstance(ins.option, registry.FlagOption):
+            option = batch_args.flag(api, ins.option.key, raw)
+        else:
+            option = ins.option.parse(raw if raw or ins.option.default is None else None,
+                                      api=api)
     ubs = np.asarray(ubs)
     if ubs.ndim != 2 or ubs.dtype != np.uint8:
         raise ConstraintError(Code.BAD_ARGUMENT, api="run_batch", param="ubs",
@@ -268,15 +255,15 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
     b = ubs.shape[0]
     mask_mode, qmask = batch_args.mask_param(api, mask, b, mask_mode)
     q = {"mask": qmask}
-    for t in _OPERANDS[api]:
+    for t in ins.operands:
         if t not in params:
             raise ConstraintError(Code.BAD_ARGUMENT, api="run_batch", param=t, value=None,
                                   allowed="an (addr, size) pair")
         addr, size = batch_args.pair(api, t, params.pop(t))
         q[f"{t}.addr"] = batch_args.int_param(api, f"{t}.addr", addr, b)
         q[f"{t}.size"] = batch_args.int_param(api, f"{t}.size", size, b)
-    for k in _PARAMS[api]:
-        key = k if k in params else {"repeat": "repeat_time" if api not in TIK else "repeat_times"}.get(k, k)
+    for k in ins.params:
+        key = k if k in params else {"repeat": ins.repeat_param}.get(k, k)
         if key not in params:
             raise ConstraintError(Code.BAD_ARGUMENT, api="run_batch", param=k, value=None,
                                   allowed="an int or a [B] int array")
@@ -290,7 +277,7 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
                               value=base[(base % 32 != 0) | (base < 0)][0],
                               allowed="a non-negative multiple of 32")
     q["ub_base"] = base
-    has_sat = api in ("whole_reduce_sum", "reduce_data_block", "vec_reduce_add")
+    has_sat = ins.saturating
     if has_sat:
         from .chips import chip as get_chip
 

@@ -15,8 +15,6 @@ import numpy as np
 
 from .constraints import Code, ConstraintError
 
-TIK = ("vec_reduce_min", "vec_reduce_max", "vec_reduce_add")
-
 
 class _JaxApi:
     """The JAX implementation as :meth:`Case.call`'s ``impl``: its ``ascendc`` and ``tik``
@@ -60,29 +58,22 @@ class Case:
         keywords (``return_info=True``) go to the API function."""
         from .ub import Tensor
 
-        t = {k: Tensor(a, self.dtype, s) for k, (a, s) in self.tensors.items()}
-        kw = {"chip": self.chip, **extra}
-        if self.api in TIK:
-            mod = getattr(impl, "tik", impl)
-            args = (self.mask, t["dst"], t["src"], t["work_tensor"], self.params["repeat"],
-                    self.params["src_rep_stride"])
-            if self.api == "vec_reduce_add":
-                kw["saturate"] = self.saturate
-            else:
-                args = args + (self.option,)
-        else:
-            mod = getattr(impl, "ascendc", impl)
-            args = (t["dst"], t["src"], self.mask, self.params["repeat"],
-                    self.params["dst_rep_stride"], self.params["src_blk_stride"],
-                    self.params["src_rep_stride"])
-            if self.api in ("whole_reduce_min", "whole_reduce_max"):
-                args = args + (self.option,)
-            elif self.api == "reduce_data_block":
-                kw["reduce_type"] = self.option
-                kw["saturate"] = self.saturate
-            else:
-                kw["saturate"] = self.saturate
-        return getattr(mod, self.api)(self.ub.copy(), *args, **kw)
+        ins = self.instruction
+        args, kw = ins.call_args(self, lambda k: Tensor(self.tensors[k][0], self.dtype,
+                                                         self.tensors[k][1]))
+        return ins.public(impl)(self.ub.copy(), *args, **{**kw, "chip": self.chip, **extra})
+
+    @property
+    def instruction(self):
+        """The registered instruction of ``api`` (:mod:`ascend_ref.registry`)."""
+        from . import registry
+
+        return registry.lookup(self.api, api="Case")
+
+    def prepare(self, *, info: bool = True, path: Optional[str] = None):
+        """The checked call for the engine, not run (the direct path; raises
+        :class:`ConstraintError` as the call would)."""
+        return self.instruction.prepare_case(self, info=info, path=path)
 
     def describe(self) -> str:
         p = ", ".join(f"{k}={v}" for k, v in self.params.items())
@@ -103,6 +94,15 @@ class Outcome:
 
     def __repr__(self) -> str:
         return f"Outcome({self.code.name})" if self.code else "Outcome(ok)"
+
+
+def __getattr__(name: str):
+    """``TIK``: the API names of the TIK family (derived from the registry)."""
+    if name == "TIK":
+        from . import registry
+
+        return registry.where(lambda i: i.family == "tik")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def run_jax(case, chip: Optional[str] = None) -> Outcome:

@@ -1,7 +1,7 @@
 """Product (chip) profiles: every behavioural difference between products, as data.
 
 One TOML file per product lives in ``configs/chips/``; :func:`chip` loads it into a frozen
-:class:`ChipProfile`. Instruction code asks the profile (``chip.dtypes("whole_reduce_min")``,
+:class:`ChipProfile`. Instruction code asks the profile (``chip.dtypes(api)``,
 ``chip.block_fill``, ...) and never tests a product id.
 
 >>> import ascend_ref as ar
@@ -27,16 +27,20 @@ except ModuleNotFoundError:  # pragma: no cover - Python 3.10
 
 from .constraints import Code, ConstraintError
 
-#: Every API name a profile can list under ``[apis]``.
-API_NAMES = (
-    "whole_reduce_min",
-    "whole_reduce_max",
-    "whole_reduce_sum",
-    "reduce_data_block",
-    "vec_reduce_min",
-    "vec_reduce_max",
-    "vec_reduce_add",
-)
+
+
+def __getattr__(name: str):
+    """``API_NAMES``: every API name the product profiles list under ``[apis]``, in the order
+    the files list them (the instructions themselves are :func:`ascend_ref.registry.names`;
+    the registry checks that every name here is one of them)."""
+    if name == "API_NAMES":
+        out: list = []
+        for c in chips():
+            out += [a for a in chip(c).apis if a not in out]
+        return tuple(out)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 _ZERO_RULES = ("nop", "undefined", "error")
 _FILL_RULES = ("keep", "fill", "undefined")
 #: TIK vec_reduce_add accumulation orders (docs/SEMANTICS.md §F): "tree" (seed 003),
@@ -151,7 +155,7 @@ def _value_bits(text: str, dtype: str) -> int:
 
 def _load(path: Path) -> ChipProfile:
     raw = tomllib.loads(path.read_text())
-    apis = {a: tuple(raw.get("apis", {}).get(a, ())) for a in API_NAMES}
+    apis = {a: tuple(v) for a, v in raw.get("apis", {}).items()}
     fills = {rt: {dt: _value_bits(v, dt) for dt, v in vals.items()}
              for rt, vals in raw.get("block_fill_values", {}).items()}
     prof = ChipProfile(

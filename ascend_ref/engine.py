@@ -593,6 +593,12 @@ def call(ins: Instruction, ub, tensors: dict, mask, params: dict, *, chip, optio
                    saturate=saturate, info=return_info, repeat_hi=repeat_hi)
     if _CAPTURE.get():
         return prep
+    return run_prepared(prep, return_info)
+
+
+def run_prepared(prep: Prepared, return_info: bool = False):
+    """Run a prepared call; a concrete call that breaks a rule raises its ConstraintError."""
+    ins = prep.ins
     out, status, diag, written, undefined = execute(prep)
     p = prep.p
     concrete = all(_is_concrete(v) for v in jax.tree_util.tree_leaves(p))

@@ -32,26 +32,44 @@ try:  # Python >= 3.11
 except ModuleNotFoundError:  # pragma: no cover
     import tomli as tomllib  # type: ignore[no-redef]
 
-from .case import TIK, Case, Outcome
-from .chips import API_NAMES, chip as get_chip, chips as all_chips, config_dir
+from . import registry
+from .case import Case, Outcome
+from .chips import chip as get_chip, chips as all_chips, config_dir
 from .constraints import ConstraintError
+from .ub import ALIASES_TEXT, DTYPES, dtype_from_text
 
 GENERATORS = ("uniform", "normal", "randint", "constant", "arange", "bits", "values", "file")
-_DTYPES = ("float16", "float32", "int16", "uint16", "int32", "uint32")
-_ALIASES = {"half": "float16", "float": "float32"}
 _TOP = {"name", "description", "chip", "dtype", "inputs", "output", "calls"}
 _INPUT = {"shape", "generator", "seed", "low", "high", "mean", "std", "value", "start", "step",
           "values", "path", "file", "ub_row_stride", "ub_pad"}
 _OUTPUT = {"size", "shape", "init", "file"}
 _CALL_COMMON = {"api", "src", "src_offset", "dst_offset", "mask", "repeat", "src_rep_stride"}
-_CALL_ASCENDC = _CALL_COMMON | {"dst_rep_stride", "src_blk_stride", "order", "reduce_type",
-                                "saturate"}
-_CALL_TIK = _CALL_COMMON | {"cal_index", "saturate", "work_size"}
-#: keys that only some APIs take: an error on any other API (never silently ignored)
-_ONLY_FOR = {"order": ("whole_reduce_min", "whole_reduce_max"),
-             "reduce_type": ("reduce_data_block",),
-             "saturate": ("whole_reduce_sum", "reduce_data_block", "vec_reduce_add"),
-             "cal_index": ("vec_reduce_min", "vec_reduce_max")}
+#: a call's numeric parameters default to the common layout (dense blocks, back-to-back repeats)
+_PARAM_DEFAULTS = {"dst_rep_stride": 1, "src_blk_stride": 1, "src_rep_stride": 8}
+
+
+def _call_keys(ins: registry.Instruction) -> set:
+    """Keys a [[calls]] table of ``ins`` may hold: the common ones, its parameters, the
+    option keys and ``saturate`` of its family (an error naming the APIs that have them when
+    ``ins`` has not) and ``work_size`` when it has a work tensor."""
+    family = [i for i in registry.all() if i.family == ins.family]
+    keys = _CALL_COMMON | set(ins.params) | {"saturate"}
+    keys |= {i.option.key for i in family if i.option is not None}
+    if ins.work_need is not None:
+        keys.add("work_size")
+    return keys
+
+
+def _only_for() -> dict:
+    """Keys that only some APIs take: an error on any other API (never silently ignored)."""
+    out: dict = {}
+    for i in registry.all():
+        if i.option is not None:
+            out.setdefault(i.option.key, []).append(i.name)
+    out["saturate"] = list(registry.where(lambda i: i.saturating))
+    return out
+
+
 ALIGN = 32
 
 
@@ -165,10 +183,10 @@ def load_kernel(name_or_path) -> Kernel:
     chip_id = raw["chip"]
     if chip_id not in all_chips():
         raise GoldenError(path, "chip", f"unknown product {chip_id!r}; known: {all_chips()}")
-    dtype = _ALIASES.get(raw["dtype"], raw["dtype"])
-    if dtype not in _DTYPES:
-        raise GoldenError(path, "dtype", f"{raw['dtype']!r}; known: {list(_DTYPES)} "
-                                         f"(or half / float)")
+    dtype = dtype_from_text(raw["dtype"])
+    if dtype is None:
+        raise GoldenError(path, "dtype", f"{raw['dtype']!r}; known: {list(DTYPES)} "
+                                         f"(or {ALIASES_TEXT})")
     if not isinstance(raw["inputs"], dict) or not raw["inputs"]:
         raise GoldenError(path, "inputs", "expected at least one [inputs.NAME] table")
     inputs = []
@@ -213,11 +231,11 @@ def load_kernel(name_or_path) -> Kernel:
     for k, c in enumerate(raw["calls"]):
         where = f"calls[{k}]."
         api = c.get("api")
-        if api not in API_NAMES:
-            raise GoldenError(path, where + "api", f"{api!r}; known: {list(API_NAMES)}")
-        tik = api in TIK
-        _unknown(path, where, c, _CALL_TIK if tik else _CALL_ASCENDC)
-        for key, apis in _ONLY_FOR.items():
+        ins = registry.get(api)
+        if ins is None:
+            raise GoldenError(path, where + "api", f"{api!r}; known: {list(registry.names())}")
+        _unknown(path, where, c, _call_keys(ins))
+        for key, apis in _only_for().items():
             if key in c and api not in apis:
                 raise GoldenError(path, where + key, f"{c[key]!r}: {api} has no {key} "
                                                      f"(only {', '.join(apis)})")
@@ -233,25 +251,14 @@ def load_kernel(name_or_path) -> Kernel:
         else:
             mask = _int(path, where + "mask", mask, 0)
         params = {"repeat": _int(path, where + "repeat", c["repeat"])}
-        if not tik:
-            params["dst_rep_stride"] = _int(path, where + "dst_rep_stride",
-                                            c.get("dst_rep_stride", 1))
-            params["src_blk_stride"] = _int(path, where + "src_blk_stride",
-                                            c.get("src_blk_stride", 1))
-        params["src_rep_stride"] = _int(path, where + "src_rep_stride", c.get("src_rep_stride", 8))
+        for key in ins.params[1:]:
+            params[key] = _int(path, where + key, c.get(key, _PARAM_DEFAULTS[key]))
         option = None
-        if api in ("whole_reduce_min", "whole_reduce_max"):
-            option = str(c.get("order", "ORDER_VALUE_INDEX")).split(".")[-1].upper()
-            if not option.startswith("ORDER_"):
-                option = "ORDER_" + option
-        elif api == "reduce_data_block":
-            if "reduce_type" not in c:
-                raise GoldenError(path, where + "reduce_type", "missing (SUM, MAX or MIN)")
-            option = str(c["reduce_type"]).split(".")[-1].upper()
-        elif api in ("vec_reduce_min", "vec_reduce_max"):
-            option = c.get("cal_index", False)
-            if not isinstance(option, bool):
-                raise GoldenError(path, where + "cal_index", f"{option!r}: true or false")
+        if ins.option is not None:
+            try:
+                option = ins.option.normalise(c.get(ins.option.key))
+            except ValueError as e:
+                raise GoldenError(path, where + ins.option.key, str(e)) from None
         sat = c.get("saturate")
         if sat is not None and not isinstance(sat, bool):
             raise GoldenError(path, where + "saturate", f"{sat!r}: true or false")
@@ -325,23 +332,15 @@ class Golden:
     files: List[str] = field(default_factory=list)
 
 
-def _dst_bytes(call: Call, s: int) -> int:
+def _dst_bytes(call: Call, dtype: str) -> int:
     """Bytes from dst to the end of the last slot the call writes."""
-    from .fuzz.generate import slot_bytes
-
-    r = call.params["repeat"]
-    if call.api in TIK:
-        return 2 * s if call.option is True else s
-    slot = slot_bytes(call.api, "float16" if s == 2 else "float32", call.option)
-    if r == 0:
-        return slot
-    return slot * ((r - 1) * call.params["dst_rep_stride"] + 1)
+    lay = registry.lookup(call.api).layout(dtype, call.option)
+    return lay.dst_bytes(call.params["repeat"], call.params.get("dst_rep_stride", 1))
 
 
 def _work_need(call: Call, dtype: str) -> int:
-    from .fuzz.generate import tik_work_need
-
-    return tik_work_need(call.api, max(call.params["repeat"], 1), call.option is True, dtype)
+    ins = registry.lookup(call.api)
+    return ins.work_elements(max(call.params["repeat"], 1), call.option, dtype)
 
 
 def kernel_cases(kernel: Union[Kernel, str, os.PathLike]):
@@ -374,14 +373,14 @@ def kernel_cases(kernel: Union[Kernel, str, os.PathLike]):
         layout[f"input:{inp.name}"] = (cursor, nbytes)
         images.append((cursor, img))
         cursor = _round_up(cursor + nbytes, ALIGN)
-    need = max(c.dst_offset * s + _dst_bytes(c, s) for c in k.calls)
+    need = max(c.dst_offset * s + _dst_bytes(c, k.dtype) for c in k.calls)
     out_size = k.out_size if k.out_size is not None else _round_up(need, s) // s
     out_bytes = _round_up(max(need, out_size * s), ALIGN)
     layout["output"] = (cursor, out_bytes)
     out_addr = cursor
     cursor += out_bytes
     for i, c in enumerate(k.calls):
-        if c.api in TIK:
+        if "work_tensor" in registry.lookup(c.api).operands:
             n = c.work_size if c.work_size is not None else _work_need(c, k.dtype)
             layout[f"work:{i}"] = (cursor, n * s)
             cursor = _round_up(cursor + n * s, ALIGN)
@@ -401,7 +400,7 @@ def kernel_cases(kernel: Union[Kernel, str, os.PathLike]):
                                                                 f"of input {c.src}")
         tensors = {"dst": (out_addr + c.dst_offset * s, out_bytes // s - c.dst_offset),
                    "src": (ia + c.src_offset * s, inb // s - c.src_offset)}
-        if c.api in TIK:
+        if "work_tensor" in registry.lookup(c.api).operands:
             wa, wn = layout[f"work:{i}"]
             tensors["work_tensor"] = (wa, wn // s)
         case = Case(c.api, k.chip, k.dtype, c.option, c.mask, dict(c.params), tensors, ub,

@@ -81,7 +81,7 @@ def parse(mask, dtype, *, api: str, chip: str, word_order: str = "ascendc") -> M
             raise ConstraintError(Code.MASK_BITS, api=api, param="mask", value=mask,
                                   allowed="[mask_h, mask_l] (two words, high word first)",
                                   chip=chip)
-        words = [words[1], words[0]]
+        words = low_first(words, word_order)
     else:
         want = "2 words [lanes 0-63, lanes 64-127]" if lanes == 128 else \
             "1 word (or 2 with mask[1] = 0)"
@@ -96,6 +96,16 @@ def parse(mask, dtype, *, api: str, chip: str, word_order: str = "ascendc") -> M
     value = np.array([words[0] & 0xFFFFFFFF, words[0] >> 32,
                       words[1] & 0xFFFFFFFF, words[1] >> 32], np.uint32)
     return Mask("bits", value)
+
+
+def low_first(words: list, word_order: str) -> list:
+    """Bit-mask words with lanes 0-63 first: TIK writes ``[mask_h, mask_l]`` (two words,
+    swapped here; any other length is left as given), Ascend C already ``[lanes 0-63,
+    lanes 64-127]``. The one home of the TIK word swap."""
+    words = list(words)
+    if word_order == "tik" and len(words) == 2:
+        return [words[1], words[0]]
+    return words
 
 
 def lane_bits(mode: str, value, lanes: int):

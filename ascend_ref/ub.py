@@ -42,6 +42,20 @@ def dtype_name(dtype) -> str:
     return name
 
 
+def dtype_from_text(text) -> "str | None":
+    """The canonical name of a dtype written in a file (dump, golden TOML, CLI): a name of
+    :data:`DTYPES` or one of its aliases (``half``, ``fp16``, ``float``, ``int16_t``, ...);
+    None for anything else. The one alias table for every reader."""
+    if not isinstance(text, str):
+        return None
+    name = _ALIASES.get(text, text)
+    return name if name in DTYPES else None
+
+
+#: the aliases a file or an argument may use for a dtype, as text for messages
+ALIASES_TEXT = ", ".join(_ALIASES)
+
+
 def itemsize(dtype) -> int:
     return np.dtype(dtype_name(dtype)).itemsize
 

@@ -7,14 +7,17 @@ also the unit of ``dst_rep_stride`` and the alignment of ``dst`` (SPEC §4 table
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable, Optional, Tuple
 
 import jax.numpy as jnp
 
-from .. import addressing
+from .. import addressing, registry
 from ..engine import Instruction, Spec, Write
 
 MAX_REPEAT = 255
+#: Every Ascend C reduction's numeric parameters (Case keys), and its public signature
+PARAMS = ("repeat", "dst_rep_stride", "src_blk_stride", "src_rep_stride")
+SIGNATURE = ("dst", "src", "mask") + PARAMS
 
 
 def slot_write(spec: Spec, p: dict, words, runs, keep=None) -> Write:
@@ -30,15 +33,35 @@ def slot_write(spec: Spec, p: dict, words, runs, keep=None) -> Write:
     return Write("dst", addr, words, spec.size, issued, final, rep)
 
 
-def instruction(api: str, effects: Callable, slot_fields: Callable[[Spec], int], *,
+def repeat_range(option: Any = None, dtype: str = "") -> Tuple[int, int]:
+    """[0, 255] for every Ascend C reduction (0: a NOP or an error, by product)."""
+    return 0, MAX_REPEAT
+
+
+def instruction(api: str, effects: Callable, layout: Callable[[str, Any], registry.Layout], *,
                 saturating: bool = False) -> Instruction:
-    """An Ascend C reduction over ``(dst, src)`` with the shared parameter set and rules."""
+    """An Ascend C reduction over ``(dst, src)`` with the shared parameter set and rules;
+    dst's alignment is its slot (``layout``)."""
     return Instruction(
         api=api, operands=("dst", "src"), repeat_param="repeat_time",
-        repeat_range=lambda spec: (0, MAX_REPEAT),
+        repeat_range=lambda spec: repeat_range(),
         strides=("dst_rep_stride", "src_blk_stride", "src_rep_stride"),
-        align=lambda spec: {"src": 32, "dst": slot_fields(spec) * spec.size},
+        align=lambda spec: {"src": 32, "dst": layout(spec.dtype, spec.option).slot_bytes},
         effects=effects, saturating=saturating)
+
+
+def declare(kernel: Instruction, *, kind: Callable[[Any], str],
+            layout: Callable[[str, Any], registry.Layout],
+            option: Optional[registry.Option] = None, checks: tuple = (),
+            aliases: tuple = (), profile_rules: tuple = (),
+            summary: str = "") -> registry.Instruction:
+    """Register an Ascend C reduction: the shared signature ``(ub, dst, src, mask,
+    repeat_time, dst_rep_stride, src_blk_stride, src_rep_stride[, option])``."""
+    pos = (option.key,) if option is not None and option.positional else ()
+    return registry.register(registry.Instruction(
+        name=kernel.api, family="ascendc", kernel=kernel, signature=SIGNATURE + pos,
+        params=PARAMS, kind=kind, layout=layout, repeat_range=repeat_range, option=option,
+        checks=checks, aliases=aliases, profile_rules=profile_rules, summary=summary))
 
 
 def params(repeat_time, dst_rep_stride, src_blk_stride, src_rep_stride) -> dict:

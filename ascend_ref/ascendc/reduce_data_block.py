@@ -26,13 +26,22 @@ import dataclasses
 
 import jax.numpy as jnp
 
-from .. import mask as masks, numerics
-from ..constraints import Code
-from ..engine import Effects, UndefinedWords, call, gate
-from ..enums import ReduceType, parse_enum
-from ._slots import instruction, params, slot_write
+from typing import Any
+
+from .. import mask as masks, numerics, registry
+from ..engine import Effects, UndefinedWords, gate
+from ..enums import ReduceType
+from ..ub import itemsize
+from ._slots import declare, instruction, params, slot_write
 
 BLOCKS = 8
+
+
+def layout(dtype: Any, option: Any = None) -> registry.Layout:
+    """8 block results per repeat (slot 8·s: 16 B half, 32 B float), block b at ``+ b·s``."""
+    return registry.Layout(
+        registry.fields(*[(f"b{b}", "value") for b in range(BLOCKS)], nbytes=itemsize(dtype)),
+        per_repeat=True)
 
 
 def _effects(spec, p, bits, active):
@@ -63,7 +72,11 @@ def _effects(spec, p, bits, active):
     return Effects([dataclasses.replace(write, final=write.final & has_lane)], undefined, diag)
 
 
-_RDB = instruction("reduce_data_block", _effects, lambda spec: BLOCKS, saturating=True)
+_RDB = declare(instruction("reduce_data_block", _effects, layout, saturating=True),
+               kind=lambda rt: str(getattr(rt, "value", rt)).lower(), layout=layout, option=registry.REDUCE_TYPE,
+               aliases=("block_reduce_sum", "block_reduce_max", "block_reduce_min"),
+               profile_rules=("block_fill",),
+               summary="ReduceDataBlock<SUM|MAX|MIN> (BlockReduceSum / Max / Min)")
 
 
 def reduce_data_block(ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_stride,
@@ -74,11 +87,9 @@ def reduce_data_block(ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_s
     ``saturate`` (half SUM only) defaults to the profile. ``ub`` → new ``ub``;
     ``return_info=True`` → ``(ub, CallInfo)``.
     """
-    rt = parse_enum(ReduceType, reduce_type, api="reduce_data_block", param="reduce_type",
-                    code=Code.REDUCE_TYPE, chip=chip)
-    return call(_RDB, ub, {"dst": dst, "src": src}, mask,
-                params(repeat_time, dst_rep_stride, src_blk_stride, src_rep_stride),
-                chip=chip, option=rt.value, saturate=saturate, return_info=return_info)
+    return _RDB.run(ub, {"dst": dst, "src": src}, mask,
+                    params(repeat_time, dst_rep_stride, src_blk_stride, src_rep_stride),
+                    chip=chip, option=reduce_type, saturate=saturate, return_info=return_info)
 
 
 def block_reduce(reduce_type: str):

@@ -32,13 +32,16 @@ Example (seed 000): 512 halves, repeat 0 all 10 except 1 at lane 52.
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 import jax.numpy as jnp
 
-from .. import numerics
-from ..constraints import Code
-from ..engine import Effects, call, gate
-from ..enums import ReduceOrder, parse_enum
-from ._slots import instruction, params, slot_write
+from .. import numerics, registry
+from ..constraints import Code, ConstraintError
+from ..engine import Effects, gate
+from ..enums import ReduceOrder
+from ..ub import itemsize
+from ._slots import declare, instruction, params, slot_write
 
 #: Slot layout per order: the words of one result slot, in memory order.
 SLOTS = {
@@ -51,10 +54,24 @@ SLOTS = {
 
 def _slot_words(order: ReduceOrder, size: int) -> tuple:
     """Slot words of ``size`` bytes; a uint32 index in a 16-bit slot is two words [lo, hi]."""
+    return tuple(f.name for f in minmax_layout(size, order).dst)
+
+
+def minmax_layout(dtype: Any, order: Any) -> registry.Layout:
+    """The result slot of WholeReduceMin / Max for ``order`` (table above): value and index
+    words of the element size; ORDER_ONLY_INDEX holds a uint32 index (two words ``[index,
+    zero]`` for a 16-bit type)."""
+    s = dtype if isinstance(dtype, int) else itemsize(dtype)
     words = []
-    for f in SLOTS[order]:
-        words += ["index", "zero"] if f == "index32" and size == 2 else [f]
-    return tuple(w if w != "index32" else "index" for w in words)
+    for f in SLOTS[ReduceOrder(order)]:
+        words += [("index", "index"), ("zero", "index")] if f == "index32" and s == 2 else \
+            [("index", "index")] if f == "index32" else [(f, f)]
+    return registry.Layout(registry.fields(*words, nbytes=s), per_repeat=True)
+
+
+def sum_layout(dtype: Any, option: Any = None) -> registry.Layout:
+    return registry.Layout(registry.fields(("sum", "value"), nbytes=itemsize(dtype)),
+                           per_repeat=True)
 
 
 def _minmax(kind: str):
@@ -79,30 +96,28 @@ def _sum_effects(spec, p, bits, active):
     return Effects([slot_write(spec, p, total[:, None], runs)], undefined, {"exact_ok": ok})
 
 
-_WR_MIN = instruction("whole_reduce_min", _minmax("min"),
-                      lambda spec: len(_slot_words(ReduceOrder(spec.option), spec.size)))
-_WR_MAX = instruction("whole_reduce_max", _minmax("max"),
-                      lambda spec: len(_slot_words(ReduceOrder(spec.option), spec.size)))
-_WR_SUM = instruction("whole_reduce_sum", _sum_effects, lambda spec: 1, saturating=True)
-
-
-def _run_minmax(ins, ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_stride,
-                src_rep_stride, order, chip, return_info):
-    from ..chips import chip as get_chip
-    from ..constraints import ConstraintError
-
-    prof = get_chip(chip)
-    order = parse_enum(ReduceOrder, order, api=ins.api, param="order",
-                       code=Code.ORDER_UNSUPPORTED, chip=prof)
-    types_ok = getattr(src, "dtype", None) in prof.dtypes(ins.api) and \
-        getattr(dst, "dtype", None) == src.dtype  # else call() reports the lower code
-    if types_ok and order.name not in prof.orders:
-        raise ConstraintError(Code.ORDER_UNSUPPORTED, api=ins.api, param="order",
-                              value=order.name, allowed=f"one of {list(prof.orders)}",
+def _order_on_product(ins: registry.Instruction, prof: Any, tensors: Mapping[str, Any],
+                      order: str) -> None:
+    """ORDER_UNSUPPORTED: the product lists the orders it has (checked after the dtypes:
+    a bad dtype reports its own, lower, code)."""
+    src, dst = tensors.get("src"), tensors.get("dst")
+    types_ok = getattr(src, "dtype", None) in prof.dtypes(ins.name) and \
+        getattr(dst, "dtype", None) == getattr(src, "dtype", None)
+    if types_ok and order not in prof.orders:
+        raise ConstraintError(Code.ORDER_UNSUPPORTED, api=ins.name, param="order",
+                              value=order, allowed=f"one of {list(prof.orders)}",
                               chip=prof.id)
-    return call(ins, ub, {"dst": dst, "src": src}, mask,
-                params(repeat_time, dst_rep_stride, src_blk_stride, src_rep_stride),
-                chip=prof, option=order.value, return_info=return_info)
+
+
+_WR_MIN = declare(instruction("whole_reduce_min", _minmax("min"), minmax_layout),
+                  kind=lambda o: "min", layout=minmax_layout, option=registry.ORDER,
+                  checks=(_order_on_product,), summary="WholeReduceMin (ReduceRepeat<MIN>)")
+_WR_MAX = declare(instruction("whole_reduce_max", _minmax("max"), minmax_layout),
+                  kind=lambda o: "max", layout=minmax_layout, option=registry.ORDER,
+                  checks=(_order_on_product,), summary="WholeReduceMax (ReduceRepeat<MAX>)")
+_WR_SUM = declare(instruction("whole_reduce_sum", _sum_effects, sum_layout, saturating=True),
+                  kind=lambda o: "sum", layout=sum_layout,
+                  summary="WholeReduceSum (ReduceRepeat<SUM>)")
 
 
 def whole_reduce_min(ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_stride,
@@ -113,16 +128,18 @@ def whole_reduce_min(ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_st
     ``ub`` → new ``ub`` (pure). ``return_info=True`` → ``(ub, CallInfo)`` with byte masks
     ``written`` / ``undefined``. Raises :class:`ascend_ref.ConstraintError` on a bad call.
     """
-    return _run_minmax(_WR_MIN, ub, dst, src, mask, repeat_time, dst_rep_stride,
-                       src_blk_stride, src_rep_stride, order, chip, return_info)
+    return _WR_MIN.run(ub, {"dst": dst, "src": src}, mask,
+                       params(repeat_time, dst_rep_stride, src_blk_stride, src_rep_stride),
+                       chip=chip, option=order, return_info=return_info)
 
 
 def whole_reduce_max(ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_stride,
                      src_rep_stride, order=ReduceOrder.ORDER_VALUE_INDEX, *, chip,
                      return_info=False):
     """WholeReduceMax: per repeat, the maximum of the active lanes and its lane index."""
-    return _run_minmax(_WR_MAX, ub, dst, src, mask, repeat_time, dst_rep_stride,
-                       src_blk_stride, src_rep_stride, order, chip, return_info)
+    return _WR_MAX.run(ub, {"dst": dst, "src": src}, mask,
+                       params(repeat_time, dst_rep_stride, src_blk_stride, src_rep_stride),
+                       chip=chip, option=order, return_info=return_info)
 
 
 def whole_reduce_sum(ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_stride,
@@ -131,6 +148,6 @@ def whole_reduce_sum(ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_st
 
     ``saturate`` (half only) defaults to the product profile's ``saturate_default``.
     """
-    return call(_WR_SUM, ub, {"dst": dst, "src": src}, mask,
-                params(repeat_time, dst_rep_stride, src_blk_stride, src_rep_stride),
-                chip=chip, saturate=saturate, return_info=return_info)
+    return _WR_SUM.run(ub, {"dst": dst, "src": src}, mask,
+                       params(repeat_time, dst_rep_stride, src_blk_stride, src_rep_stride),
+                       chip=chip, saturate=saturate, return_info=return_info)

@@ -16,7 +16,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from ..case import TIK, Case
+from .. import registry
+from ..case import Case
 from .generate import (MASK_BITS_KINDS, MASK_COUNT_KINDS, MASK_MODES, REPEAT_CLASSES,
                        STRIDE_REGIMES, _TABLE_VALUES, breakable_rules)
 
@@ -24,16 +25,13 @@ from .generate import (MASK_BITS_KINDS, MASK_COUNT_KINDS, MASK_MODES, REPEAT_CLA
 GROUPS = ["api", "product", "api x product", "combination", "api x rule", "api x repeat",
           "mask", "repeat", "src stride", "blk stride", "dst stride", "layout", "data",
           "saturate", "validity", "outcome"]
-_SUM = ("whole_reduce_sum", "reduce_data_block", "vec_reduce_add")
 
 
 def _opt(case_or_t) -> Optional[str]:
     o = case_or_t.option
     if o is None:
         return None
-    if isinstance(o, bool):
-        return "cal_index" if o else "no_index"
-    return str(getattr(o, "value", o))
+    return registry.lookup(case_or_t.api).option_label(o)
 
 
 def case_bins(case: Case, expected_code: str) -> dict:
@@ -51,8 +49,10 @@ def case_bins(case: Case, expected_code: str) -> dict:
         b["combination"] = t["combo"]
     elif validity != "valid":
         b["api x rule"] = f"{a}/{validity}"
-    if a not in TIK:
+    ins = case.instruction
+    if ins.has_blk_stride:
         b["blk stride"] = t.get("blk_stride", "?")
+    if "dst_rep_stride" in ins.params:
         b["dst stride"] = t.get("dst_stride", "?")
     if "saturate" in t:
         b["saturate"] = t["saturate"]
@@ -82,14 +82,16 @@ def model(camp) -> dict:
             if w("repeat", k) > 0:
                 m["repeat"].add(k)
                 m["api x repeat"].add(f"{a}/{k}")
-        if a not in TIK:
+        ins = registry.lookup(a)
+        if ins.has_blk_stride:
             m["blk stride"] |= {_stride_tag(k) for k in _TABLE_VALUES["blk_stride"]
                                 if w("blk_stride", k) > 0}
+        if "dst_rep_stride" in ins.params:
             m["dst stride"] |= {_stride_tag(k) for k in _TABLE_VALUES["dst_stride"]
                                 if w("dst_stride", k) > 0}
-            if dist.in_place_rate > 0:
-                m["layout"].add("in_place")
-        if a in _SUM and t.dtype == "float16":
+        if ins.kernel.overlap == "repeat" and dist.in_place_rate > 0:
+            m["layout"].add("in_place")
+        if ins.saturating and t.dtype == "float16":
             m["saturate"] |= {k for k in _TABLE_VALUES["saturate"] if w("saturate", k) > 0}
         m["validity"] |= breakable_rules(t) if dist.invalid_rate > 0 else set()
     m["src stride"] = {k for k in STRIDE_REGIMES if w("stride", k) > 0}

@@ -14,10 +14,10 @@ from typing import List, Optional, TextIO
 
 import numpy as np
 
-from ..case import TIK, Case, Outcome
+from .. import mask as masks
+from ..case import Case, Outcome
 from . import comparators, exchange
 from .campaign import Campaign
-from .generate import slot_bytes
 from .signature import _roles
 
 MAX_ROWS = 24
@@ -48,19 +48,16 @@ def where(case: Case, addr: int) -> str:
             k = (addr - a) // s
             role = _roles(case, addr)
             extra = ""
-            if name == "dst" and case.api not in TIK:
-                try:
-                    unit = slot_bytes(case.api, case.dtype, getattr(case.option, "value",
-                                                                    case.option))
-                except KeyError:
-                    unit = 0
+            lay = case.instruction.layout(case.dtype, case.option)
+            if name == "dst" and lay.per_repeat:
+                unit = lay.slot_bytes
                 drs = int(case.params.get("dst_rep_stride", 1))
                 if unit and drs:
                     extra = f"repeat {(addr - a) // (drs * unit)}, "
                 elif unit:
                     extra = "every repeat (dst_rep_stride 0), "
-            elif name == "work_tensor":
-                pair = 2 if case.api in ("vec_reduce_min", "vec_reduce_max") else 1
+            elif name == "work_tensor" and lay.entry_bytes:
+                pair = lay.entry_bytes // s
                 extra = f"stage-1 result of repeat {k // pair}, "
             return f"{name}[{k}] ({extra}{role})"
     return f"byte {addr} (outside every tensor)"
@@ -70,9 +67,7 @@ def mask_text(case: Case) -> str:
     m = case.mask
     if isinstance(m, int):
         return f"{m} (continuous: lanes 0..{m - 1})" if m > 0 else "0"
-    words = list(m)
-    if case.api in TIK and len(words) == 2:
-        words = [words[1], words[0]]
+    words = masks.low_first(list(m), case.instruction.word_order)
     bits = 0
     for i, w in enumerate(words[:2]):
         bits |= int(w) << (64 * i)
@@ -157,27 +152,17 @@ def python_snippet(case: Case, saved: Optional[str] = None) -> List[str]:
         lines[1:2] = [f"# the UB holds {nz.size} non-zero words: replay with --save FILE.npz "
                       f"to write it, then", "ub = np.load('FILE.npz')['ub']"]
     t = {k: f"ar.Tensor({a}, {case.dtype!r}, {n})" for k, (a, n) in case.tensors.items()}
-    p = case.params
     mask = case.mask if isinstance(case.mask, int) else "[" + ", ".join(hex(x) for x in case.mask) + "]"
-    kw = f"chip={case.chip!r}"
-    if case.api in TIK:
-        args = [str(mask), t["dst"], t["src"], t["work_tensor"], str(p["repeat"]),
-                str(p["src_rep_stride"])]
-        if case.api != "vec_reduce_add":
-            args.append(f"cal_index={case.option}")
-        else:
-            kw += f", saturate={case.saturate}"
-        call = f"ar.tik.{case.api}(ub, {', '.join(args)}, {kw})"
-    else:
-        args = [t["dst"], t["src"], str(mask), str(p["repeat"]), str(p["dst_rep_stride"]),
-                str(p["src_blk_stride"]), str(p["src_rep_stride"])]
-        if case.api in ("whole_reduce_min", "whole_reduce_max"):
-            args.append(repr(getattr(case.option, "value", case.option)))
-        elif case.api == "reduce_data_block":
-            kw = f"reduce_type={case.option!r}, " + kw + f", saturate={case.saturate}"
-        else:
-            kw += f", saturate={case.saturate}"
-        call = f"ar.ascendc.{case.api}(ub, {', '.join(args)}, {kw})"
+    ins = case.instruction
+    args, kws = ins.call_args(case, lambda k: t[k])
+    opt = ins.option.key if ins.option is not None else None
+    text = [a if k in ins.operands else str(mask) if k == "mask" else
+            f"{k}={getattr(a, 'value', a)!r}" if k == opt and isinstance(a, bool) else
+            repr(getattr(a, "value", a)) for k, a in zip(ins.signature, args)]
+    kw = ", ".join([f"{k}={getattr(v, 'value', v)!r}" for k, v in kws.items()
+                    if k != "saturate"] + [f"chip={case.chip!r}"] +
+                   [f"saturate={case.saturate}" for k in kws if k == "saturate"])
+    call = f"ar.{ins.family}.{case.api}(ub, {', '.join(text)}, {kw})"
     lines.append(f"ub, info = {call[:-1]}, return_info=True)")
     lines.append(f"# the scalar oracle takes the same arguments: ar.oracle.{case.api}(ub, ...)")
     return lines

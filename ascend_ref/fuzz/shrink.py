@@ -25,8 +25,8 @@ from typing import Callable, List, Optional, Sequence
 
 import numpy as np
 
-from ..case import TIK, Case
-from .generate import slot_bytes, src_footprint, tik_work_need
+from .. import mask as masks
+from ..case import Case
 
 _SIMPLE = {
     2: [0x3C00, 0xBC00, 0x4000, 0x3800, 0x7E00, 0x7C00, 0xFC00, 0x8000],
@@ -69,17 +69,16 @@ def needs(c: Case) -> Optional[dict]:
     p, s = c.params, _size(c)
     r = max(int(p["repeat"]), 1)
     rs = int(p["src_rep_stride"])
-    if c.api in TIK:
-        src = src_footprint(r, rs)
-        out = {"src": src, "work_tensor": tik_work_need(c.api, r, c.option is True, c.dtype) * s}
-    else:
-        bs, drs = int(p["src_blk_stride"]), int(p["dst_rep_stride"])
-        src = src_footprint(r, rs, bs)
-        try:
-            slot = slot_bytes(c.api, c.dtype, getattr(c.option, "value", c.option))
-        except KeyError:
-            return None
-        out = {"src": src, "dst": slot * ((r - 1) * drs + 1)}
+    ins = c.instruction
+    try:
+        lay = ins.layout(c.dtype, getattr(c.option, "value", c.option))
+    except (KeyError, ValueError):
+        return None
+    out = {"src": ins.src_footprint(r, rs, p.get("src_blk_stride"))}
+    if lay.per_repeat:                      # one slot per repeat (a TIK dst is fixed)
+        out["dst"] = lay.dst_bytes(r, int(p["dst_rep_stride"]))
+    if ins.work_need is not None:
+        out["work_tensor"] = ins.work_elements(r, c.option, c.dtype) * s
     if any(v > _MAX_EXTENT or v < 0 for v in out.values()):
         return None
     return {k: _round_up(v, 32) // s for k, v in out.items()}
@@ -138,8 +137,9 @@ def _rebase(c: Case, h: int) -> Optional[Case]:
         return None
     t = dict(c.tensors)
     t["src"] = (a + shift, n - shift // s)
-    if c.api not in TIK:
-        slot = slot_bytes(c.api, c.dtype, getattr(c.option, "value", c.option))
+    lay = c.instruction.layout(c.dtype, getattr(c.option, "value", c.option))
+    if lay.per_repeat:
+        slot = lay.slot_bytes
         da, dn = t["dst"]
         dshift = h * int(p["dst_rep_stride"]) * slot
         if dshift % s or dshift // s > dn:
@@ -153,10 +153,10 @@ def _mask_lanes(c: Case) -> Optional[List[int]]:
     if isinstance(c.mask, int):
         return None
     w = list(c.mask)
-    if c.api in TIK:
-        if len(w) != 2:
-            return None
-        w = [w[1], w[0]]
+    order = c.instruction.word_order
+    if order == "tik" and len(w) != 2:
+        return None
+    w = masks.low_first(w, order)
     if len(w) > 2:
         return None
     bits = w[0] | ((w[1] if len(w) > 1 else 0) << 64)
@@ -168,8 +168,8 @@ def _mask_from_lanes(c: Case, lanes: Sequence[int]):
     for i in lanes:
         bits |= 1 << i
     lo, hi = bits & (2**64 - 1), bits >> 64
-    if c.api in TIK:
-        return [hi, lo]
+    if c.instruction.word_order == "tik":
+        return masks.low_first([lo, hi], "tik")
     return [lo, hi] if len(c.mask) == 2 else [lo]
 
 
@@ -217,7 +217,8 @@ class Shrinker:
     def repeat(self, c: Case) -> Case:
         while not self.out_of_budget():
             r = int(c.params["repeat"])
-            hi = 4095 if c.api in TIK else 255
+            ins = c.instruction
+            hi = max(ins.repeat_range(o, c.dtype)[1] for o in ins.options())
             if r <= 1 or r > hi:
                 return c
             h = r // 2

@@ -18,7 +18,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..case import TIK, Case, Outcome
+from ..case import Case, Outcome
 
 ORDER = ["error", "whole slot missing", "extra write", "index differs", "nan vs value",
          "value vs nan", "nan payload", "sign of zero", "saturated vs inf", "inf vs saturated",
@@ -62,27 +62,15 @@ def classify_values(expected_bits, actual_bits, dtype: str) -> str:
 
 
 def _roles(case: Case, addr: int) -> str:
-    """``"index"`` if byte ``addr`` belongs to an index field of the case's result, else value."""
+    """``"index"`` if byte ``addr`` belongs to an index field of the case's result, else value
+    (the instruction's declared result layout)."""
     s = np.dtype(case.dtype).itemsize
-    dst_addr = case.tensors["dst"][0]
-    if case.api in ("vec_reduce_min", "vec_reduce_max"):
-        if case.option is True and dst_addr + s <= addr < dst_addr + 2 * s:
-            return "index"
-        work = case.tensors["work_tensor"][0]
-        if addr >= work and ((addr - work) // s) % 2 == 1:
-            return "index"
-        return "value"
-    if case.api in ("whole_reduce_min", "whole_reduce_max"):
-        order = getattr(case.option, "value", case.option)
-        slot = {"ORDER_VALUE_INDEX": 2 * s, "ORDER_INDEX_VALUE": 2 * s,
-                "ORDER_ONLY_VALUE": s, "ORDER_ONLY_INDEX": 4}[order]
-        off = (addr - dst_addr) % slot if addr >= dst_addr else 0
-        if order == "ORDER_ONLY_INDEX":
-            return "index"
-        if order == "ORDER_VALUE_INDEX":
-            return "index" if off >= s else "value"
-        if order == "ORDER_INDEX_VALUE":
-            return "index" if off < s else "value"
+    lay = case.instruction.layout(case.dtype, case.option)
+    for name in ("dst", "work_tensor"):
+        if name in case.tensors:
+            a, n = case.tensors[name]
+            if a <= addr < a + n * s:
+                return lay.role(name, addr - a)
     return "value"
 
 
@@ -125,4 +113,4 @@ def signature(case: Case, expected: Outcome, actual: Outcome) -> Optional[str]:
     return " + ".join(k for k in ORDER if k in kinds)
 
 
-__all__ = ["signature", "classify_values", "ORDER", "TIK"]
+__all__ = ["signature", "classify_values", "ORDER"]

@@ -7,14 +7,20 @@ at all, and a ``work_tensor`` whose first entries hold the per-repeat (stage-1) 
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Any, Callable, Mapping, Optional
 
 import jax.numpy as jnp
 
-from .. import addressing
+from .. import addressing, registry
+from ..constraints import Code
 from ..engine import Instruction, Spec, Write
 
 MAX_REPEAT = 4095
+#: Every TIK reduction's numeric parameters (Case keys), and its public signature
+PARAMS = ("repeat", "src_rep_stride")
+SIGNATURE = ("mask", "dst", "src", "work_tensor") + PARAMS
+#: what a device reports where a profile assumption of every TIK reduction fires
+ASSUMPTIONS: Mapping[str, Code] = {"tik_align": Code.ALIGN}
 #: TIK's general constraint for vector operands in the UB (the "通用约束" page the API pages
 #: refer to). Used for an operand whose own API page states no alignment: profile assumption
 #: ``tik_align`` (docs/SEMANTICS.md §F).
@@ -34,6 +40,23 @@ def instruction(api: str, effects: Callable, repeat_range: Callable[[Spec], tupl
         effects=effects, overlap="disjoint", word_order="tik", blk_stride=False,
         saturating=saturating, extra_rules=extra_rules, disjoint_pairs=tuple(disjoint),
         sized_by_rule=("work_tensor",))      # WORK_SIZE covers every stage-1 write
+
+
+def declare(kernel: Instruction, *, kind: Callable[[Any], str],
+            layout: Callable[[str, Any], registry.Layout],
+            repeat_range: Callable[[Any, str], tuple],
+            work_need: Callable[[int, Any, str], int],
+            option: Optional[registry.Option] = None,
+            assumptions: Optional[Mapping[str, Code]] = None,
+            profile_rules: tuple = (), summary: str = "") -> registry.Instruction:
+    """Register a TIK reduction: the shared signature ``(ub, mask, dst, src, work_tensor,
+    repeat_times, src_rep_stride[, option])``."""
+    pos = (option.key,) if option is not None and option.positional else ()
+    return registry.register(registry.Instruction(
+        name=kernel.api, family="tik", kernel=kernel, signature=SIGNATURE + pos, params=PARAMS,
+        kind=kind, layout=layout, repeat_range=repeat_range, option=option,
+        work_need=work_need, assumptions={**ASSUMPTIONS, **(assumptions or {})},
+        profile_rules=profile_rules, summary=summary))
 
 
 def element_write(tensor: str, spec: Spec, p: dict, words, valid) -> Write:

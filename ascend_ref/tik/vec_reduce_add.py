@@ -33,10 +33,14 @@ from __future__ import annotations
 import jax.numpy as jnp
 from jax import lax
 
-from .. import numerics
+from typing import Any
+
+from .. import numerics, registry
 from ..constraints import Code, Rule
-from ..engine import Effects, Region, call, gate
-from ._common import GENERAL_ALIGN, MAX_REPEAT, element_write, instruction, params, stage1_write
+from ..engine import Effects, Region, gate
+from ..ub import itemsize
+from ._common import (GENERAL_ALIGN, MAX_REPEAT, declare, element_write, instruction, params,
+                      stage1_write)
 
 
 GROUP = 255          # Atlas A2 page: repeat results accumulated in order, 255 at a time
@@ -128,7 +132,7 @@ def _effects(spec, p, bits, active):
 
 def _rules(spec):
     return [Rule(Code.WORK_SIZE, "work_tensor.size",
-                 lambda p: p["work_tensor.size"] >= p["repeat"],
+                 lambda p: p["work_tensor.size"] >= work_need(p["repeat"]),
                  lambda p: int(p["work_tensor.size"]),
                  lambda p: f">= repeat_times = {int(p['repeat'])} elements")]
 
@@ -138,8 +142,27 @@ ALIGN = {"dst": GENERAL_ALIGN, "src": GENERAL_ALIGN, "work_tensor": GENERAL_ALIG
 #: seed 003: "src、dst和work_tensor三者互相之间不能存在地址重叠" — all three pairs
 DISJOINT = (("dst", "src"), ("dst", "work_tensor"), ("src", "work_tensor"))
 
-_ADD = instruction("vec_reduce_add", _effects, lambda spec: (1, MAX_REPEAT), _rules,
-                   align=ALIGN, disjoint=DISJOINT, saturating=True)
+
+
+def layout(dtype: Any, option: Any = None) -> registry.Layout:
+    """dst[0] = the sum; work_tensor[r] = repeat r's stage-1 sum."""
+    sum_ = registry.fields(("sum", "value"), nbytes=itemsize(dtype))
+    return registry.Layout(sum_, per_repeat=False, work=sum_)
+
+
+def repeat_range(option: Any = None, dtype: str = "") -> tuple:
+    return 1, MAX_REPEAT
+
+
+def work_need(r: Any, option: Any = None, dtype: str = "") -> Any:
+    """work_tensor elements: one stage-1 sum per repeat (``r`` may be traced)."""
+    return r
+
+
+_ADD = declare(instruction("vec_reduce_add", _effects, lambda spec: repeat_range(), _rules,
+                           align=ALIGN, disjoint=DISJOINT, saturating=True),
+               kind=lambda o: "sum", layout=layout, repeat_range=repeat_range,
+               work_need=work_need, profile_rules=("add_order",), summary="TIK vec_reduce_add")
 
 
 def vec_reduce_add(ub, mask, dst, src, work_tensor, repeat_times, src_rep_stride, *, chip,
@@ -148,6 +171,6 @@ def vec_reduce_add(ub, mask, dst, src, work_tensor, repeat_times, src_rep_stride
 
     ``saturate`` (half only) defaults to the product profile's ``saturate_default``.
     """
-    return call(_ADD, ub, {"dst": dst, "src": src, "work_tensor": work_tensor}, mask,
-                params(repeat_times, src_rep_stride), chip=chip, saturate=saturate,
-                return_info=return_info)
+    return _ADD.run(ub, {"dst": dst, "src": src, "work_tensor": work_tensor}, mask,
+                    params(repeat_times, src_rep_stride), chip=chip, saturate=saturate,
+                    return_info=return_info)

@@ -30,13 +30,16 @@ Example (seed 002): 256 halves, min −9.97 at offset 43.
 
 from __future__ import annotations
 
-import jax.numpy as jnp
-import numpy as np
+from typing import Any
 
-from .. import numerics
+import jax.numpy as jnp
+
+from .. import numerics, registry
 from ..constraints import Code, Rule
-from ..engine import Effects, Region, call, gate
-from ._common import GENERAL_ALIGN, MAX_REPEAT, ceil_div, element_write, instruction, params, stage1_write
+from ..engine import Effects, Region, gate
+from ..ub import itemsize
+from ._common import (GENERAL_ALIGN, MAX_REPEAT, ceil_div, declare, element_write, instruction,
+                      params, stage1_write)
 
 #: repeat_times upper bound with cal_index, per dtype (TIK source docstring and CANN pages:
 #: "int16 ... [1, 255]; float16 ... [1, 511]; float32 ... [1, 4095]")
@@ -75,10 +78,17 @@ def formula_need(r, epb: int = 16, lanes: int = 128):
     return it2_start + it3_start + it4_start + it4_out
 
 
-def work_need(spec, r):
-    if spec.option != "index":
+def need(r: Any, cal_index: Any, dtype: str) -> Any:
+    """work_tensor elements for ``r`` repeats (``r`` may be traced): ``2R`` without index,
+    the cascade with it."""
+    if cal_index is not True:
         return 2 * r
-    return cascade_need(r, 32 // spec.size, spec.lanes)
+    s = itemsize(dtype)
+    return cascade_need(r, 32 // s, 256 // s)
+
+
+def work_need(spec, r):
+    return need(r, spec.option == "index", spec.dtype)
 
 
 def _rules(spec):
@@ -125,8 +135,22 @@ def _effects(kind):
     return effects
 
 
+def repeat_range(cal_index: Any, dtype: str) -> tuple:
+    """[1, 4095]; with cal_index [1, 255] int16, [1, 511] float16, [1, 4095] float32."""
+    return (1, MAX_REPEAT_INDEX.get(dtype, 511) if cal_index is True else MAX_REPEAT)
+
+
 def _repeat_range(spec):
-    return (1, MAX_REPEAT_INDEX.get(spec.dtype, 511) if spec.option == "index" else MAX_REPEAT)
+    return repeat_range(spec.option == "index", spec.dtype)
+
+
+def layout(dtype: Any, cal_index: Any) -> registry.Layout:
+    """dst[0] = value (dst[1] = the index bits with cal_index); work_tensor[2r], [2r+1] =
+    repeat r's (value, lane)."""
+    s = itemsize(dtype)
+    dst = (("value", "value"),) + ((("index", "index"),) if cal_index is True else ())
+    return registry.Layout(registry.fields(*dst, nbytes=s), per_repeat=False,
+                           work=registry.fields(("value", "value"), ("lane", "index"), nbytes=s))
 
 
 #: seed 002 and the CANN 5.0–8.5 pages: "dst: 起始地址要求4Byte对齐"; src: "请见通用约束"
@@ -135,24 +159,24 @@ ALIGN = {"dst": 4, "src": GENERAL_ALIGN, "work_tensor": GENERAL_ALIGN}
 #: seed 002: "Address overlapping between dst and work_tensor is not allowed" (only this pair)
 DISJOINT = (("dst", "work_tensor"),)
 
-_MIN = instruction("vec_reduce_min", _effects("min"), _repeat_range, _rules, align=ALIGN,
-                   disjoint=DISJOINT)
-_MAX = instruction("vec_reduce_max", _effects("max"), _repeat_range, _rules, align=ALIGN,
-                   disjoint=DISJOINT)
+def _declare(name: str, kind: str) -> registry.Instruction:
+    return declare(instruction(name, _effects(kind), _repeat_range, _rules, align=ALIGN,
+                               disjoint=DISJOINT),
+                   kind=lambda o: kind, layout=layout, repeat_range=repeat_range,
+                   work_need=need, option=registry.CAL_INDEX,
+                   assumptions={"index_overflow_limit": Code.INDEX_OVERFLOW},
+                   summary=f"TIK vec_reduce_{kind}")
+
+
+_MIN = _declare("vec_reduce_min", "min")
+_MAX = _declare("vec_reduce_max", "max")
 
 
 def _run(ins, ub, mask, dst, src, work_tensor, repeat_times, src_rep_stride, cal_index, chip,
          return_info):
-    if isinstance(cal_index, (int, np.bool_)) and cal_index in (0, 1):
-        cal_index = bool(cal_index)
-    else:
-        from ..constraints import ConstraintError
-
-        raise ConstraintError(Code.BAD_ARGUMENT, api=ins.api, param="cal_index",
-                              value=cal_index, allowed="True / False")
-    return call(ins, ub, {"dst": dst, "src": src, "work_tensor": work_tensor}, mask,
-                params(repeat_times, src_rep_stride), chip=chip,
-                option="index" if cal_index else "", return_info=return_info)
+    return ins.run(ub, {"dst": dst, "src": src, "work_tensor": work_tensor}, mask,
+                   params(repeat_times, src_rep_stride), chip=chip, option=cal_index,
+                   return_info=return_info)
 
 
 def vec_reduce_min(ub, mask, dst, src, work_tensor, repeat_times, src_rep_stride,

@@ -30,14 +30,11 @@ from typing import Dict, List, Optional, Tuple
 import jax.numpy as jnp
 import numpy as np
 
-from .. import addressing, mask as masks, numerics
-from ..case import TIK, Case, Outcome
+from .. import addressing, mask as masks, numerics, registry
+from ..case import Case, Outcome
 from ..chips import chip as get_chip, chips as all_chips
 from ..constraints import Code
 from .outcomes import device_outcome, repro_command, run_reference
-
-SUMS = ("whole_reduce_sum", "vec_reduce_add")
-MINMAX = ("whole_reduce_min", "whole_reduce_max", "vec_reduce_min", "vec_reduce_max")
 
 #: what exercises each assumption (printed in the report and in docs/verify.md)
 DESCRIPTIONS = {
@@ -192,7 +189,8 @@ class Auditor:
                     D &= valid
                     if D.any():
                         self._record(self.row(prof.id, f"minmax_rules ({sub})"), d, D, ref.ub, dev)
-            if "zero_repeat" in assumed and c.api not in TIK and c.params["repeat"] == 0:
+            if "zero_repeat" in assumed and c.params["repeat"] == 0 and \
+                    c.instruction.repeat_range(c.option, c.dtype)[0] == 0:
                 D = _extent_mask(c, "dst", ref.ub.size) & valid
                 if D.any():
                     self._record(self.row(prof.id, "zero_repeat"), d, D, ref.ub, dev)
@@ -209,12 +207,11 @@ class Auditor:
                         row.observed[sig] += 1
                         if len(row.examples) < self.max_examples:
                             row.examples.append((d.file, d.index))
-            if prof.block_fill == "undefined" and c.api == "reduce_data_block":
+            if prof.block_fill == "undefined" and "block_fill" in c.instruction.profile_rules:
                 self._observe_fill(prof.id, d, ref, dev)
             self._audit_choices(prof, assumed, d, ref, dev, valid)
             # -- counterfactuals
-            sumlike = c.api in SUMS or (c.api == "reduce_data_block" and c.option == "SUM")
-            if not (sumlike and is_float):
+            if not (c.instruction.sums(c.option) and is_float):
                 continue
             if "saturate_default" in assumed and s == 2 and c.saturate is None:
                 alt = copy.copy(c)
@@ -261,7 +258,8 @@ class Auditor:
         c = d.case
         ran = d.error is None and d.after is not None
         checks = []
-        if "tik_align" in assumed and c.api in TIK and ref.code == Code.ALIGN:
+        if "tik_align" in assumed and "tik_align" in c.instruction.assumptions and \
+                ref.code == Code.ALIGN:
             checks.append("tik_align")
         if "index_overflow_limit" in assumed and ref.code == Code.INDEX_OVERFLOW:
             checks.append("index_overflow_limit")
@@ -279,7 +277,7 @@ class Auditor:
                 row.other += 1
                 row.observed[f"device error {d.error.name if d.error else '?'}"] += 1
         if ("index_overflow_limit" in assumed and ref.code is None and d.error is not None
-                and c.api in MINMAX[2:] and c.option is True
+                and _tik_indexed(c)
                 and _tik_index(c, ref) is not None and _tik_index(c, ref) > 65504):
             row = self.row(prof.id, "index_overflow_limit")
             row.exercised += 1
@@ -293,9 +291,10 @@ class Auditor:
         s = np.dtype(c.dtype).itemsize
         R = c.params.get("repeat", 0)
         wrote = ref.written & valid
-        tik = c.api in TIK
+        ins = c.instruction
+        per_repeat = ins.layout(c.dtype, c.option).per_repeat     # Ascend C result slots
         dst = c.tensors["dst"][0]
-        if "dst_rep_stride_zero_last_wins" in assumed and not tik and R >= 2 \
+        if "dst_rep_stride_zero_last_wins" in assumed and per_repeat and R >= 2 \
                 and c.params.get("dst_rep_stride") == 0:
             self._check(prof, "dst_rep_stride_zero_last_wins", d,
                         wrote & _extent_mask(c, "dst", n), ref, dev)
@@ -304,23 +303,23 @@ class Auditor:
             outs = [k for k in c.tensors if k != "src"]
             if any((src & _extent_mask(c, k, n)).any() for k in outs):
                 self._check(prof, "overlap_reads_first", d, wrote.copy(), ref, dev)
-        if "partial_overlap_in_repeat" in assumed and not tik and R >= 1:
+        if "partial_overlap_in_repeat" in assumed and per_repeat and R >= 1:
             a = c.tensors["src"][0]
             if a <= dst < a + 256:
                 self._check(prof, "partial_overlap_in_repeat", d,
                             wrote & _extent_mask(c, "dst", n), ref, dev)
-        if "tik_index_formula" in assumed and c.api in MINMAX[2:] and c.option is True \
+        if "tik_index_formula" in assumed and _tik_indexed(c) \
                 and c.params["src_rep_stride"] != 8 and R >= 2:
             D = np.zeros(n, bool)
             D[dst + s:dst + 2 * s] = True
             self._check(prof, "tik_index_formula", d, D & valid, ref, dev)
-        if "index_overflow_limit" in assumed and c.api in MINMAX[2:] and c.option is True:
+        if "index_overflow_limit" in assumed and _tik_indexed(c):
             idx = _tik_index(c, ref)
             if idx is not None and idx > 65504:
                 D = np.zeros(n, bool)
                 D[dst + s:dst + 2 * s] = True
                 self._check(prof, "index_overflow_limit", d, D & valid, ref, dev)
-        if c.api == "vec_reduce_add":
+        if "add_order" in ins.profile_rules:
             D = np.zeros(n, bool)
             D[dst:dst + s] = True
             D &= valid
@@ -340,8 +339,7 @@ class Auditor:
                     what = "kept" if after == before else _fmt_word(after, c.dtype)
                     self._tally(self.row(prof.id, "tik_add_work_contents (undefined)",
                                          "observe"), d, f"R={R}: work[0] {what}")
-        sumlike = c.api in SUMS or (c.api == "reduce_data_block" and c.option == "SUM")
-        if "nan_add_operand" in assumed and sumlike and c.dtype.startswith("float") and R >= 1:
+        if "nan_add_operand" in assumed and ins.sums(c.option) and c.dtype.startswith("float") and R >= 1:
             bits = _src_bits(c)
             _, nan, _, _ = _keys(bits, c.dtype)
             act = nan & _active(c)[None, :]
@@ -350,14 +348,15 @@ class Auditor:
         if "minmax_nan" in assumed and _is_minmax(c):
             self._check(prof, "minmax_nan", d, _minmax_masks(c, n)["nan"] & valid, ref, dev)
         if "block_fill" in assumed and prof.block_fill == "fill" and \
-                c.api == "reduce_data_block" and R >= 1:
-            empty = ~_active(c).reshape(8, -1).any(axis=1)
+                "block_fill" in ins.profile_rules and R >= 1:
+            lay = ins.layout(c.dtype, c.option)
+            empty = ~_active(c).reshape(len(lay.dst), -1).any(axis=1)
             if empty.any():
                 D = np.zeros(n, bool)
                 drs = c.params["dst_rep_stride"]
                 for r in ([R - 1] if drs == 0 else range(R)):
                     for b in np.flatnonzero(empty):
-                        a = dst + r * drs * 8 * s + int(b) * s
+                        a = dst + r * drs * lay.slot_bytes + int(b) * s
                         D[a:a + s] = True
                 self._check(prof, "block_fill", d, D & valid, ref, dev)
         for field_, zero in (("zero_mask", _mask_is_zero(c)), ("zero_repeat", R == 0)):
@@ -448,22 +447,30 @@ class Auditor:
 
 def _relevant(prof, assumption: str) -> bool:
     """Whether any API of the product can exercise ``assumption`` (for "not exercised" rows)."""
-    def has(apis, dtype=None):
-        return any(prof.dtypes(a) and (dtype is None or dtype in prof.dtypes(a)) for a in apis)
+    def has(pred, dtype=None):
+        return any(prof.dtypes(i.name) and (dtype is None or dtype in prof.dtypes(i.name))
+                   for i in registry.all() if pred(i))
 
-    sums = SUMS + ("reduce_data_block",)
+    def kinds(i):
+        return {i.kind(o) for o in i.options()}
+
     if assumption == "minmax_rules":
-        return has(MINMAX + ("reduce_data_block",))
+        return has(lambda i: bool(kinds(i) & {"min", "max"}))
     if assumption == "zero_repeat":
-        return has(("whole_reduce_min", "whole_reduce_max", "whole_reduce_sum",
-                    "reduce_data_block"))
+        return has(lambda i: i.repeat_range(i.options()[0], "float16")[0] == 0)
     if assumption in ("tik_align", "tik_index_formula", "index_overflow_limit"):
-        return has(TIK)
+        return has(lambda i: i.family == "tik")
     if assumption in ("saturate_default", "default_nan_f16"):
-        return has(sums, "float16")
+        return has(lambda i: "sum" in kinds(i), "float16")
     if assumption in ("default_nan_f32", "fp32_ftz"):
-        return has(sums, "float32")
+        return has(lambda i: "sum" in kinds(i), "float32")
     return True
+
+
+def _tik_indexed(c: Case) -> bool:
+    """A call whose result index is the TIK source offset (vec_reduce_min/max cal_index)."""
+    ins = c.instruction
+    return "index_overflow_limit" in ins.assumptions and ins.has_index(c.option, c.dtype)
 
 
 def _mask_is_zero(c: Case) -> bool:
@@ -485,7 +492,7 @@ def _tik_index(c: Case, ref: Outcome) -> Optional[int]:
     s = np.dtype(c.dtype).itemsize
     bits = _src_bits(c)
     act = _active(c)[None, :]
-    want_max = c.api.endswith("max")
+    want_max = c.instruction.kind(c.option) == "max"
     _, _, _, winner = _decide(bits, act, c.dtype, want_max)
     key, nan, _, _ = _keys(bits, c.dtype)
     # repeat: first repeat holding the overall result; lane: its first lane with that value
@@ -498,7 +505,7 @@ def _tik_index(c: Case, ref: Outcome) -> Optional[int]:
 
 
 def _is_minmax(c: Case) -> bool:
-    return c.api in MINMAX or (c.api == "reduce_data_block" and c.option in ("MAX", "MIN"))
+    return c.instruction.kind(c.option) in ("min", "max")
 
 
 def _top_threshold(prof) -> int:
@@ -527,7 +534,7 @@ def _written_words(ref: Outcome, s: int) -> set:
 def _active(c: Case) -> np.ndarray:
     """Which lanes of a repeat take part (bool[L]), by the shared mask module."""
     m = masks.parse(c.mask, c.dtype, api=c.api, chip=str(c.chip),
-                    word_order="tik" if c.api in TIK else "ascendc")
+                    word_order=c.instruction.word_order)
     return np.asarray(masks.lane_bits(m.mode, m.value, masks.lanes_per_repeat(c.dtype)))
 
 
@@ -589,58 +596,53 @@ def _minmax_masks(c: Case, n: int) -> Dict[str, np.ndarray]:
         return out
     act = _active(c)
     bits = _src_bits(c)
-    want_max = c.api.endswith("max") or c.option == "MAX"
+    ins = c.instruction
+    lay = ins.layout(c.dtype, c.option)
+    want_max = ins.kind(c.option) == "max"
+    has_index = any(f.role == "index" for f in lay.dst)
     dst = c.tensors["dst"][0]
 
     def mark(name, a, nbytes):
         out[name][a:a + nbytes] = True
 
-    if c.api == "reduce_data_block":
-        epb = 32 // s
-        nan, sz, _, _ = _decide(bits.reshape(R, 8, epb), act.reshape(8, epb)[None], c.dtype,
-                                want_max)
+    if lay.per_repeat:
+        # one decision per value field of a slot (ReduceDataBlock: one per DataBlock), or
+        # one for the whole slot (WholeReduce: value and index decided together)
+        groups = max(1, sum(f.role == "value" for f in lay.dst))
+        g = bits.reshape(R, groups, -1) if groups > 1 else bits[:, None, :]
+        ga = act.reshape(groups, -1)[None] if groups > 1 else act[None, None, :]
+        nan, sz, ties, _ = _decide(g, ga, c.dtype, want_max)
         drs = c.params["dst_rep_stride"]
         for r in ([R - 1] if drs == 0 else range(R)):
-            for b in range(8):
-                a = dst + r * drs * 8 * s + b * s
+            a = dst + r * drs * lay.slot_bytes
+            for b in range(groups):
+                at, nb = (a + b * s, s) if groups > 1 else (a, lay.slot_bytes)
                 if nan[r, b]:
-                    mark("nan", a, s)
+                    mark("nan", at, nb)
                 if sz[r, b]:
-                    mark("signed zero", a, s)
+                    mark("signed zero", at, nb)
+                if ties[r, b] and has_index:
+                    mark("ties", at, nb)
         return out
     nan, sz, ties, winner = _decide(bits, act[None], c.dtype, want_max)
-    if c.api in ("whole_reduce_min", "whole_reduce_max"):
-        from ..fuzz.generate import slot_bytes
-
-        slot = slot_bytes(c.api, c.dtype, c.option)
-        drs = c.params["dst_rep_stride"]
-        has_index = c.option != "ORDER_ONLY_VALUE"
-        for r in ([R - 1] if drs == 0 else range(R)):
-            a = dst + r * drs * slot
-            if nan[r]:
-                mark("nan", a, slot)
-            if sz[r]:
-                mark("signed zero", a, slot)
-            if ties[r] and has_index:
-                mark("ties", a, slot)
-        return out
-    # TIK vec_reduce_min / max: stage-1 pairs in work, overall result in dst
+    # TIK: stage-1 entries in work, the overall result in dst
     work = c.tensors["work_tensor"][0]
+    entry = lay.entry_bytes
     for r in range(R):
-        a = work + 2 * r * s
+        a = work + r * entry
         if nan[r]:
-            mark("nan", a, 2 * s)
+            mark("nan", a, entry)
         if sz[r]:
-            mark("signed zero", a, 2 * s)
+            mark("signed zero", a, entry)
         if ties[r]:
-            mark("ties", a, 2 * s)
+            mark("ties", a, entry)
     xnan, xsz, xties, _ = _decide(winner[None, :], np.ones((1, R), bool), c.dtype, want_max)
-    dst_bytes = 2 * s if c.option is True else s
+    dst_bytes = lay.slot_bytes
     if nan.any() or xnan[0]:
         mark("nan", dst, dst_bytes)
     if sz.any() or xsz[0]:
         mark("signed zero", dst, dst_bytes)
-    if c.option is True and (ties.any() or xties[0]):
+    if has_index and (ties.any() or xties[0]):
         mark("ties", dst, dst_bytes)
     return out
 

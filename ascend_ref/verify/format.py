@@ -41,20 +41,16 @@ from typing import Iterable, Iterator, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from ..case import TIK, Case
-from ..chips import API_NAMES, chip as get_chip, chips as all_chips
+from .. import registry
+from ..case import Case
+from ..chips import chip as get_chip, chips as all_chips
 from ..constraints import Code
+from ..ub import ALIASES_TEXT, DTYPES, dtype_from_text
 
 FORMAT = "ascend_ref.dump"
 VERSION = 1
 SUPPORTED_VERSIONS = (1,)
 
-ORDERS = ("ORDER_VALUE_INDEX", "ORDER_INDEX_VALUE", "ORDER_ONLY_VALUE", "ORDER_ONLY_INDEX")
-REDUCE_TYPES = ("SUM", "MAX", "MIN")
-ASCENDC_PARAMS = ("repeat", "dst_rep_stride", "src_blk_stride", "src_rep_stride")
-TIK_PARAMS = ("repeat", "src_rep_stride")
-_DTYPES = ("float16", "float32", "int16", "uint16", "int32", "uint32")
-_ALIASES = {"half": "float16", "float": "float32"}
 _META_KEYS = {"api", "chip", "dtype", "option", "mask", "params", "tensors", "saturate",
               "layout", "regions", "error", "tags", "source", "ub_bytes"}
 PathLike = Union[str, "os.PathLike[str]"]
@@ -473,32 +469,11 @@ def _word(v: _V, w, fld: str) -> int:
     return v.int_(w, fld, 0, 2**64 - 1)
 
 
-def _option(v: _V, api: str, opt):
-    if api in ("whole_reduce_min", "whole_reduce_max"):
-        if opt is None:
-            return "ORDER_VALUE_INDEX"
-        name = str(opt).split(".")[-1].upper() if isinstance(opt, str) else None
-        if name and not name.startswith("ORDER_"):
-            name = "ORDER_" + name
-        if name not in ORDERS:
-            raise v.err("meta.option", f"{opt!r} is not a ReduceOrder; expected one of "
-                                       f"{list(ORDERS)}")
-        return name
-    if api == "reduce_data_block":
-        name = str(opt).split(".")[-1].upper() if isinstance(opt, str) else None
-        if name not in REDUCE_TYPES:
-            raise v.err("meta.option", f"{opt!r}: reduce_data_block needs the ReduceType, one of "
-                                       f"{list(REDUCE_TYPES)}")
-        return name
-    if api in ("vec_reduce_min", "vec_reduce_max"):
-        if opt is None:
-            return False
-        if not isinstance(opt, bool):
-            raise v.err("meta.option", f"{opt!r}: {api} takes cal_index, true or false")
-        return opt
-    if opt is not None:
-        raise v.err("meta.option", f"{opt!r}: {api} has no static option (use null)")
-    return None
+def _option(v: _V, ins: registry.Instruction, opt):
+    try:
+        return ins.normalise_option(opt)
+    except ValueError as e:
+        raise v.err("meta.option", f"{ins.name}: {e}") from None
 
 
 def _build(f: DumpFile, i: int, meta: dict) -> DumpCase:
@@ -510,19 +485,19 @@ def _build(f: DumpFile, i: int, meta: dict) -> DumpCase:
         if k not in meta:
             raise v.err(f"meta.{k}", "missing")
     api = meta["api"]
-    if api not in API_NAMES:
-        raise v.err("meta.api", f"unknown API {api!r}; known: {list(API_NAMES)}")
+    ins = registry.get(api)
+    if ins is None:
+        raise v.err("meta.api", f"unknown API {api!r}; known: {list(registry.names())}")
     chip_id = meta["chip"]
     if not isinstance(chip_id, str) or chip_id not in all_chips():
         raise v.err("meta.chip", f"unknown product {chip_id!r}; known: {all_chips()}")
     prof = get_chip(chip_id)
-    dtype = meta["dtype"]
-    dtype = _ALIASES.get(dtype, dtype) if isinstance(dtype, str) else dtype
-    if dtype not in _DTYPES:
+    dtype = dtype_from_text(meta["dtype"])
+    if dtype is None:
         raise v.err("meta.dtype", f"unknown element type {meta['dtype']!r}; known: "
-                                  f"{list(_DTYPES)} (or half / float)")
+                                  f"{list(DTYPES)} (or {ALIASES_TEXT})")
     s = np.dtype(dtype).itemsize
-    option = _option(v, api, meta.get("option"))
+    option = _option(v, ins, meta.get("option"))
     # mask
     mask = meta["mask"]
     if isinstance(mask, list):
@@ -535,7 +510,7 @@ def _build(f: DumpFile, i: int, meta: dict) -> DumpCase:
     params = meta["params"]
     if not isinstance(params, dict):
         raise v.err("meta.params", "expected an object")
-    want = TIK_PARAMS if api in TIK else ASCENDC_PARAMS
+    want = ins.params
     for k in want:
         if k not in params:
             raise v.err(f"meta.params.{k}", f"missing ({api} needs {list(want)})")
@@ -547,7 +522,7 @@ def _build(f: DumpFile, i: int, meta: dict) -> DumpCase:
     tensors = meta["tensors"]
     if not isinstance(tensors, dict):
         raise v.err("meta.tensors", "expected an object {name: [addr, size]}")
-    names = ("dst", "src", "work_tensor") if api in TIK else ("dst", "src")
+    names = ins.operands
     for k in names:
         if k not in tensors:
             raise v.err(f"meta.tensors.{k}", f"missing ({api} needs {list(names)})")

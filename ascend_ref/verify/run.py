@@ -19,10 +19,11 @@ from typing import Callable, Iterable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
+from .. import registry
 from ..case import JAX, Case, Outcome
 from ..chips import chip as get_chip
 from ..constraints import Code, ConstraintError
-from .format import (ASCENDC_PARAMS, DumpCase, DumpError, PathLike, iter_dump_cases,
+from .format import (DumpCase, DumpError, PathLike, iter_dump_cases,
                      iter_paths, open_dump)
 from .outcomes import device_outcome, repro_command, run_reference
 
@@ -147,14 +148,14 @@ class Report:
 
 def _field_of(param: str) -> str:
     """The dump field a reference constraint parameter lives in."""
-    if param in ("repeat_time", "repeat_times", "repeat"):
+    if param == "repeat" or param in {i.repeat_param for i in registry.all()}:
         return "meta.params.repeat"
-    if param in ASCENDC_PARAMS:
+    if param in {k for i in registry.all() for k in i.params}:
         return f"meta.params.{param}"
     head = param.split(".")[0].split("/")[0]
     if head in ("dst", "src", "work_tensor"):
         return f"meta.tensors.{head}"
-    if param in ("order", "reduce_type", "cal_index"):
+    if param in {i.option.key for i in registry.all() if i.option is not None}:
         return "meta.option"
     if param in ("mask", "saturate", "chip", "dtype"):
         return f"meta.{param}"
@@ -183,13 +184,16 @@ def beyond_assumed_ub(d: DumpCase, ref: Outcome) -> bool:
     return prof.ub_bytes < end <= d.case.ub.size
 
 
-#: reference errors that rest on an *assumed* rule (profile assumption -> (code, APIs)):
-#: a device that ran such a call is evidence against the assumption (a mismatch the audit
-#: counts), not bad input (docs/SEMANTICS.md §J)
-ASSUMED_ERRORS = {"tik_align": (Code.ALIGN, ("vec_reduce_min", "vec_reduce_max",
-                                             "vec_reduce_add")),
-                  "index_overflow_limit": (Code.INDEX_OVERFLOW, ("vec_reduce_min",
-                                                                 "vec_reduce_max"))}
+def _assumed_errors() -> dict:
+    """Reference errors that rest on an *assumed* rule (profile assumption -> (code, APIs)),
+    from each instruction's declared ``assumptions``: a device that ran such a call is
+    evidence against the assumption (a mismatch the audit counts), not bad input
+    (docs/SEMANTICS.md §J)."""
+    out: dict = {}
+    for ins in registry.all():
+        for name, code in (ins.assumptions or {}).items():
+            out.setdefault(name, (code, []))[1].append(ins.name)
+    return {k: (c, tuple(apis)) for k, (c, apis) in out.items()}
 
 
 def assumed_error(d: DumpCase, ref: Outcome) -> bool:
@@ -198,7 +202,7 @@ def assumed_error(d: DumpCase, ref: Outcome) -> bool:
         return False
     prof = get_chip(d.case.chip)
     return any(name in prof.assumed and ref.code == code and d.case.api in apis
-               for name, (code, apis) in ASSUMED_ERRORS.items())
+               for name, (code, apis) in _assumed_errors().items())
 
 
 # ------------------------------------------------------------------ verification ----------

@@ -1,0 +1,485 @@
+"""The instruction registry: every fact about an instruction, declared once, in its own file.
+
+An instruction file (``ascendc/whole_reduce.py``, ``tik/vec_reduce_add.py``, ...) builds its
+kernel (:class:`ascend_ref.engine.Instruction`: operands, alignment, overlap rule, effects)
+and declares an :class:`Instruction` here: public name and aliases, the public signature,
+the numeric parameters, the static option (``order`` / ``reduce_type`` / ``cal_index``: how
+it is parsed and what the engine compiles for it), the result layout (fields, roles, byte
+sizes per dtype and option), the work-tensor need, the repeat range, what it computes (min /
+max / sum) and its host-side checks in the order the documentation lists them. Every tool --
+``Case.call``, the batch tables, dump and golden schemas, the fuzz generator, coverage and
+mismatch roles, explain, audit -- reads these facts through :func:`lookup` / :func:`all`;
+nothing else dispatches on an API-name string.
+
+The scalar oracle (:mod:`ascend_ref.oracle`) is an independent implementation and never
+imports this module.
+
+How to add an instruction
+-------------------------
+1. Write ``ascendc/<name>.py`` (or ``tik/<name>.py``): the effects over the engine (see
+   ``whole_reduce.py``), its kernel (``_slots.instruction`` / ``_common.instruction``), and
+   ``register(Instruction(name=..., family=..., kernel=..., signature=..., option=...,
+   kind=..., layout=..., repeat_range=..., work_need=..., checks=...))``. The public function
+   is one line: ``return INS.run(ub, {"dst": dst, "src": src}, mask, {...}, chip=chip, ...)``.
+2. Add the module to :data:`MODULES` below (the one registration line: it fixes the order in
+   which tools list the instructions) and export the public function from its package
+   ``__init__`` (``ascendc/__init__.py`` / ``tik/__init__.py``: importing the package
+   registers it).
+3. Give the products that have it a row under ``[apis]`` in ``configs/chips/*.toml``.
+4. Write its oracle function (``oracle/_api.py``, independently, from the documentation),
+   tests and docs. Batch, fuzz, verify, golden and explain need no edit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+
+from .constraints import Code, ConstraintError
+from .enums import ReduceOrder, ReduceType, parse_enum
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .engine import Instruction as Kernel, Prepared
+
+#: The instruction modules, in the order tools list their instructions (one line each).
+MODULES = (
+    "ascend_ref.ascendc.whole_reduce",
+    "ascend_ref.ascendc.reduce_data_block",
+    "ascend_ref.tik.vec_reduce_minmax",
+    "ascend_ref.tik.vec_reduce_add",
+)
+
+BLOCK = 32                  # bytes per DataBlock
+REPEAT_BYTES = 256          # bytes one repeat reads (8 DataBlocks)
+
+
+# ------------------------------------------------------------------ layout ------------------
+
+@dataclass(frozen=True)
+class Field:
+    """One word of a result: ``name`` (``"value"``, ``"index"``, ``"b3"``, ...), ``role``
+    (``"value"`` or ``"index"``: how a mismatch in it is classified) and its byte size."""
+
+    name: str
+    role: str
+    nbytes: int
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where a call's results go.
+
+    ``dst``: the fields of one result slot. ``per_repeat`` True (Ascend C): repeat ``r``'s
+    slot is at ``dst + r * dst_rep_stride * slot_bytes`` (the slot is also the unit of
+    ``dst_rep_stride`` and dst's alignment); False (TIK): the fields are ``dst[0:k]`` once.
+    ``work``: the fields of one stage-1 entry, repeat ``r``'s at ``work + r * entry_bytes``.
+    """
+
+    dst: Tuple[Field, ...]
+    per_repeat: bool
+    work: Tuple[Field, ...] = ()
+
+    @property
+    def slot_bytes(self) -> int:
+        return sum(f.nbytes for f in self.dst)
+
+    @property
+    def entry_bytes(self) -> int:
+        return sum(f.nbytes for f in self.work)
+
+    def dst_bytes(self, repeat: int, dst_rep_stride: int = 1) -> int:
+        """Bytes from dst to the end of the last slot a call of ``repeat`` repeats writes."""
+        if not self.per_repeat:
+            return self.slot_bytes
+        return self.slot_bytes * ((max(int(repeat), 1) - 1) * int(dst_rep_stride) + 1)
+
+    def field_at(self, tensor: str, offset: int) -> Optional[Field]:
+        """The field holding byte ``offset`` of ``tensor`` (``"dst"`` / ``"work_tensor"``)."""
+        fields = self.dst if tensor == "dst" else self.work if tensor == "work_tensor" else ()
+        unit = sum(f.nbytes for f in fields)
+        if not unit or offset < 0 or (tensor == "dst" and not self.per_repeat
+                                      and offset >= unit):
+            return None
+        off = offset % unit
+        for f in fields:
+            if off < f.nbytes:
+                return f
+            off -= f.nbytes
+        return None  # pragma: no cover
+
+    def role(self, tensor: str, offset: int) -> str:
+        f = self.field_at(tensor, offset)
+        return f.role if f is not None else "value"
+
+
+def fields(*spec: Tuple[str, str], nbytes: int) -> Tuple[Field, ...]:
+    """``fields(("value", "value"), ("index", "index"), nbytes=2)``."""
+    return tuple(Field(n, r, nbytes) for n, r in spec)
+
+
+# ------------------------------------------------------------------ options -----------------
+
+class Option:
+    """A static option of an instruction (one compiled kernel per value).
+
+    ``key``: the public keyword (also the golden TOML key and what a dump's ``option``
+    holds); canonical values are what :class:`~ascend_ref.case.Case` ``.option`` holds.
+    """
+
+    key: str = ""
+    positional: bool = True          # the public function takes it positionally
+    default: Any = None              # None: no default (required)
+
+    def values(self, prof: Any = None) -> list:
+        raise NotImplementedError
+
+    def parse(self, value: Any, *, api: str, chip: Any = None) -> Any:
+        """The public function's argument -> canonical value (raises ConstraintError)."""
+        raise NotImplementedError
+
+    def normalise(self, value: Any) -> Any:
+        """A value from a file (dump, golden TOML, CLI) -> canonical; ValueError(reason)."""
+        raise NotImplementedError
+
+    def engine(self, value: Any) -> str:
+        """The engine's static option string (``Spec.option``) for a canonical value."""
+        raise NotImplementedError
+
+    def label(self, value: Any) -> str:
+        """Short text for coverage bins and reports."""
+        return str(value)
+
+    def example(self) -> Any:
+        """A value to use when the caller gives none (explain, docs)."""
+        return self.default if self.default is not None else self.values()[0]
+
+
+class EnumOption(Option):
+    """An option naming an enum member (``ReduceOrder``, ``ReduceType``)."""
+
+    def __init__(self, key: str, enum_cls: Any, code: Code, *, default: Optional[str] = None,
+                 prefix: str = "", positional: bool = True, product_attr: str = "") -> None:
+        self.key, self.enum_cls, self.code = key, enum_cls, code
+        self.default, self.prefix, self.positional = default, prefix, positional
+        self.product_attr = product_attr     # profile field listing the supported values
+
+    def values(self, prof: Any = None) -> list:
+        if prof is not None and self.product_attr:
+            return list(getattr(prof, self.product_attr))
+        return [m.value for m in self.enum_cls]
+
+    def parse(self, value: Any, *, api: str, chip: Any = None) -> str:
+        if value is None and self.default is not None:
+            value = self.default
+        return parse_enum(self.enum_cls, value, api=api, param=self.key, code=self.code,
+                          chip=chip).value
+
+    def normalise(self, value: Any) -> str:
+        names = [m.value for m in self.enum_cls]
+        if value is None:
+            if self.default is None:
+                raise ValueError(f"missing ({', '.join(names)})")
+            return self.default
+        name = str(value).split(".")[-1].upper() if isinstance(value, str) else None
+        if name and self.prefix and not name.startswith(self.prefix):
+            name = self.prefix + name
+        if name not in names:
+            raise ValueError(f"{value!r} is not a {self.enum_cls.__name__}; expected one of "
+                             f"{names}")
+        return name
+
+    def engine(self, value: Any) -> str:
+        return str(getattr(value, "value", value))
+
+    def label(self, value: Any) -> str:
+        return str(getattr(value, "value", value))
+
+
+class FlagOption(Option):
+    """A bool option (``cal_index``): ``engine`` compiles ``on`` / ``""``."""
+
+    def __init__(self, key: str, on: str) -> None:
+        self.key, self.on, self.default, self.positional = key, on, False, True
+
+    def values(self, prof: Any = None) -> list:
+        return [False, True]
+
+    def parse(self, value: Any, *, api: str, chip: Any = None) -> bool:
+        import numpy as np
+
+        if isinstance(value, (int, np.bool_)) and value in (0, 1):
+            return bool(value)
+        raise ConstraintError(Code.BAD_ARGUMENT, api=api, param=self.key, value=value,
+                              allowed="True / False")
+
+    def normalise(self, value: Any) -> bool:
+        if value is None:
+            return False
+        if not isinstance(value, bool):
+            raise ValueError(f"{value!r}: {self.key} is true or false")
+        return value
+
+    def engine(self, value: Any) -> str:
+        return self.on if value is True else ""
+
+    def label(self, value: Any) -> str:
+        return self.key if value else f"no_{self.key.split('_')[-1]}"
+
+
+ORDER = EnumOption("order", ReduceOrder, Code.ORDER_UNSUPPORTED, default="ORDER_VALUE_INDEX",
+                   prefix="ORDER_", product_attr="orders")
+REDUCE_TYPE = EnumOption("reduce_type", ReduceType, Code.REDUCE_TYPE, positional=False)
+CAL_INDEX = FlagOption("cal_index", on="index")
+
+
+# ------------------------------------------------------------------ the declaration ---------
+
+@dataclass(frozen=True, eq=False)
+class Instruction:
+    """Everything about one public instruction (one API name), declared in its own file.
+
+    ``signature``: the public positional parameters after ``ub``, in order (tensor names,
+    ``"mask"``, numeric parameters by their :attr:`params` name, the option key).
+    ``params``: numeric parameters as :class:`~ascend_ref.case.Case` keys (``"repeat"`` is the
+    repeat count, public name ``kernel.repeat_param``). ``kind(option)``: ``"min"``,
+    ``"max"`` or ``"sum"``. ``layout(dtype, option)``: :class:`Layout`. ``repeat_range(option,
+    dtype)``: documented ``(lo, hi)``. ``work_need(repeat, option, dtype)``: work_tensor
+    elements a concrete call needs (None: no work tensor). ``checks``: host-side checks run
+    before the kernel's rules, in order: ``check(ins, prof, tensors, option)`` raising
+    :class:`ConstraintError`. ``assumptions``: profile assumption -> the code a device
+    reports where the reference's assumed rule fires (dump verification).
+    ``profile_rules``: product-profile fields only this instruction's effects read beyond the
+    shared ones (``"block_fill"``, ``"add_order"``): what the audit checks it against.
+    """
+
+    name: str
+    family: str
+    kernel: "Kernel"
+    signature: Tuple[str, ...]
+    params: Tuple[str, ...]
+    kind: Callable[[Any], str]
+    layout: Callable[[str, Any], Layout]
+    repeat_range: Callable[[Any, str], Tuple[int, int]]
+    option: Optional[Option] = None
+    work_need: Optional[Callable[[int, Any, str], int]] = None
+    checks: Tuple[Callable[..., None], ...] = ()
+    aliases: Tuple[str, ...] = ()
+    assumptions: Mapping[str, Code] = dataclasses.field(default_factory=dict)
+    profile_rules: Tuple[str, ...] = ()
+    summary: str = ""
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __repr__(self) -> str:
+        return f"<instruction {self.family}.{self.name}>"
+
+    # -------------------------------------------------------------- derived facts ----------
+
+    @property
+    def operands(self) -> Tuple[str, ...]:
+        return tuple(self.kernel.operands)
+
+    @property
+    def saturating(self) -> bool:
+        """Takes a ``saturate`` flag (half precision sums)."""
+        return bool(self.kernel.saturating)
+
+    @property
+    def word_order(self) -> str:
+        """Bit-mask word order: ``"ascendc"`` (lanes 0-63 first) or ``"tik"`` ([mask_h, mask_l])."""
+        return str(self.kernel.word_order)
+
+    @property
+    def has_blk_stride(self) -> bool:
+        return bool(self.kernel.blk_stride)
+
+    @property
+    def repeat_param(self) -> str:
+        return str(self.kernel.repeat_param)
+
+    def sums(self, option: Any) -> bool:
+        return self.kind(option) == "sum"
+
+    def has_index(self, option: Any, dtype: str = "float16") -> bool:
+        lay = self.layout(dtype, option)
+        return any(f.role == "index" for f in lay.dst)
+
+    def options(self, prof: Any = None) -> list:
+        """Canonical option values (on ``prof``: those it supports); ``[None]`` without one."""
+        return [None] if self.option is None else self.option.values(prof)
+
+    def engine_option(self, option: Any) -> str:
+        return "" if self.option is None else self.option.engine(option)
+
+    def normalise_option(self, value: Any) -> Any:
+        """A file's option value -> canonical (ValueError with the reason)."""
+        if self.option is None:
+            if value is not None:
+                raise ValueError(f"{value!r}: {self.name} has no static option (use null)")
+            return None
+        return self.option.normalise(value)
+
+    def option_label(self, option: Any) -> str:
+        if self.option is None or option is None:
+            return "-"
+        return self.option.label(option)
+
+    def supports(self, prof: Any, dtype: str, option: Any) -> bool:
+        return dtype in prof.dtypes(self.name) and (
+            self.option is None or option in self.option.values(prof))
+
+    def src_footprint(self, repeat: int, rep_stride: int, blk_stride: Optional[int] = None) -> int:
+        """Bytes from ``src`` to the end of the last DataBlock a call can read with any mask."""
+        fixed = BLOCK * (7 * int(blk_stride if self.has_blk_stride and blk_stride is not None
+                                 else 1) + 1)
+        if not self.has_blk_stride:
+            fixed = REPEAT_BYTES
+        return (max(int(repeat), 1) - 1) * int(rep_stride) * BLOCK + fixed
+
+    def work_elements(self, repeat: int, option: Any, dtype: str) -> int:
+        return 0 if self.work_need is None else int(self.work_need(int(repeat), option, dtype))
+
+    # -------------------------------------------------------------- calls ------------------
+
+    def call_args(self, case: Any, tensor: Callable[[str], Any]) -> Tuple[list, dict]:
+        """Positional and keyword arguments (after ``ub``) of the public function for
+        ``case``; ``tensor(name)`` builds each tensor argument."""
+        args: list = []
+        kw: dict = {}
+        for name in self.signature:
+            if name in self.operands:
+                args.append(tensor(name))
+            elif name == "mask":
+                args.append(case.mask)
+            elif self.option is not None and name == self.option.key:
+                args.append(case.option)
+            else:
+                args.append(case.params[name])
+        if self.option is not None and not self.option.positional:
+            kw[self.option.key] = case.option
+        if self.saturating:
+            kw["saturate"] = case.saturate
+        return args, kw
+
+    def public(self, impl: Any) -> Callable[..., Any]:
+        """The public function of ``impl`` (``ascend_ref`` or ``ascend_ref.oracle``)."""
+        return getattr(getattr(impl, self.family, impl), self.name)
+
+    def _checked(self, ub: Any, tensors: Mapping[str, Any], mask: Any, params: Mapping[str, Any],
+                 *, chip: Any, option: Any, saturate: Any, info: bool,
+                 repeat_hi: Optional[int] = None) -> "Prepared":
+        from . import engine
+        from .chips import chip as get_chip
+
+        if self.checks:                       # they read the profile: an unknown chip first
+            chip = get_chip(chip)
+        if self.option is not None:
+            option = self.option.parse(option, api=self.name, chip=chip)
+        for check in self.checks:
+            check(self, chip, tensors, option)
+        return engine.prepare(self.kernel, ub, dict(tensors), mask, dict(params), chip=chip,
+                              option=self.engine_option(option), saturate=saturate, info=info,
+                              repeat_hi=repeat_hi)
+
+    def prepare(self, ub: Any, tensors: Mapping[str, Any], mask: Any, params: Mapping[str, Any],
+                *, chip: Any, option: Any = None, saturate: Any = None, info: bool = False,
+                path: Optional[str] = None) -> "Prepared":
+        """The direct path: every host-side check and the kernel's parameters, not run
+        (raises :class:`ConstraintError` as the public function would)."""
+        prep = self._checked(ub, tensors, mask, params, chip=chip, option=option,
+                             saturate=saturate, info=info)
+        if path is not None and path != prep.spec.path:
+            prep = dataclasses.replace(prep, spec=dataclasses.replace(prep.spec, path=path))
+        return prep
+
+    def prepare_case(self, case: Any, *, info: bool = True, path: Optional[str] = None,
+                     ub: Any = None) -> "Prepared":
+        """:meth:`prepare` for a :class:`~ascend_ref.case.Case` (its UB unless ``ub``)."""
+        from .ub import Tensor
+
+        tensors = {k: Tensor(a, case.dtype, s) for k, (a, s) in case.tensors.items()}
+        params = {k: case.params[k] for k in self.params}
+        return self.prepare(case.ub if ub is None else ub, tensors, case.mask, params,
+                            chip=case.chip, option=case.option,
+                            saturate=case.saturate if self.saturating else None, info=info,
+                            path=path)
+
+    def run(self, ub: Any, tensors: Mapping[str, Any], mask: Any, params: Mapping[str, Any], *,
+            chip: Any, option: Any = None, saturate: Any = None,
+            return_info: bool = False) -> Any:
+        """The body of the public function: check, run, raise on a bad concrete call."""
+        from . import engine
+
+        prep = self._checked(ub, tensors, mask, params, chip=chip, option=option,
+                             saturate=saturate, info=return_info)
+        return engine.run_prepared(prep, return_info)
+
+
+# ------------------------------------------------------------------ the registry -----------
+
+_BY_NAME: Dict[str, Instruction] = {}
+_ALIASES: Dict[str, str] = {}
+_profiles_checked = [False]
+
+
+def register(ins: Instruction) -> Instruction:
+    """Add ``ins`` (called once, at the end of its instruction file)."""
+    if ins.name in _BY_NAME and _BY_NAME[ins.name] is not ins:
+        raise ValueError(f"instruction {ins.name!r} registered twice")
+    if ins.family not in ("ascendc", "tik"):
+        raise ValueError(f"{ins.name}: family must be 'ascendc' or 'tik', got {ins.family!r}")
+    _BY_NAME[ins.name] = ins
+    for a in ins.aliases:
+        _ALIASES[a] = ins.name
+    return ins
+
+
+def _checked_profiles() -> None:
+    """Every API a product profile lists under ``[apis]`` is a registered instruction."""
+    if not _profiles_checked[0]:
+        from .chips import chip, chips
+
+        for c in chips():
+            unknown = sorted(set(chip(c).apis) - set(_BY_NAME))
+            if unknown:
+                raise ValueError(f"configs/chips/{c}.toml: [apis] lists {unknown[0]!r}, which "
+                                 f"is not a registered instruction ({sorted(_BY_NAME)})")
+        _profiles_checked[0] = True
+
+
+def all() -> List[Instruction]:  # noqa: A001 - the registry's own vocabulary
+    """Every registered instruction, in :data:`MODULES` order.
+
+    The instruction modules register when the package is imported (``ascend_ref/__init__``
+    imports ``ascendc`` and ``tik``, which import them), before any tool can ask."""
+    _checked_profiles()
+    rank = {m: k for k, m in enumerate(MODULES)}
+    return sorted(_BY_NAME.values(), key=lambda i: rank.get(i.kernel.effects.__module__, 99))
+
+
+def names() -> Tuple[str, ...]:
+    """Every API name, in :data:`MODULES` order."""
+    return tuple(i.name for i in all())
+
+
+def lookup(name: str, *, api: str = "ascend_ref") -> Instruction:
+    """The instruction called ``name`` (or an alias); BAD_ARGUMENT naming the known ones."""
+    ins = _BY_NAME.get(name) or _BY_NAME.get(_ALIASES.get(name, ""))  # type: ignore[arg-type]
+    if ins is None:
+        raise ConstraintError(Code.BAD_ARGUMENT, api=api, param="api", value=name,
+                              allowed=f"one of {list(names())}")
+    return ins
+
+
+def get(name: Any) -> Optional[Instruction]:
+    """The instruction called ``name``, or None."""
+    if not isinstance(name, str):
+        return None
+    return _BY_NAME.get(name) or _BY_NAME.get(_ALIASES.get(name, ""))
+
+
+def where(pred: Callable[[Instruction], bool]) -> Tuple[str, ...]:
+    """Names of the instructions for which ``pred`` holds (for messages and tables)."""
+    return tuple(i.name for i in all() if pred(i))
