@@ -96,15 +96,6 @@ class Outcome:
         return f"Outcome({self.code.name})" if self.code else "Outcome(ok)"
 
 
-def __getattr__(name: str):
-    """``TIK``: the API names of the TIK family (derived from the registry)."""
-    if name == "TIK":
-        from . import registry
-
-        return registry.where(lambda i: i.family == "tik")
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def run_jax(case, chip: Optional[str] = None) -> Outcome:
     c = case if chip is None else _on(case, chip)
     try:

@@ -45,8 +45,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import addressing, mask as masks, numerics
-from .case import JAX, TIK, Case
-from .chips import API_NAMES, chip as get_chip
+from . import registry
+from .case import JAX, Case
+from .chips import chip as get_chip
 from .constraints import Code, ConstraintError
 from .constraints import explain as explain_code
 from .engine import Spec
@@ -56,8 +57,6 @@ from .ub import dtype_name, itemsize
 BLOCK = 32
 REPEAT_BYTES = 256
 
-_MINMAX = ("whole_reduce_min", "whole_reduce_max", "vec_reduce_min", "vec_reduce_max")
-_SUMS = ("whole_reduce_sum", "reduce_data_block", "vec_reduce_add")
 
 
 # ------------------------------------------------------------------ building a call ---------
@@ -90,51 +89,40 @@ def make_case(api: str, *, chip: Optional[str] = None, dtype: str = "float16", m
     ``(addr, size_in_elements)`` to place a tensor yourself; by default src is at 0 and just
     covers what the call reads, dst and work_tensor follow.
     """
-    from .fuzz.generate import fill_ub, slot_bytes, tik_work_need
+    from .fuzz.generate import fill_ub
 
+    ins = registry.lookup(api, api="explain")
     dtype = dtype_name(dtype)
     chip = chip or _default_chip(api)
     s = itemsize(dtype)
     lanes = REPEAT_BYTES // s
-    tik = api in TIK
     if mask is None:
         mask = lanes
-    if option is None:
-        option = {"whole_reduce_min": "ORDER_VALUE_INDEX", "whole_reduce_max": "ORDER_VALUE_INDEX",
-                  "reduce_data_block": "SUM", "vec_reduce_min": False,
-                  "vec_reduce_max": False}.get(api)
+    if option is None and ins.option is not None:
+        option = ins.option.example()
     if isinstance(option, (ReduceOrder, ReduceType)):
         option = option.value
-    if tik:
-        params = {"repeat": repeat, "src_rep_stride": src_rep_stride}
-        blk = 1
-    else:
-        params = {"repeat": repeat, "dst_rep_stride": dst_rep_stride,
-                  "src_blk_stride": src_blk_stride, "src_rep_stride": src_rep_stride}
-        blk = src_blk_stride
+    given = {"repeat": repeat, "dst_rep_stride": dst_rep_stride,
+             "src_blk_stride": src_blk_stride, "src_rep_stride": src_rep_stride}
+    params = {k: given[k] for k in ins.params}
+    blk = src_blk_stride if ins.has_blk_stride else 1
     reads = np.asarray(addressing.read_table(0, src_rep_stride, blk, r_max=max(repeat, 1),
                                              size=s))
     if src is None:
         src = (0, _round_up(int(reads.max()) + s, BLOCK) // s)
     cursor = _round_up(src[0] + src[1] * s, BLOCK)
     tensors = {"src": tuple(src)}
-    if tik:
-        if dst is None:
-            dst = (cursor, BLOCK // s)
-        tensors["dst"] = tuple(dst)
-        cursor = max(cursor, _round_up(dst[0] + dst[1] * s, BLOCK))
+    if dst is None:
+        nbytes = ins.layout(dtype, option).dst_bytes(repeat, dst_rep_stride)
+        dst = (cursor, _round_up(nbytes, BLOCK) // s)
+    tensors["dst"] = tuple(dst)
+    cursor = max(cursor, _round_up(dst[0] + dst[1] * s, BLOCK))
+    if "work_tensor" in ins.operands:
         if work_tensor is None:
-            need = tik_work_need(api, max(repeat, 1), option is True, dtype)
+            need = ins.work_elements(max(repeat, 1), option, dtype)
             work_tensor = (cursor, _round_up(need * s, BLOCK) // s)
         tensors["work_tensor"] = tuple(work_tensor)
         cursor = max(cursor, _round_up(work_tensor[0] + work_tensor[1] * s, BLOCK))
-    else:
-        if dst is None:
-            slot = slot_bytes(api, dtype, option)
-            nbytes = slot * ((max(repeat, 1) - 1) * dst_rep_stride + 1)
-            dst = (cursor, _round_up(nbytes, BLOCK) // s)
-        tensors["dst"] = tuple(dst)
-        cursor = max(cursor, _round_up(dst[0] + dst[1] * s, BLOCK))
     nbytes = _round_up(cursor, 64)
     n_src = src[1]
     if isinstance(data, str):
@@ -158,31 +146,12 @@ def make_case(api: str, *, chip: Optional[str] = None, dtype: str = "float16", m
 
 # ------------------------------------------------------------------ the instruction's plan --
 
-def _option(case: Case) -> str:
-    """The engine's static option string for a case (as the public functions build it)."""
-    if case.api in ("whole_reduce_min", "whole_reduce_max"):
-        opt = case.option if case.option is not None else "ORDER_VALUE_INDEX"
-        return parse_enum(ReduceOrder, opt, api=case.api, param="order",
-                          code=Code.ORDER_UNSUPPORTED).value
-    if case.api == "reduce_data_block":
-        return parse_enum(ReduceType, case.option or "SUM", api=case.api, param="reduce_type",
-                          code=Code.REDUCE_TYPE).value
-    if case.api in ("vec_reduce_min", "vec_reduce_max"):
-        return "index" if case.option is True else ""
-    return ""
-
-
-def _fields(case: Case, spec: Spec, tensor: str, k: int) -> list:
-    """Names of the ``k`` words a write of ``tensor`` holds per row."""
-    api = case.api
-    if api in ("whole_reduce_min", "whole_reduce_max"):
-        wr = importlib.import_module("ascend_ref.ascendc.whole_reduce")
-        return list(wr._slot_words(ReduceOrder(spec.option), spec.size))
-    if api == "reduce_data_block":
-        return [f"b{b}" for b in range(k)]
-    if api in ("vec_reduce_min", "vec_reduce_max"):
-        return ["value", "lane"] if tensor == "work_tensor" else ["value", "index"][:k]
-    return ["sum"] * k
+def _fields(case: Case, tensor: str, k: int) -> list:
+    """Names of the ``k`` words a write of ``tensor`` holds per row (the declared layout)."""
+    ins = case.instruction
+    lay = ins.layout(case.dtype, ins.canonical_option(case.option))
+    names = [f.name for f in (lay.work if tensor == "work_tensor" else lay.dst)] or ["value"]
+    return (names + [names[-1]] * k)[:k]
 
 
 @dataclass
@@ -489,11 +458,11 @@ def _mask_text(mask, lanes: int, words: np.ndarray, tik: bool = False) -> str:
 
 def _describe_call(c: Case, words, lanes: int) -> str:
     opt = "" if c.option in (None, "") else f" {getattr(c.option, 'value', c.option)}"
-    if c.api in ("vec_reduce_min", "vec_reduce_max"):
-        opt = " cal_index" if c.option is True else ""
+    if isinstance(c.instruction.option, registry.FlagOption):
+        opt = f" {c.instruction.option.key}" if c.option is True else ""
     p = " · ".join(f"{k.replace('repeat', 'repeat')} {v}" for k, v in c.params.items())
     sat = "" if c.saturate is None else f" · saturate={c.saturate}"
-    return (f"{c.api}<{c.dtype}>{opt} on {c.chip}\n  {_mask_text(c.mask, lanes, words, c.api in TIK)} · "
+    return (f"{c.api}<{c.dtype}>{opt} on {c.chip}\n  {_mask_text(c.mask, lanes, words, c.instruction.word_order == 'tik')} · "
             f"{p}{sat}")
 
 
@@ -526,10 +495,7 @@ def access_map(case: Case) -> AccessMap:
     call (``return_info=True``). A call that breaks a rule is still mapped; ``error`` says
     which rule.
     """
-    from . import engine
-
-    with engine.capture():                 # the call's own checked parameters, not run
-        prep = case.call(JAX)
+    prep = case.prepare(info=False)        # the call's own checked parameters, not run
     ins, spec, p = prep.ins, prep.spec, dict(prep.p)
     prof = get_chip(case.chip)
     dtype, s, lanes = spec.dtype, spec.size, spec.lanes
@@ -547,7 +513,10 @@ def access_map(case: Case) -> AccessMap:
     inside = (reads_np >= 0) & (reads_np + s <= ub.size)
     bits = np.where(inside, view[np.clip(reads_np // s, 0, max(view.size - 1, 0))], 0)
     bits = bits.astype(view.dtype)
-    kind = ("min" if case.api.endswith("min") else "max") if case.api in _MINMAX else ""
+    decl = case.instruction
+    option = decl.canonical_option(case.option)
+    lay = decl.layout(case.dtype, option)
+    kind = decl.kind(option) if decl.kind(option) in ("min", "max") and lay.groups == 1 else ""
     traced, winners, best_r = _trace(ins, spec, kind, p, jnp.asarray(bits), active)
     reads_np, bits = reads_np[:rows], bits[:rows]
     active = np.asarray(active)[:rows]
@@ -561,7 +530,7 @@ def access_map(case: Case) -> AccessMap:
         shape = addr.shape
         cut = slice(0, rows) if per_repeat else slice(None)
         writes.append(WriteTable(
-            tensor, _fields(case, spec, tensor, shape[1]), addr[cut],
+            tensor, _fields(case, tensor, shape[1]), addr[cut],
             np.broadcast_to(np.asarray(wbits), shape)[cut].copy(),
             np.broadcast_to(np.asarray(issued), shape)[cut].copy(),
             np.broadcast_to(np.asarray(final), shape)[cut].copy(), per_repeat))
@@ -580,7 +549,7 @@ def access_map(case: Case) -> AccessMap:
     act = active
     if kind:
         winners = np.asarray(winners)[:rows]
-        if case.api.startswith("vec_reduce") and repeat > 0 and act.any():
+        if not lay.per_repeat and repeat > 0 and act.any():      # TIK: one overall result
             overall = (int(best_r), int(winners[int(best_r)]))
     else:
         winners = None
@@ -906,7 +875,10 @@ def rounding_tree(source, *, repeat: int = 0, block: Optional[int] = None, stage
         return replay(vals.view(f"uint{8 * vals.itemsize}"), dtype, saturate=bool(saturate),
                       chip=chip or "atlas_a2")
     case = source
-    if case.api not in _SUMS or (case.api == "reduce_data_block" and _option(case) != "SUM"):
+    decl = case.instruction
+    option = decl.canonical_option(case.option)
+    lay = decl.layout(case.dtype, option)
+    if not decl.sums(option):
         raise ValueError(f"{case.api} {case.option or ''} does not add: no rounding tree "
                          f"(min/max select a lane; see access_map(case).winners)")
     prof = get_chip(case.chip)
@@ -921,7 +893,7 @@ def rounding_tree(source, *, repeat: int = 0, block: Optional[int] = None, stage
         if not 0 <= repeat < max(R, 1):
             raise ValueError(f"repeat {repeat} outside [0, {R})")
         lanes = np.arange(L)
-        if case.api == "reduce_data_block":
+        if lay.groups > 1:                   # ReduceDataBlock: one sum per DataBlock
             b = 0 if block is None else block
             lanes = lanes[b * amap.epb:(b + 1) * amap.epb]
             name += f", repeat {repeat}, block {b}"
@@ -931,8 +903,10 @@ def rounding_tree(source, *, repeat: int = 0, block: Optional[int] = None, stage
         leaf = np.where(act, amap.bits[repeat, lanes], 0)
         labels = [f"lane {i} @{int(amap.reads[repeat, i])}" for i in lanes]
         return replay(leaf, dt, saturate=sat, chip=prof, labels=labels, active=act, title=name)
-    if case.api != "vec_reduce_add":
-        raise ValueError("stage 2 / 3 trees exist for vec_reduce_add only")
+    if "add_order" not in decl.profile_rules:
+        raise ValueError(f"stage 2 / 3 trees exist for "
+                         f"{', '.join(registry.where(lambda i: 'add_order' in i.profile_rules))} "
+                         f"only")
     if prof.add_order != "tree":
         raise ValueError(f"{case.chip} combines the repeat results in the {prof.add_order!r} "
                          f"order (docs/SEMANTICS.md §F), not by stage 2 / 3 trees")

@@ -13,7 +13,7 @@ from typing import Any, List, Optional, Tuple, Union
 
 import numpy as np
 
-from .chips import API_NAMES
+from . import registry
 from .constraints import ConstraintError
 from .explain import access_map, make_case, rounding_tree
 
@@ -37,7 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "and the active lanes, the words written, and the UB one character per "
                     "element. --tree adds the rounding tree of one sum.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    p.add_argument("api", choices=API_NAMES)
+    p.add_argument("api", choices=registry.names())
     p.add_argument("--chip", default=None, help="product id (default: one that has the API)")
     p.add_argument("--dtype", default="half", help="half / float / float16 / float32 / ...")
     p.add_argument("--mask", default=None,
@@ -72,11 +72,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _main(args: argparse.Namespace) -> int:
-    option = args.order
-    if args.api == "reduce_data_block":
-        option = args.reduce_type or "SUM"
-    elif args.api in ("vec_reduce_min", "vec_reduce_max"):
-        option = bool(args.cal_index)
+    ins = registry.lookup(args.api, api="explain")
+    given = {"order": args.order, "reduce_type": args.reduce_type,
+             "cal_index": bool(args.cal_index)}
+    option = given.get(ins.option.key) if ins.option is not None else None
     data: Any = args.data
     if args.values:
         try:

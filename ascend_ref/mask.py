@@ -108,6 +108,16 @@ def low_first(words: list, word_order: str) -> list:
     return words
 
 
+def api_words(words: list, word_order: str) -> list:
+    """Bit-mask words (lanes 0-63 first) as the API takes them: TIK ``[mask_h, mask_l]``
+    (always two words), Ascend C unchanged."""
+    words = list(words)
+    if word_order == "tik":
+        words = (words + [0, 0])[:2]
+        return [words[1], words[0]]
+    return words
+
+
 def lane_bits(mode: str, value, lanes: int):
     """Boolean ``[lanes]``: which lanes of a repeat take part (inside jit)."""
     i = jnp.arange(lanes, dtype=jnp.uint32)

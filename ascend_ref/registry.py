@@ -88,6 +88,14 @@ class Layout:
     def entry_bytes(self) -> int:
         return sum(f.nbytes for f in self.work)
 
+    @property
+    def groups(self) -> int:
+        """Independent results per repeat: one per value field of a per-repeat slot
+        (ReduceDataBlock: its 8 DataBlocks), else 1 (value and index decided together)."""
+        if not self.per_repeat:
+            return 1
+        return max(1, sum(f.role == "value" for f in self.dst))
+
     def dst_bytes(self, repeat: int, dst_rep_stride: int = 1) -> int:
         """Bytes from dst to the end of the last slot a call of ``repeat`` repeats writes."""
         if not self.per_repeat:
@@ -251,6 +259,8 @@ class Instruction:
     reports where the reference's assumed rule fires (dump verification).
     ``profile_rules``: product-profile fields only this instruction's effects read beyond the
     shared ones (``"block_fill"``, ``"add_order"``): what the audit checks it against.
+    ``codes``: the error codes of the instruction's own rules, beyond the rules every
+    instruction shares (``engine.rules``, ``mask.rules``): what a fuzz breaker may aim at.
     """
 
     name: str
@@ -267,6 +277,7 @@ class Instruction:
     aliases: Tuple[str, ...] = ()
     assumptions: Mapping[str, Code] = dataclasses.field(default_factory=dict)
     profile_rules: Tuple[str, ...] = ()
+    codes: Tuple[Code, ...] = ()
     summary: str = ""
 
     def __hash__(self) -> int:
@@ -320,6 +331,13 @@ class Instruction:
                 raise ValueError(f"{value!r}: {self.name} has no static option (use null)")
             return None
         return self.option.normalise(value)
+
+    def canonical_option(self, option: Any) -> Any:
+        """``option`` as the public function would take it, its example value when None."""
+        if self.option is None:
+            return None
+        return self.option.parse(self.option.example() if option is None else option,
+                                 api=self.name)
 
     def option_label(self, option: Any) -> str:
         if self.option is None or option is None:

@@ -255,12 +255,12 @@ def _repeat_note(amap: AccessMap, r: int) -> str:
     out = []
     if amap.winners is not None and amap.active[r].any():
         w = int(amap.winners[r])
-        kind = "min" if amap.case.api.endswith("min") else "max"
+        ins = amap.case.instruction
+        kind = ins.kind(ins.canonical_option(amap.case.option))
         out.append(f"{kind} {amap.value(amap.bits[r, w]):.6g} @ lane {w}")
     for wt in amap.writes:
         if wt.per_repeat and r < wt.addr.shape[0] and wt.issued[r].any():
-            if amap.case.api in ("whole_reduce_sum", "vec_reduce_add") or \
-                    amap.case.api == "reduce_data_block":
+            if amap.winners is None:          # sums and block results: the values
                 vals = [amap.value(int(b)) for b, i in zip(wt.bits[r], wt.issued[r]) if i]
                 out.append("= " + ", ".join(f"{v:.5g}" for v in vals[:4]) +
                            (" …" if len(vals) > 4 else ""))

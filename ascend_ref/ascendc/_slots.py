@@ -53,7 +53,7 @@ def instruction(api: str, effects: Callable, layout: Callable[[str, Any], regist
 def declare(kernel: Instruction, *, kind: Callable[[Any], str],
             layout: Callable[[str, Any], registry.Layout],
             option: Optional[registry.Option] = None, checks: tuple = (),
-            aliases: tuple = (), profile_rules: tuple = (),
+            aliases: tuple = (), profile_rules: tuple = (), codes: tuple = (),
             summary: str = "") -> registry.Instruction:
     """Register an Ascend C reduction: the shared signature ``(ub, dst, src, mask,
     repeat_time, dst_rep_stride, src_blk_stride, src_rep_stride[, option])``."""
@@ -61,7 +61,9 @@ def declare(kernel: Instruction, *, kind: Callable[[Any], str],
     return registry.register(registry.Instruction(
         name=kernel.api, family="ascendc", kernel=kernel, signature=SIGNATURE + pos,
         params=PARAMS, kind=kind, layout=layout, repeat_range=repeat_range, option=option,
-        checks=checks, aliases=aliases, profile_rules=profile_rules, summary=summary))
+        checks=checks, aliases=aliases, profile_rules=profile_rules,
+        codes=tuple(codes) + ((option.code,) if isinstance(option, registry.EnumOption) else ()),
+        summary=summary))
 
 
 def params(repeat_time, dst_rep_stride, src_blk_stride, src_rep_stride) -> dict:

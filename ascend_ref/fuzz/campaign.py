@@ -26,7 +26,8 @@ try:  # Python >= 3.11
 except ModuleNotFoundError:  # pragma: no cover - Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
-from ..chips import API_NAMES, chips as all_chips, config_dir
+from .. import registry
+from ..chips import chips as all_chips, config_dir
 from .generate import (CAMPAIGN_DTYPES, Distributions, RngDraw, breakable_rules, build_pool,
                        cover_plan, draw_campaign_case, pool_weights, template_universe)
 
@@ -81,7 +82,7 @@ class Campaign:
     description: str = ""
     seed: int = 0
     cases: int = 1000
-    apis: list = field(default_factory=lambda: list(API_NAMES))
+    apis: list = field(default_factory=lambda: list(registry.names()))
     products: list = field(default_factory=all_chips)
     dtypes: Optional[list] = None
     static_configs: Union[int, str] = 40     # "cover": exactly the covering pool
@@ -135,7 +136,7 @@ class Campaign:
                              f"known: {sorted(_CAMPAIGN_KEYS)}")
         if "name" not in c:
             raise ValueError(f"{where}: [campaign] needs a name")
-        apis = _all_or(c.get("apis"), list(API_NAMES), "apis", where)
+        apis = _all_or(c.get("apis"), list(registry.names()), "apis", where)
         products = _all_or(c.get("products"), all_chips(), "products", where)
         dtypes = c.get("dtypes")
         dtypes = None if dtypes in (None, "all", ["all"]) else _all_or(dtypes, CAMPAIGN_DTYPES,

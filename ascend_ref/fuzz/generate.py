@@ -23,11 +23,14 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from ..case import TIK, Case
-from ..chips import API_NAMES, chip as get_chip, chips as all_chips
+from .. import mask as masks, registry
+from ..case import Case
+from ..chips import chip as get_chip, chips as all_chips
+from ..constraints import Code
 
-ORDERS = ["ORDER_VALUE_INDEX", "ORDER_INDEX_VALUE", "ORDER_ONLY_VALUE", "ORDER_ONLY_INDEX"]
-REDUCE_TYPES = ["SUM", "MAX", "MIN"]
+#: the option values of the registry's option kinds (for tests and campaign files)
+ORDERS = registry.ORDER.values()
+REDUCE_TYPES = registry.REDUCE_TYPE.values()
 STRIDE_REGIMES = ["zero", "overlap", "contiguous", "gapped", "large"]
 DATA_KINDS = ["random_bits", "ties", "specials", "subnormal", "saturating", "mixed"]
 
@@ -88,7 +91,26 @@ def _round_up(x: int, a: int) -> int:
     return -(-x // a) * a
 
 
-def _mask(d, dtype: str, tik: bool):
+def _ins(api: str) -> registry.Instruction:
+    return registry.lookup(api, api="fuzz")
+
+
+def _tik_style(ins: registry.Instruction) -> bool:
+    """TIK conventions (SPEC §5), read off the declaration: a work tensor, one dst result, no
+    block or dst stride, operands that may not overlap, ``[mask_h, mask_l]`` words."""
+    return ins.work_need is not None
+
+
+def _draw_option(d, ins: registry.Instruction, prof) -> Any:
+    """The static option of a drawn call: a value the product supports."""
+    if ins.option is None:
+        return None
+    if isinstance(ins.option, registry.FlagOption):
+        return d.chance(0.5)
+    return d.choice(ins.options(prof) or ins.options())
+
+
+def _mask(d, dtype: str, word_order: str):
     lanes = 256 // _size(dtype)
     mode = d.choice(["count", "bits"])
     if mode == "count":
@@ -109,9 +131,7 @@ def _mask(d, dtype: str, tik: bool):
         words.append(w)
     if not any(words):
         words[0] = 1
-    if tik:
-        return [words[1], words[0]] if len(words) == 2 else [0, words[0]]
-    return words
+    return masks.api_words(words, word_order)
 
 
 def _stride(d, regime: str, hi: int) -> int:
@@ -174,21 +194,14 @@ def fill_ub(nbytes: int, dtype: str, kind: str, seed: int) -> np.ndarray:
 
 
 def slot_bytes(api: str, dtype: str, option) -> int:
-    s = _size(dtype)
-    if api in ("whole_reduce_min", "whole_reduce_max"):
-        return {"ORDER_VALUE_INDEX": 2 * s, "ORDER_INDEX_VALUE": 2 * s,
-                "ORDER_ONLY_VALUE": s, "ORDER_ONLY_INDEX": 4}[option]
-    return 8 * s if api == "reduce_data_block" else s
+    """Bytes of one dst result slot (the instruction's declared layout)."""
+    return _ins(api).layout(dtype, getattr(option, "value", option)).slot_bytes
 
 
 def tik_work_need(api: str, r: int, cal_index: bool, dtype: str = "float16") -> int:
-    """work_tensor elements a concrete TIK call needs (the engine's own rule, SPEC §5)."""
-    from ..tik.vec_reduce_minmax import cascade_need
-
-    if api == "vec_reduce_add":
-        return r
-    s = _size(dtype)
-    return int(cascade_need(r, 32 // s, 256 // s)) if cal_index else 2 * r
+    """work_tensor elements a concrete TIK call needs (the instruction's own rule, SPEC §5)."""
+    ins = _ins(api)
+    return ins.work_elements(r, bool(cal_index) if ins.option is not None else None, dtype)
 
 
 def src_footprint(repeat: int, rep_stride: int, blk_stride: Optional[int] = None) -> int:
@@ -198,12 +211,10 @@ def src_footprint(repeat: int, rep_stride: int, blk_stride: Optional[int] = None
     return (max(int(repeat), 1) - 1) * rep_stride * 32 + fixed
 
 
-def _active_lanes(mask, lanes: int, tik: bool) -> list:
+def _active_lanes(mask, lanes: int, word_order: str) -> list:
     if isinstance(mask, int):
         return list(range(min(max(mask, 0), lanes)))
-    words = list(mask)
-    if tik:                                     # TIK: [high word, low word]
-        words = words[::-1] if len(words) == 2 else words
+    words = masks.low_first(list(mask), word_order)
     return [j for j in range(lanes) if j // 64 < len(words) and words[j // 64] >> (j % 64) & 1]
 
 
@@ -213,7 +224,7 @@ def read_extent(api: str, dtype: str, mask, repeat: int, rep_stride: int,
     nothing is read): the smallest source tensor that is in bounds."""
     s = _size(dtype)
     lanes = 256 // s
-    act = _active_lanes(mask, lanes, api in TIK)
+    act = _active_lanes(mask, lanes, _ins(api).word_order)
     if not act or repeat <= 0:
         return 0
     per = 32 // s
@@ -222,28 +233,24 @@ def read_extent(api: str, dtype: str, mask, repeat: int, rep_stride: int,
     return (repeat - 1) * rep_stride * 32 + top
 
 
-def draw_case(d, *, apis: Sequence[str] = API_NAMES, chips: Optional[Sequence[str]] = None,
+def draw_case(d, *, apis: Optional[Sequence[str]] = None, chips: Optional[Sequence[str]] = None,
               invalid_rate: float = 0.0, max_ub: int = 1 << 17, tik_max_repeat: int = 4095,
               special_rate: float = 0.6) -> Case:
     """Draw one call. Valid unless the draw chooses to break one rule (``invalid_rate``)."""
     chips = list(chips or all_chips())
+    apis = list(apis or registry.names())
     api = d.choice([a for a in apis if any(get_chip(c).dtypes(a) for c in chips)] or list(apis))
     hosts = [c for c in chips if get_chip(c).dtypes(api)] or chips
     chip_id = d.choice(hosts)
     prof = get_chip(chip_id)
     dtype = d.choice(list(prof.dtypes(api)) or ["float16"])
-    s, tik = _size(dtype), api in TIK
-    option: Any = None
-    if api in ("whole_reduce_min", "whole_reduce_max"):
-        option = d.choice(list(prof.orders) or ORDERS)
-    elif api == "reduce_data_block":
-        option = d.choice(REDUCE_TYPES)
-    elif api in ("vec_reduce_min", "vec_reduce_max"):
-        option = d.chance(0.5)
-    mask = _mask(d, dtype, tik)
+    ins = _ins(api)
+    s, tik = _size(dtype), _tik_style(ins)
+    option = _draw_option(d, ins, prof)
+    mask = _mask(d, dtype, ins.word_order)
     regime = d.choice(STRIDE_REGIMES)
     if tik:
-        hi_rep = min(api_repeat_range(api, option, dtype)[1], tik_max_repeat)
+        hi_rep = min(ins.repeat_range(option, dtype)[1], tik_max_repeat)
         r = d.choice([1, 2, d.integers(1, min(16, hi_rep)), d.integers(1, min(300, hi_rep)), hi_rep,
                       d.integers(1, hi_rep)])
     else:
@@ -254,14 +261,14 @@ def draw_case(d, *, apis: Sequence[str] = API_NAMES, chips: Optional[Sequence[st
     params = {"repeat": r, "src_rep_stride": rs}
     tags = {"stride_regime": regime, "mask_mode": "count" if isinstance(mask, int) else "bits"}
     if tik:
-        src_bytes = src_footprint(r, rs)
+        src_bytes = ins.src_footprint(r, rs)
     else:
         bs = d.choice([1, 1, 0, 2, d.integers(3, 16)])
         drs = d.choice([1, 1, 0, 2, d.integers(3, 9)])
         if not prof.dst_rep_stride_zero and drs == 0:
             drs = 1
         params = {"repeat": r, "dst_rep_stride": drs, "src_blk_stride": bs, "src_rep_stride": rs}
-        src_bytes = src_footprint(r, rs, bs)
+        src_bytes = ins.src_footprint(r, rs, bs)
         tags["blk_stride"] = "zero" if bs == 0 else ("unit" if bs == 1 else "gapped")
     src_bytes = _round_up(src_bytes, 32)
     tensors = {"src": (0, src_bytes // s)}
@@ -269,12 +276,11 @@ def draw_case(d, *, apis: Sequence[str] = API_NAMES, chips: Optional[Sequence[st
     if tik:
         tensors["dst"] = (cursor, 16 if s == 2 else 8)
         cursor += 32
-        need = tik_work_need(api, r, option is True, dtype)
+        need = ins.work_elements(r, option, dtype)
         tensors["work_tensor"] = (cursor, need + d.choice([0, 0, 16]))
         cursor += _round_up(tensors["work_tensor"][1] * s, 32)
     else:
-        slot = slot_bytes(api, dtype, option)
-        dst_bytes = slot * ((max(r, 1) - 1) * params["dst_rep_stride"] + 1)
+        dst_bytes = ins.layout(dtype, option).dst_bytes(r, params["dst_rep_stride"])
         if d.chance(0.1):                       # in place: dst inside src
             tensors["dst"] = (0, _round_up(dst_bytes, 32) // s)
             cursor = max(cursor, _round_up(dst_bytes, 32))
@@ -282,7 +288,7 @@ def draw_case(d, *, apis: Sequence[str] = API_NAMES, chips: Optional[Sequence[st
             tensors["dst"] = (cursor, _round_up(dst_bytes, 32) // s)
             cursor += _round_up(dst_bytes, 32)
     saturate = None
-    if api in ("whole_reduce_sum", "reduce_data_block", "vec_reduce_add") and s == 2:
+    if ins.saturating and s == 2:
         saturate = d.choice([None, True, False])
         if saturate is False and prof.saturate_only:      # the only mode there: "off" is invalid
             saturate = None
@@ -299,7 +305,8 @@ def draw_case(d, *, apis: Sequence[str] = API_NAMES, chips: Optional[Sequence[st
 
 def _break_one_rule(d, case: Case, ub_size: int) -> int:
     """Make the case violate one documented rule (tagged ``broken``); returns the UB size."""
-    tik = case.api in TIK
+    ins = _ins(case.api)
+    tik = _tik_style(ins)
     s = _size(case.dtype)
     lanes = 256 // s
     choices = ["mask_range", "repeat_range", "stride_range", "align", "tensor_small", "ub",
@@ -336,7 +343,7 @@ def _break_one_rule(d, case: Case, ub_size: int) -> int:
     elif what == "work_small":
         a, n = t["work_tensor"]
         t["work_tensor"] = (a, max(n - d.integers(1, 4), 0))
-    elif what == "index_overflow" and case.api != "vec_reduce_add":
+    elif what == "index_overflow" and Code.INDEX_OVERFLOW in ins.codes:
         # repeat 1 starts 4096 blocks on: its source offsets are >= 65536 (invalid if it wins)
         case.option, p["repeat"], p["src_rep_stride"] = True, 2, 4096
         src_bytes = 4096 * 32 + 256
@@ -446,14 +453,9 @@ class Distributions:
 
 
 def api_repeat_range(api: str, option, dtype: str = "float16") -> tuple:
-    """Documented repeat range of ``api`` (``option`` True: TIK min/max with cal_index, whose
-    bound depends on the dtype: int16 255, float16 511, float32 4095)."""
-    if api not in TIK:
-        return 0, 255
-    if option is True:
-        from ..tik.vec_reduce_minmax import MAX_REPEAT_INDEX
-        return 1, MAX_REPEAT_INDEX.get(dtype, 511)
-    return 1, 4095
+    """Documented repeat range of ``api`` for ``option`` and ``dtype`` (the instruction's
+    declaration: TIK min/max with cal_index is int16 255, float16 511, float32 4095)."""
+    return tuple(_ins(api).repeat_range(option, dtype))
 
 
 #: repeat counts that share one compiled table height in the batch executor
@@ -503,19 +505,11 @@ def _bucket_classes(b: tuple, api: str, option, dtype: str = "float16") -> list:
 
 
 def api_options(api: str, prof) -> list:
-    if api in ("whole_reduce_min", "whole_reduce_max"):
-        return list(prof.orders)
-    if api == "reduce_data_block":
-        return list(REDUCE_TYPES)
-    if api in ("vec_reduce_min", "vec_reduce_max"):
-        return [False, True]
-    return [None]
+    return _ins(api).options(prof)
 
 
 def _supports(prof, api: str, dtype: str, option) -> bool:
-    if dtype not in prof.dtypes(api):
-        return False
-    return api not in ("whole_reduce_min", "whole_reduce_max") or option in prof.orders
+    return _ins(api).supports(prof, dtype, option)
 
 
 def behaviour_group(chip_id: str) -> str:
@@ -585,7 +579,7 @@ class Template:
     def cost(self) -> float:
         """Rough seconds per case on the scalar oracle (for balancing time across templates)."""
         mean_r = (max(self.r_lo, 1) + self.r_hi) / 2
-        sums = self.api in ("whole_reduce_sum", "vec_reduce_add") or self.option == "SUM"
+        sums = _ins(self.api).sums(self.option)
         per = (7e-4 if self.dtype.endswith("16") else 4e-4) if sums else 2e-4
         return 2e-3 + mean_r * per        # measured: ~0.7 ms per half repeat of a tree sum
 
@@ -656,7 +650,8 @@ def breakable_rules(t: "Template", chip_id: Optional[str] = None) -> set:
     products) can be drawn to break (see :func:`_break_campaign_rule`)."""
     if chip_id is None:
         return set().union(*(breakable_rules(t, c) for c in t.chips))
-    tik = t.api in TIK
+    ins = _ins(t.api)
+    tik = _tik_style(ins)
     prof = get_chip(chip_id)
     out = {"zero_mask", "stride_range", "align", "tensor_small", "ub", "overlap",
            "mask_range" if t.mask_mode == "count" else "mask_bits"}
@@ -667,16 +662,15 @@ def breakable_rules(t: "Template", chip_id: Optional[str] = None) -> set:
         out.add("dst_stride_zero")
     if tik:
         out.add("work_small")
-        if t.option is True and t.r_hi >= 2:
+        if Code.INDEX_OVERFLOW in ins.codes and ins.has_index(t.option, t.dtype) and t.r_hi >= 2:
             out.add("index_overflow")
     if any(dt not in prof.dtypes(t.api) for dt in CAMPAIGN_DTYPES):
         out.add("dtype")
     if any(not get_chip(c).dtypes(t.api) for c in all_chips()):
         out.add("api_unsupported")
-    if t.api in ("whole_reduce_min", "whole_reduce_max") and len(prof.orders) < len(ORDERS):
+    if ins.option is not None and len(ins.options(prof)) < len(ins.options()):
         out.add("order_unsupported")
-    if t.dtype == "float32" and t.api in ("whole_reduce_sum", "reduce_data_block",
-                                           "vec_reduce_add"):
+    if t.dtype == "float32" and ins.saturating:
         out.add("saturate_dtype")
     return out
 
@@ -783,7 +777,7 @@ def pool_weights(pool: Sequence[Template], cost_balance: float) -> list:
     return [t.cost() ** -float(cost_balance) for t in pool]
 
 
-def _campaign_mask(d, dist: Distributions, mode: str, dtype: str, tik: bool):
+def _campaign_mask(d, dist: Distributions, mode: str, dtype: str, word_order: str):
     lanes = 256 // _size(dtype)
     if mode == "count":
         kind = dist.pick(d, "mask_count")
@@ -811,8 +805,8 @@ def _campaign_mask(d, dist: Distributions, mode: str, dtype: str, tik: bool):
         words[lane // 64] = 1 << (lane % 64)
     if not any(words):
         words[0] = 1 << d.integers(0, 63)
-    if tik:
-        return [words[1], words[0]], kind
+    if word_order == "tik":
+        return masks.api_words(words, word_order), kind
     return (words if lanes == 128 else [words[0]]), kind
 
 
@@ -842,17 +836,18 @@ def draw_campaign_case(d, template: Template, dist: Distributions,
     if prefer_chip in t.chips:
         chip_id = prefer_chip
     prof = get_chip(chip_id)
-    s, tik = _size(dtype), api in TIK
+    ins = _ins(api)
+    s, tik = _size(dtype), _tik_style(ins)
     ub_len = t.ub_bytes
     budget = min(ub_len, prof.ub_bytes) - 64
-    mask, mkind = _campaign_mask(d, dist, t.mask_mode, dtype, tik)
+    mask, mkind = _campaign_mask(d, dist, t.mask_mode, dtype, ins.word_order)
     # repeat inside the bucket, by class weight
     classes = t.classes
     k = dist.pick(d, "repeat", classes)
     if prefer_repeat in classes:
         k = prefer_repeat
     lo, hi = t.r_lo, t.r_hi
-    top = api_repeat_range(api, option, dtype)[1]
+    top = ins.repeat_range(option, dtype)[1]
     r = {"zero": 0, "one": 1, "max": top}.get(k)
     if r is None:
         a, b = max(lo, 2 if k == "small" else 9), min(hi, 8 if k == "small" else hi)
@@ -866,14 +861,14 @@ def draw_campaign_case(d, template: Template, dist: Distributions,
     if tik:
         bs = drs = None
         dst_bytes = 32
-        work_n = tik_work_need(api, r, option is True, dtype) + d.choice([0, 0, 0, 16])
+        work_n = ins.work_elements(r, option, dtype) + d.choice([0, 0, 0, 16])
         work_bytes = _round_up(max(work_n, 1) * s, 32)
     else:
         bs = _named_stride(d, dist.pick(d, "blk_stride"))
         drs = _named_stride(d, dist.pick(d, "dst_stride"))
         if drs == 0 and not prof.dst_rep_stride_zero:
             drs = 1
-        slot = slot_bytes(api, dtype, option)
+        slot = ins.layout(dtype, option).slot_bytes
         while drs > 1 and slot * (span * drs + 1) > budget // 2:
             drs //= 2
         dst_bytes = _round_up(slot * (span * drs + 1), 32)
@@ -924,7 +919,7 @@ def draw_campaign_case(d, template: Template, dist: Distributions,
         tensors[last] = (a, (limit - a) // s)
         tags["layout"] = "ub_end"
     saturate = None
-    if api in ("whole_reduce_sum", "reduce_data_block", "vec_reduce_add") and s == 2:
+    if ins.saturating and s == 2:
         saturate = {"default": None, "on": True, "off": False}[dist.pick(d, "saturate")]
         if saturate is False and prof.saturate_only:      # the only mode there: "off" is invalid
             saturate = None
@@ -958,12 +953,13 @@ def _break_campaign_rule(d, case: Case, t: Template, dist: Distributions, ub_len
     """Break one documented rule without leaving the template's compiled shape (``force``:
     that rule, when this case can break it). Most draws land exactly one step past the
     limit (:data:`BOUNDARY_RATE`)."""
-    tik = case.api in TIK
+    ins = _ins(case.api)
+    tik = _tik_style(ins)
     s = _size(case.dtype)
     lanes = 256 // s
     prof = get_chip(case.chip)
     p, tn = case.params, case.tensors
-    lo, hi = api_repeat_range(case.api, case.option, case.dtype)
+    lo, hi = ins.repeat_range(case.option, case.dtype)
     ok = breakable_rules(t, case.chip)
     if "index_overflow" in ok and p["repeat"] < 2:
         ok.discard("index_overflow")
@@ -999,7 +995,7 @@ def _break_campaign_rule(d, case: Case, t: Template, dist: Distributions, ub_len
         p["dst_rep_stride"] = 0
     elif what == "align":
         key = d.choice(["src", "dst"] + (["work_tensor"] if tik else []))
-        align = 32 if tik or key == "src" else slot_bytes(case.api, case.dtype, case.option)
+        align = 32 if tik or key == "src" else ins.layout(case.dtype, case.option).slot_bytes
         a, n = tn[key]
         step = s if align > s else 1            # the smallest step that breaks the alignment
         tn[key] = (a + (step if edge else max(1, align // 2)), n)
@@ -1027,17 +1023,16 @@ def _break_campaign_rule(d, case: Case, t: Template, dist: Distributions, ub_len
     elif what == "api_unsupported":
         case.chip = d.choice([c for c in all_chips() if not get_chip(c).dtypes(case.api)])
     elif what == "order_unsupported":
-        case.option = d.choice([o for o in ORDERS if o not in prof.orders])
+        case.option = d.choice([o for o in ins.options() if o not in ins.options(prof)])
     elif what == "work_small":
         a, n = tn["work_tensor"]
-        tn["work_tensor"] = (a, max(tik_work_need(case.api, p["repeat"], case.option is True,
-                                                  case.dtype)
+        tn["work_tensor"] = (a, max(ins.work_elements(p["repeat"], case.option, case.dtype)
                                     - (1 if edge else d.integers(2, 4)), 0))
     elif what == "index_overflow":
         # source offsets of the last repeat pass 65535: an error if that repeat wins
         r = p["repeat"]
         rs = -(-4096 // (r - 1))
-        src_bytes = _round_up(src_footprint(r, rs), 32)
+        src_bytes = _round_up(ins.src_footprint(r, rs), 32)
         if src_bytes + 32 + tn["work_tensor"][1] * s + 64 <= min(ub_len, prof.ub_bytes):
             p["src_rep_stride"] = rs
             tn["src"] = (0, src_bytes // s)

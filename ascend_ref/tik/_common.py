@@ -48,7 +48,8 @@ def declare(kernel: Instruction, *, kind: Callable[[Any], str],
             work_need: Callable[[int, Any, str], int],
             option: Optional[registry.Option] = None,
             assumptions: Optional[Mapping[str, Code]] = None,
-            profile_rules: tuple = (), summary: str = "") -> registry.Instruction:
+            profile_rules: tuple = (), codes: tuple = (),
+            summary: str = "") -> registry.Instruction:
     """Register a TIK reduction: the shared signature ``(ub, mask, dst, src, work_tensor,
     repeat_times, src_rep_stride[, option])``."""
     pos = (option.key,) if option is not None and option.positional else ()
@@ -56,7 +57,7 @@ def declare(kernel: Instruction, *, kind: Callable[[Any], str],
         name=kernel.api, family="tik", kernel=kernel, signature=SIGNATURE + pos, params=PARAMS,
         kind=kind, layout=layout, repeat_range=repeat_range, option=option,
         work_need=work_need, assumptions={**ASSUMPTIONS, **(assumptions or {})},
-        profile_rules=profile_rules, summary=summary))
+        profile_rules=profile_rules, codes=(Code.WORK_SIZE,) + tuple(codes), summary=summary))
 
 
 def element_write(tensor: str, spec: Spec, p: dict, words, valid) -> Write:

@@ -165,6 +165,7 @@ def _declare(name: str, kind: str) -> registry.Instruction:
                    kind=lambda o: kind, layout=layout, repeat_range=repeat_range,
                    work_need=need, option=registry.CAL_INDEX,
                    assumptions={"index_overflow_limit": Code.INDEX_OVERFLOW},
+                   codes=(Code.INDEX_OVERFLOW,),
                    summary=f"TIK vec_reduce_{kind}")
 
 
