@@ -10,12 +10,12 @@ The mask mode is explicit: ``mask_mode="count"`` (``[B]`` / scalar lane counts) 
 0-D / 1-D mask counts, so a ``[4]`` mask never changes meaning with ``B``.
 
 >>> import numpy as np
->>> int_param("whole_reduce_sum", "repeat", 3, 4).tolist()
+>>> int_param("run_batch", "repeat", 3, 4).tolist()
 [3, 3, 3, 3]
->>> int_param("whole_reduce_sum", "repeat", np.full(4, 1.7), 4)
+>>> int_param("run_batch", "repeat", np.full(4, 1.7), 4)
 Traceback (most recent call last):
 ...
-ascend_ref.constraints.ConstraintError: [BAD_ARGUMENT] whole_reduce_sum: repeat = 'float64 array' is not allowed; allowed: an int or a [4] integer array (values in int32)
+ascend_ref.constraints.ConstraintError: [BAD_ARGUMENT] run_batch: repeat = 'float64 array' is not allowed; allowed: an int or a [4] integer array (values in int32)
 """
 
 from __future__ import annotations

@@ -555,9 +555,6 @@ class Prepared:
     given: dict = field(default_factory=dict)   # parameters outside int32: the value given
 
 
-_CAPTURE: contextvars.ContextVar = contextvars.ContextVar("ascend_ref_capture", default=False)
-
-
 _PATH: contextvars.ContextVar = contextvars.ContextVar("ascend_ref_path", default="fast")
 
 
@@ -575,29 +572,10 @@ def use_path(path: str):
         _PATH.reset(token)
 
 
-@contextlib.contextmanager
-def capture():
-    """Inside this block public instruction calls return their :class:`Prepared` call
-    instead of running it (the batch engine groups and vmaps them)."""
-    token = _CAPTURE.set(True)
-    try:
-        yield
-    finally:
-        _CAPTURE.reset(token)
-
-
-def call(ins: Instruction, ub, tensors: dict, mask, params: dict, *, chip, option: str = "",
-         saturate=None, return_info: bool = False, repeat_hi: Optional[int] = None):
-    """Run ``ins`` eagerly or under a trace; the body of every public instruction function."""
-    prep = prepare(ins, ub, tensors, mask, params, chip=chip, option=option,
-                   saturate=saturate, info=return_info, repeat_hi=repeat_hi)
-    if _CAPTURE.get():
-        return prep
-    return run_prepared(prep, return_info)
-
-
 def run_prepared(prep: Prepared, return_info: bool = False):
-    """Run a prepared call; a concrete call that breaks a rule raises its ConstraintError."""
+    """Run a prepared call (:meth:`ascend_ref.registry.Instruction.run`, the body of every
+    public instruction function); a concrete call that breaks a rule raises its
+    ConstraintError."""
     ins = prep.ins
     out, status, diag, written, undefined = execute(prep)
     p = prep.p

@@ -19,7 +19,7 @@ below and ``docs/fuzz.md``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Dict, Optional, Sequence
 
 import numpy as np
 
@@ -236,7 +236,9 @@ def read_extent(api: str, dtype: str, mask, repeat: int, rep_stride: int,
 def draw_case(d, *, apis: Optional[Sequence[str]] = None, chips: Optional[Sequence[str]] = None,
               invalid_rate: float = 0.0, max_ub: int = 1 << 17, tik_max_repeat: int = 4095,
               special_rate: float = 0.6) -> Case:
-    """Draw one call. Valid unless the draw chooses to break one rule (``invalid_rate``)."""
+    """Draw one call over the whole parameter space. Valid unless the draw chooses to break one
+    rule (``invalid_rate``; tag ``broken``: the :data:`BREAKERS` rule it broke, or ``valid``
+    when none applied)."""
     chips = list(chips or all_chips())
     apis = list(apis or registry.names())
     api = d.choice([a for a in apis if any(get_chip(c).dtypes(a) for c in chips)] or list(apis))
@@ -298,60 +300,14 @@ def draw_case(d, *, apis: Optional[Sequence[str]] = None, chips: Optional[Sequen
                 np.zeros(0, np.uint8), saturate, tags)
     ub_size = _round_up(cursor + 64, 64)
     if invalid_rate and d.chance(invalid_rate):
-        ub_size = _break_one_rule(d, case, ub_size)
-    case.ub = fill_ub(ub_size, dtype, kind, d.data_seed())
+        # the campaign breakers (one table, :data:`BREAKERS`) over this case as a one-case
+        # template: the full repeat range, this product, this UB size
+        lo, hi = ins.repeat_range(option, dtype)
+        t = Template(api, (chip_id,), dtype, option, tags["mask_mode"], lo, hi, ub_size)
+        break_rule(d, case, t, Distributions(invalid_rate=1.0), ub_size)
+        case.tags["broken"] = case.tags.pop("validity")
+    case.ub = fill_ub(ub_size, case.dtype, kind, d.data_seed())
     return case
-
-
-def _break_one_rule(d, case: Case, ub_size: int) -> int:
-    """Make the case violate one documented rule (tagged ``broken``); returns the UB size."""
-    ins = _ins(case.api)
-    tik = _tik_style(ins)
-    s = _size(case.dtype)
-    lanes = 256 // s
-    choices = ["mask_range", "repeat_range", "stride_range", "align", "tensor_small", "ub",
-               "zero_mask", "dtype", "overlap"]
-    if not tik:
-        choices.append("dst_stride_zero")
-    else:
-        choices += ["work_small", "index_overflow"]
-    what = d.choice(choices)
-    case.tags["broken"] = what
-    p, t = case.params, case.tensors
-    if what == "mask_range":
-        case.mask = lanes + d.integers(1, 100)
-    elif what == "repeat_range":
-        p["repeat"] = (4096 if case.option is not True else 512) if tik else 256
-    elif what == "stride_range":
-        p["src_rep_stride"] = 65536 + d.integers(0, 10)
-    elif what == "align":
-        a, n = t["dst"]
-        t["dst"] = (a + s, n)
-    elif what == "tensor_small":
-        a, n = t["src"]
-        t["src"] = (a, max(n // 3, 1))
-    elif what == "ub":
-        return max(64, (t["src"][1] * s) // 2 // 64 * 64)
-    elif what == "zero_mask":
-        case.mask = 0
-    elif what == "dtype":
-        case.dtype = d.choice(["int16", "uint32", "float32", "float16"])
-    elif what == "overlap":
-        t["dst"] = (t["src"][0], t["dst"][1])
-    elif what == "dst_stride_zero":
-        p["dst_rep_stride"] = 0
-    elif what == "work_small":
-        a, n = t["work_tensor"]
-        t["work_tensor"] = (a, max(n - d.integers(1, 4), 0))
-    elif what == "index_overflow" and Code.INDEX_OVERFLOW in ins.codes:
-        # repeat 1 starts 4096 blocks on: its source offsets are >= 65536 (invalid if it wins)
-        case.option, p["repeat"], p["src_rep_stride"] = True, 2, 4096
-        src_bytes = 4096 * 32 + 256
-        t["src"] = (0, src_bytes // s)
-        t["dst"] = (src_bytes, t["dst"][1])
-        t["work_tensor"] = (src_bytes + 32, 18)
-        return src_bytes + 32 + 64 + 64
-    return ub_size
 
 
 # ------------------------------------------------------------------ campaigns --------------
@@ -647,32 +603,12 @@ CAMPAIGN_DTYPES = ["float16", "float32", "int16", "uint16", "int32", "uint32"]
 
 def breakable_rules(t: "Template", chip_id: Optional[str] = None) -> set:
     """Documented rules a case of template ``t`` (on ``chip_id``, default: any of its
-    products) can be drawn to break (see :func:`_break_campaign_rule`)."""
+    products) can be drawn to break (the :data:`BREAKERS` whose ``can`` holds)."""
     if chip_id is None:
         return set().union(*(breakable_rules(t, c) for c in t.chips))
     ins = _ins(t.api)
-    tik = _tik_style(ins)
     prof = get_chip(chip_id)
-    out = {"zero_mask", "stride_range", "align", "tensor_small", "ub", "overlap",
-           "mask_range" if t.mask_mode == "count" else "mask_bits"}
-    lo, hi = api_repeat_range(t.api, t.option, t.dtype)
-    if t.r_hi == hi or (tik and t.r_lo <= 1):
-        out.add("repeat_range")
-    if not tik and not prof.dst_rep_stride_zero:
-        out.add("dst_stride_zero")
-    if tik:
-        out.add("work_small")
-        if Code.INDEX_OVERFLOW in ins.codes and ins.has_index(t.option, t.dtype) and t.r_hi >= 2:
-            out.add("index_overflow")
-    if any(dt not in prof.dtypes(t.api) for dt in CAMPAIGN_DTYPES):
-        out.add("dtype")
-    if any(not get_chip(c).dtypes(t.api) for c in all_chips()):
-        out.add("api_unsupported")
-    if ins.option is not None and len(ins.options(prof)) < len(ins.options()):
-        out.add("order_unsupported")
-    if t.dtype == "float32" and ins.saturating:
-        out.add("saturate_dtype")
-    return out
+    return {b.name for b in BREAKERS.values() if b.can(t, ins, prof)}
 
 
 def build_pool(universe: list, size: int, seed: int, extra_facets=None) -> list:
@@ -932,8 +868,8 @@ def draw_campaign_case(d, template: Template, dist: Distributions,
     if force_rule is not None:
         breaking = force_rule != "valid"
     if breaking:
-        _break_campaign_rule(d, case, t, dist, ub_len,
-                             force=None if force_rule in (None, "valid") else force_rule)
+        break_rule(d, case, t, dist, ub_len,
+                   force=None if force_rule in (None, "valid") else force_rule)
     else:
         tags["validity"] = "valid"
     data_seed = d.data_seed()
@@ -948,18 +884,214 @@ def draw_campaign_case(d, template: Template, dist: Distributions,
     return case
 
 
-def _break_campaign_rule(d, case: Case, t: Template, dist: Distributions, ub_len: int,
-                         force: Optional[str] = None) -> None:
-    """Break one documented rule without leaving the template's compiled shape (``force``:
-    that rule, when this case can break it). Most draws land exactly one step past the
-    limit (:data:`BOUNDARY_RATE`)."""
+@dataclass
+class _Break:
+    """What a breaker works on: the draw, the case (changed in place), its template and
+    distributions, the UB length, whether to land exactly one step past the limit."""
+
+    d: Any
+    case: Case
+    t: Template
+    ub_len: int
+    edge: bool
+    ins: registry.Instruction
+    prof: Any
+
+    @property
+    def s(self) -> int:
+        return _size(self.case.dtype)
+
+    @property
+    def lanes(self) -> int:
+        return 256 // self.s
+
+    @property
+    def tik(self) -> bool:
+        return _tik_style(self.ins)
+
+
+@dataclass(frozen=True)
+class Breaker:
+    """One illegal-case breaker: the ``code`` the broken case is drawn to raise (where the
+    product's rules make it an error), its ``name`` in campaign files and coverage bins,
+    ``can(template, instruction, profile)`` and ``apply(_Break)`` (returns False when this
+    case cannot break it after all: the case stays valid)."""
+
+    code: Code
+    name: str
+    can: Callable[..., bool]
+    apply: Callable[[_Break], Any]
+
+
+def _b_mask_range(b: _Break) -> None:
+    b.case.mask = b.lanes + (1 if b.edge else b.d.integers(2, 100))
+
+
+def _b_mask_bits(b: _Break) -> None:
+    c, d = b.case, b.d
+    if b.tik or b.lanes == 128:
+        c.mask = list(c.mask) + [d.integers(0, 2**64 - 1)]
+    else:                                   # edge: lane 64 only, the first that is not
+        c.mask = [c.mask[0], 1 if b.edge else d.integers(2, 2**64 - 1)]
+
+
+def _b_zero_mask(b: _Break) -> None:
+    m = b.case.mask
+    b.case.mask = 0 if isinstance(m, int) else [0] * len(m)
+
+
+def _b_repeat_range(b: _Break) -> None:
+    lo, hi = b.ins.repeat_range(b.case.option, b.case.dtype)
+    b.case.params["repeat"] = hi + 1 if b.t.r_hi == hi else 0
+
+
+def _b_stride_range(b: _Break) -> None:
+    strides = [k for k in ("src_rep_stride", "src_blk_stride", "dst_rep_stride")
+               if k in b.ins.params]
+    key = b.d.choice(strides)
+    b.case.params[key] = 65536 + (0 if b.edge else b.d.integers(1, 1000))
+
+
+def _b_dst_stride_zero(b: _Break) -> None:
+    b.case.params["dst_rep_stride"] = 0
+
+
+def _b_align(b: _Break) -> None:
+    c, s = b.case, b.s
+    tn = c.tensors
+    key = b.d.choice(["src", "dst"] + (["work_tensor"] if "work_tensor" in tn else []))
+    align = b.ins.kernel.align(_align_spec(c)).get(key, 1)
+    a, n = tn[key]
+    step = s if align > s else 1            # the smallest step that breaks the alignment
+    tn[key] = (a + (step if b.edge else max(1, align // 2)), n)
+
+
+def _align_spec(c: Case) -> Any:
+    """The engine's static spec fields an alignment rule reads (dtype and option)."""
+    from ..engine import Spec
+
+    ins = c.instruction
+    return Spec(c.api, c.dtype, None, "count", 1, ins.engine_option(c.option))  # type: ignore[arg-type]
+
+
+def _b_tensor_small(b: _Break) -> None:
+    c, s, p = b.case, b.s, b.case.params
+    a, n = c.tensors["src"]
+    need = read_extent(c.api, c.dtype, c.mask, p["repeat"], p["src_rep_stride"],
+                       p.get("src_blk_stride")) // s
+    if b.edge and need >= 1:                # the last element read is just past the end
+        c.tensors["src"] = (a, need - 1)
+    else:
+        c.tensors["src"] = (a, max(n // 3, 1) if n > 1 else 0)
+
+
+def _b_ub(b: _Break) -> None:
+    tn, s = b.case.tensors, b.s
+    key = b.d.choice(list(tn))
+    a, n = tn[key]
+    limit = min(b.ub_len, b.prof.ub_bytes)
+    tn[key] = (a, (limit - a) // s + (1 if b.edge else b.d.integers(2, 64)))
+
+
+def _b_overlap(b: _Break) -> None:
+    tn, d = b.case.tensors, b.d
+    if b.ins.kernel.overlap == "disjoint":
+        x, y = d.choice([("dst", "src"), ("work_tensor", "src"), ("dst", "work_tensor")])
+        tn[x] = (tn[y][0], tn[x][1])
+    else:
+        tn["dst"] = (tn["src"][0] + 32 * d.integers(0, 2), tn["dst"][1])
+
+
+def _b_dtype(b: _Break) -> None:
+    c = b.case
+    c.dtype = b.d.choice([x for x in CAMPAIGN_DTYPES if x not in b.prof.dtypes(c.api)])
+
+
+def _b_api_unsupported(b: _Break) -> None:
+    c = b.case
+    c.chip = b.d.choice([x for x in all_chips() if not get_chip(x).dtypes(c.api)])
+
+
+def _b_order_unsupported(b: _Break) -> None:
+    b.case.option = b.d.choice([o for o in b.ins.options() if o not in b.ins.options(b.prof)])
+
+
+def _b_work_small(b: _Break) -> None:
+    c = b.case
+    a, n = c.tensors["work_tensor"]
+    need = b.ins.work_elements(c.params["repeat"], c.option, c.dtype)
+    c.tensors["work_tensor"] = (a, max(need - (1 if b.edge else b.d.integers(2, 4)), 0))
+
+
+def _b_index_overflow(b: _Break) -> bool:
+    # source offsets of the last repeat pass 65535: an error if that repeat wins
+    c, s, p, tn = b.case, b.s, b.case.params, b.case.tensors
+    r = p["repeat"]
+    rs = -(-4096 // (r - 1))
+    src_bytes = _round_up(b.ins.src_footprint(r, rs), 32)
+    if src_bytes + 32 + tn["work_tensor"][1] * s + 64 > min(b.ub_len, b.prof.ub_bytes):
+        return False
+    p["src_rep_stride"] = rs
+    tn["src"] = (0, src_bytes // s)
+    tn["dst"] = (src_bytes, tn["dst"][1])
+    tn["work_tensor"] = (src_bytes + 32, tn["work_tensor"][1])
+    return True
+
+
+def _b_saturate_dtype(b: _Break) -> None:
+    b.case.saturate = True
+
+
+def _always(t: Template, ins: registry.Instruction, prof: Any) -> bool:
+    return True
+
+
+#: Every illegal-case breaker, keyed by the code it aims at, in campaign order. ``can`` reads
+#: the instruction's declaration (parameters, work tensor, option, codes), never its name.
+BREAKERS: Dict[Code, Breaker] = {b.code: b for b in [
+    Breaker(Code.MASK_RANGE, "mask_range", lambda t, i, p: t.mask_mode == "count",
+            _b_mask_range),
+    Breaker(Code.MASK_BITS, "mask_bits", lambda t, i, p: t.mask_mode != "count", _b_mask_bits),
+    Breaker(Code.MASK_ZERO, "zero_mask", _always, _b_zero_mask),
+    Breaker(Code.REPEAT_RANGE, "repeat_range",
+            lambda t, i, p: t.r_hi == i.repeat_range(t.option, t.dtype)[1]
+            or (i.repeat_range(t.option, t.dtype)[0] >= 1 and t.r_lo <= 1), _b_repeat_range),
+    Breaker(Code.STRIDE_RANGE, "stride_range", _always, _b_stride_range),
+    Breaker(Code.DST_STRIDE_ZERO, "dst_stride_zero",
+            lambda t, i, p: "dst_rep_stride" in i.params and not p.dst_rep_stride_zero,
+            _b_dst_stride_zero),
+    Breaker(Code.ALIGN, "align", _always, _b_align),
+    Breaker(Code.TENSOR_BOUNDS, "tensor_small", _always, _b_tensor_small),
+    Breaker(Code.UB_BOUNDS, "ub", _always, _b_ub),
+    Breaker(Code.OVERLAP, "overlap", _always, _b_overlap),
+    Breaker(Code.DTYPE_UNSUPPORTED, "dtype",
+            lambda t, i, p: any(dt not in p.dtypes(t.api) for dt in CAMPAIGN_DTYPES), _b_dtype),
+    Breaker(Code.API_UNSUPPORTED, "api_unsupported",
+            lambda t, i, p: any(not get_chip(c).dtypes(t.api) for c in all_chips()),
+            _b_api_unsupported),
+    Breaker(Code.ORDER_UNSUPPORTED, "order_unsupported",
+            lambda t, i, p: Code.ORDER_UNSUPPORTED in i.codes
+            and len(i.options(p)) < len(i.options()), _b_order_unsupported),
+    Breaker(Code.WORK_SIZE, "work_small", lambda t, i, p: Code.WORK_SIZE in i.codes,
+            _b_work_small),
+    Breaker(Code.INDEX_OVERFLOW, "index_overflow",
+            lambda t, i, p: Code.INDEX_OVERFLOW in i.codes and i.has_index(t.option, t.dtype)
+            and t.r_hi >= 2, _b_index_overflow),
+    Breaker(Code.SATURATE_DTYPE, "saturate_dtype",
+            lambda t, i, p: t.dtype == "float32" and i.saturating, _b_saturate_dtype),
+]}
+_BY_NAME = {b.name: b for b in BREAKERS.values()}
+assert [b.name for b in BREAKERS.values()] == INVALID_RULES
+
+
+def break_rule(d, case: Case, t: Template, dist: Distributions, ub_len: int,
+               force: Optional[str] = None) -> None:
+    """Break one documented rule (a :data:`BREAKERS` entry) without leaving the template's
+    compiled shape (``force``: that rule, when this case can break it); tag ``validity``.
+    Most draws land exactly one step past the limit (:data:`BOUNDARY_RATE`)."""
     ins = _ins(case.api)
-    tik = _tik_style(ins)
-    s = _size(case.dtype)
-    lanes = 256 // s
     prof = get_chip(case.chip)
-    p, tn = case.params, case.tensors
-    lo, hi = ins.repeat_range(case.option, case.dtype)
+    p = case.params
     ok = breakable_rules(t, case.chip)
     if "index_overflow" in ok and p["repeat"] < 2:
         ok.discard("index_overflow")
@@ -976,69 +1108,9 @@ def _break_campaign_rule(d, case: Case, t: Template, dist: Distributions, ub_len
         edge = True                             # the cover's own case of a rule: the edge
     what = dist.pick(d, "invalid", live)
     case.tags["validity"] = what
-    if what == "mask_range":
-        case.mask = lanes + (1 if edge else d.integers(2, 100))
-    elif what == "mask_bits":
-        if tik or lanes == 128:
-            case.mask = list(case.mask) + [d.integers(0, 2**64 - 1)]
-        else:                                   # edge: lane 64 only, the first that is not
-            case.mask = [case.mask[0], 1 if edge else d.integers(2, 2**64 - 1)]
-    elif what == "zero_mask":
-        case.mask = 0 if isinstance(case.mask, int) else [0] * len(case.mask)
-    elif what == "repeat_range":
-        p["repeat"] = hi + 1 if t.r_hi == hi else 0
-    elif what == "stride_range":
-        key = d.choice(["src_rep_stride"] if tik else
-                       ["src_rep_stride", "src_blk_stride", "dst_rep_stride"])
-        p[key] = 65536 + (0 if edge else d.integers(1, 1000))
-    elif what == "dst_stride_zero":
-        p["dst_rep_stride"] = 0
-    elif what == "align":
-        key = d.choice(["src", "dst"] + (["work_tensor"] if tik else []))
-        align = 32 if tik or key == "src" else ins.layout(case.dtype, case.option).slot_bytes
-        a, n = tn[key]
-        step = s if align > s else 1            # the smallest step that breaks the alignment
-        tn[key] = (a + (step if edge else max(1, align // 2)), n)
-    elif what == "tensor_small":
-        a, n = tn["src"]
-        need = read_extent(case.api, case.dtype, case.mask, p["repeat"], p["src_rep_stride"],
-                           p.get("src_blk_stride")) // s
-        if edge and need >= 1:                  # the last element read is just past the end
-            tn["src"] = (a, need - 1)
-        else:
-            tn["src"] = (a, max(n // 3, 1) if n > 1 else 0)
-    elif what == "ub":
-        key = d.choice(list(tn))
-        a, n = tn[key]
-        limit = min(ub_len, prof.ub_bytes)
-        tn[key] = (a, (limit - a) // s + (1 if edge else d.integers(2, 64)))
-    elif what == "overlap":
-        if tik:
-            a, b = d.choice([("dst", "src"), ("work_tensor", "src"), ("dst", "work_tensor")])
-            tn[a] = (tn[b][0], tn[a][1])
-        else:
-            tn["dst"] = (tn["src"][0] + 32 * d.integers(0, 2), tn["dst"][1])
-    elif what == "dtype":
-        case.dtype = d.choice([x for x in CAMPAIGN_DTYPES if x not in prof.dtypes(case.api)])
-    elif what == "api_unsupported":
-        case.chip = d.choice([c for c in all_chips() if not get_chip(c).dtypes(case.api)])
-    elif what == "order_unsupported":
-        case.option = d.choice([o for o in ins.options() if o not in ins.options(prof)])
-    elif what == "work_small":
-        a, n = tn["work_tensor"]
-        tn["work_tensor"] = (a, max(ins.work_elements(p["repeat"], case.option, case.dtype)
-                                    - (1 if edge else d.integers(2, 4)), 0))
-    elif what == "index_overflow":
-        # source offsets of the last repeat pass 65535: an error if that repeat wins
-        r = p["repeat"]
-        rs = -(-4096 // (r - 1))
-        src_bytes = _round_up(ins.src_footprint(r, rs), 32)
-        if src_bytes + 32 + tn["work_tensor"][1] * s + 64 <= min(ub_len, prof.ub_bytes):
-            p["src_rep_stride"] = rs
-            tn["src"] = (0, src_bytes // s)
-            tn["dst"] = (src_bytes, tn["dst"][1])
-            tn["work_tensor"] = (src_bytes + 32, tn["work_tensor"][1])
-        else:
-            case.tags["validity"] = "valid"
-    elif what == "saturate_dtype":
-        case.saturate = True
+    if _BY_NAME[what].apply(_Break(d, case, t, ub_len, edge, ins, prof)) is False:
+        case.tags["validity"] = "valid"
+
+
+#: the campaign generator's name for :func:`break_rule` (kept for callers)
+_break_campaign_rule = break_rule
