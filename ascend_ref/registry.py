@@ -192,7 +192,7 @@ class EnumOption(Option):
         name = str(value).split(".")[-1].upper() if isinstance(value, str) else None
         if name and self.prefix and not name.startswith(self.prefix):
             name = self.prefix + name
-        if name not in names:
+        if name is None or name not in names:
             raise ValueError(f"{value!r} is not a {self.enum_cls.__name__}; expected one of "
                              f"{names}")
         return name

@@ -54,12 +54,14 @@ def declare(kernel: Instruction, *, kind: Callable[[Any], str],
             layout: Callable[[str, Any], registry.Layout],
             option: Optional[registry.Option] = None, checks: tuple = (),
             aliases: tuple = (), profile_rules: tuple = (), codes: tuple = (),
+            signature: Tuple[str, ...] = SIGNATURE,
             summary: str = "") -> registry.Instruction:
-    """Register an Ascend C reduction: the shared signature ``(ub, dst, src, mask,
-    repeat_time, dst_rep_stride, src_blk_stride, src_rep_stride[, option])``."""
+    """Register an Ascend C reduction: by default the signature ``(ub, dst, src, mask,
+    repeat_time, dst_rep_stride, src_blk_stride, src_rep_stride[, option])`` (an API whose
+    documented order differs, e.g. repeat before mask, passes its own ``signature``)."""
     pos = (option.key,) if option is not None and option.positional else ()
     return registry.register(registry.Instruction(
-        name=kernel.api, family="ascendc", kernel=kernel, signature=SIGNATURE + pos,
+        name=kernel.api, family="ascendc", kernel=kernel, signature=tuple(signature) + pos,
         params=PARAMS, kind=kind, layout=layout, repeat_range=repeat_range, option=option,
         checks=checks, aliases=aliases, profile_rules=profile_rules,
         codes=tuple(codes) + ((option.code,) if isinstance(option, registry.EnumOption) else ()),

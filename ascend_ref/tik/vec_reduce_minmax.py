@@ -58,7 +58,8 @@ def cascade_need(r, epb: int = 16, lanes: int = 128):
     the stage that outputs one pair): from n = 2R add ceil(n/epb)*epb per stage until a stage
     outputs 2 elements, then + 2. ``r`` may be traced: the loop is unrolled over the at most
     four stages a count in [1, 4095] can need, so eager, jit and batched calls agree."""
-    n, need, done = 2 * r, 0, r < 0
+    need: Any = 0
+    n, done = 2 * r, r < 0
     for _ in range(4):                       # 4095 float32 repeats finish in four stages
         start, out = ceil_div(n, epb) * epb, ceil_div(n, lanes) * 2
         need = need + jnp.where(done, 0, start)
