@@ -4,6 +4,11 @@ One TOML file per product lives in ``configs/chips/``; :func:`chip` loads it int
 :class:`ChipProfile`. Instruction code asks the profile (``chip.dtypes(api)``,
 ``chip.block_fill``, ...) and never tests a product id.
 
+A top-level key that is not one of the shared fields below is a *fact* of one instruction:
+the instruction declares it (:class:`ascend_ref.registry.ProfileField`, with its allowed
+values; the registry rejects an undeclared key or a value outside them) and reads it as
+``chip.fact(name)`` -- or as an attribute, ``chip.<name>``, like a shared field.
+
 >>> import ascend_ref as ar
 >>> p = ar.chip("atlas_a2")
 >>> p.ub_bytes, p.block_fill, "minmax_rules" in p.assumed
@@ -16,7 +21,7 @@ import functools
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping, Union
+from typing import Any, Mapping, Union
 
 import numpy as np
 
@@ -46,6 +51,28 @@ _FILL_RULES = ("keep", "fill", "undefined")
 #: TIK vec_reduce_add accumulation orders (docs/SEMANTICS.md §F): "tree" (seed 003),
 #: "group255" (Atlas A2 page), "odd_even" (Atlas 200I/500 A2 page)
 ADD_ORDERS = ("tree", "group255", "odd_even")
+#: the shared top-level keys of a profile; any other key is an instruction's fact
+SHARED_KEYS = ("id", "product", "ub_bytes", "saturate_default", "fp32_ftz", "default_nan_f16",
+               "default_nan_f32", "zero_mask", "zero_repeat", "dst_rep_stride_zero",
+               "block_fill", "apis", "orders", "block_fill_values", "assumed", "saturate_only",
+               "add_order", "minmax_nan")
+
+
+class _Facts:
+    """Instruction-declared facts (``facts``: ``((name, value), ...)`` or a mapping) read
+    as ``fact(name)`` or as attributes."""
+
+    def fact(self, name: str) -> Any:
+        """The value of the instruction-declared fact ``name`` (KeyError if not set)."""
+        return dict(self.__dict__.get("facts", ()))[name]
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name == "facts":
+            raise AttributeError(name)
+        facts = dict(self.__dict__.get("facts", ()))
+        if name in facts:
+            return facts[name]
+        raise AttributeError(f"{type(self).__name__!s} has no field or fact {name!r}")
 
 
 def config_dir() -> Path:
@@ -67,7 +94,7 @@ def config_dir() -> Path:
 
 
 @dataclass(frozen=True)
-class Behaviour:
+class Behaviour(_Facts):
     """The part of a profile that changes compiled code (a jit cache key).
 
     Products that behave alike share compiled kernels (Atlas A2 and A3, for example); the UB
@@ -85,6 +112,7 @@ class Behaviour:
     saturate_only: bool = False          # half: only saturation mode exists (Atlas training)
     add_order: str = "tree"              # TIK vec_reduce_add accumulation order
     minmax_nan: str = "payload"          # min/max NaN result: the lane's bits or default NaN
+    facts: tuple = ()                    # instruction-declared facts, ((name, value), ...)
 
     def fill_bits(self, reduce_type: str, dtype: str) -> int:
         return dict(self.fill_values)[(reduce_type, dtype)]
@@ -94,7 +122,7 @@ class Behaviour:
 
 
 @dataclass(frozen=True)
-class ChipProfile:
+class ChipProfile(_Facts):
     """A product's behaviour, loaded from ``configs/chips/<id>.toml`` (see that folder)."""
 
     id: str
@@ -115,6 +143,8 @@ class ChipProfile:
     saturate_only: bool = False
     add_order: str = "tree"
     minmax_nan: str = "payload"
+    #: instruction-declared facts (top-level keys outside :data:`SHARED_KEYS`), by name
+    facts: Mapping[str, Any] = field(default_factory=dict)
 
     def dtypes(self, api: str) -> tuple:
         """Element dtypes the product supports for ``api`` (empty: API not on this product)."""
@@ -134,7 +164,7 @@ class ChipProfile:
         return Behaviour(self.zero_mask, self.zero_repeat, self.dst_rep_stride_zero,
                          self.block_fill, fills, self.fp32_ftz, self.default_nan_f16,
                          self.default_nan_f32, self.saturate_only, self.add_order,
-                         self.minmax_nan)
+                         self.minmax_nan, tuple(sorted(self.facts.items())))
 
     def __repr__(self) -> str:
         apis = ", ".join(f"{a}:{'/'.join(d)}" for a, d in self.apis.items() if d) or "none"
@@ -169,6 +199,7 @@ def _load(path: Path) -> ChipProfile:
         saturate_only=bool(raw.get("saturate_only", False)),
         add_order=str(raw.get("add_order", "tree")),
         minmax_nan=str(raw.get("minmax_nan", "payload")),
+        facts={k: v for k, v in raw.items() if k not in SHARED_KEYS},
     )
     if prof.id != path.stem:
         raise ValueError(f"{path}: id {prof.id!r} does not match the file name")

@@ -25,7 +25,11 @@ How to add an instruction
    which tools list the instructions) and export the public function from its package
    ``__init__`` (``ascendc/__init__.py`` / ``tik/__init__.py``: importing the package
    registers it).
-3. Give the products that have it a row under ``[apis]`` in ``configs/chips/*.toml``.
+3. Give the products that have it a row under ``[apis]`` in ``configs/chips/*.toml``. A
+   per-product rule only this instruction has is a :class:`ProfileField` it declares
+   (``profile_fields=``): a top-level key of every profile that lists the instruction, read
+   in the effects as ``spec.chip.fact(name)``; if a profile marks it ``assumed``, ``verify
+   --audit`` checks it by counterfactual (the reference rerun with each other choice).
 4. Write its oracle function (``oracle/_api.py``, independently, from the documentation),
    tests and docs. Batch, fuzz, verify, golden and explain need no edit.
 """
@@ -241,6 +245,23 @@ REDUCE_TYPE = EnumOption("reduce_type", ReduceType, Code.REDUCE_TYPE, positional
 CAL_INDEX = FlagOption("cal_index", on="index")
 
 
+# ------------------------------------------------------------------ profile fields ----------
+
+@dataclass(frozen=True)
+class ProfileField:
+    """A per-product rule that only one instruction reads, declared by that instruction.
+
+    ``name``: its top-level key in ``configs/chips/*.toml`` (every profile that lists the
+    instruction under ``[apis]`` must set it; no other profile may); ``choices``: the allowed
+    values -- the alternatives ``verify --audit`` reruns the reference with where a profile
+    marks the field ``assumed``; ``doc``: what it decides (audit report, explain).
+    """
+
+    name: str
+    choices: Tuple[Any, ...]
+    doc: str = ""
+
+
 # ------------------------------------------------------------------ the declaration ---------
 
 @dataclass(frozen=True, eq=False)
@@ -261,6 +282,8 @@ class Instruction:
     shared ones (``"block_fill"``, ``"add_order"``): what the audit checks it against.
     ``codes``: the error codes of the instruction's own rules, beyond the rules every
     instruction shares (``engine.rules``, ``mask.rules``): what a fuzz breaker may aim at.
+    ``profile_fields``: :class:`ProfileField` s -- product rules only this instruction has,
+    kept in the profiles as instruction facts (``chip.fact(name)``).
     """
 
     name: str
@@ -278,6 +301,7 @@ class Instruction:
     assumptions: Mapping[str, Code] = dataclasses.field(default_factory=dict)
     profile_rules: Tuple[str, ...] = ()
     codes: Tuple[Code, ...] = ()
+    profile_fields: Tuple[ProfileField, ...] = ()
     summary: str = ""
 
     def __hash__(self) -> int:
@@ -454,16 +478,49 @@ def register(ins: Instruction) -> Instruction:
     return ins
 
 
+def declared_fields() -> Dict[str, ProfileField]:
+    """Every :class:`ProfileField` a registered instruction declares, by name."""
+    out: Dict[str, ProfileField] = {}
+    for ins in _BY_NAME.values():
+        for f in ins.profile_fields:
+            if f.name in out and out[f.name] != f:
+                raise ValueError(f"profile field {f.name!r} declared twice, differently")
+            out[f.name] = f
+    return out
+
+
+def check_profile(prof: Any, instructions: Sequence[Instruction]) -> None:
+    """ValueError naming the file when ``prof`` lists an unknown API, or its instruction facts
+    do not match what ``instructions`` declare (an undeclared key, a value outside the
+    choices, a missing key on a product that has the instruction)."""
+    where = f"configs/chips/{prof.id}.toml"
+    by_name = {i.name: i for i in instructions}
+    unknown = sorted(set(prof.apis) - set(by_name))
+    if unknown:
+        raise ValueError(f"{where}: [apis] lists {unknown[0]!r}, which is not a registered "
+                         f"instruction ({sorted(by_name)})")
+    fields_ = {f.name: (f, i) for i in instructions for f in i.profile_fields}
+    facts = dict(prof.facts)
+    for key, value in facts.items():
+        if key not in fields_:
+            raise ValueError(f"{where}: {key!r} is neither a shared profile field nor a field "
+                             f"an instruction declares ({sorted(fields_)})")
+        f, _ = fields_[key]
+        if value not in f.choices:
+            raise ValueError(f"{where}: {key} = {value!r}; allowed {list(f.choices)}")
+    for key, (f, ins) in sorted(fields_.items()):
+        if prof.dtypes(ins.name) and key not in facts:
+            raise ValueError(f"{where}: lists {ins.name} but does not set {key!r} "
+                             f"({f.doc or 'one of ' + str(list(f.choices))})")
+
+
 def _checked_profiles() -> None:
-    """Every API a product profile lists under ``[apis]`` is a registered instruction."""
+    """Every product profile names registered instructions and sets their declared fields."""
     if not _profiles_checked[0]:
         from .chips import chip, chips
 
         for c in chips():
-            unknown = sorted(set(chip(c).apis) - set(_BY_NAME))
-            if unknown:
-                raise ValueError(f"configs/chips/{c}.toml: [apis] lists {unknown[0]!r}, which "
-                                 f"is not a registered instruction ({sorted(_BY_NAME)})")
+            check_profile(chip(c), list(_BY_NAME.values()))
         _profiles_checked[0] = True
 
 

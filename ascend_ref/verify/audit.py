@@ -211,6 +211,7 @@ class Auditor:
                 self._observe_fill(prof.id, d, ref, dev)
             self._audit_choices(prof, assumed, d, ref, dev, valid)
             # -- counterfactuals
+            pending += _field_counterfactuals(prof, assumed, d, ref, dev, valid)
             if not (c.instruction.sums(c.option) and is_float):
                 continue
             if "saturate_default" in assumed and s == 2 and c.saturate is None:
@@ -439,8 +440,37 @@ class Auditor:
                  "exercised": r.exercised, "agreed": r.agreed, "alternative": r.alternative,
                  "other": r.other, "verdict": r.verdict, "observed": dict(r.observed),
                  "examples": [{"file": f, "case": i} for f, i in r.examples],
-                 "what": DESCRIPTIONS.get(r.assumption, "")}
+                 "what": describe(r.assumption)}
                 for r in self.sorted_rows()]
+
+
+def describe(assumption: str) -> str:
+    """What exercises ``assumption``: :data:`DESCRIPTIONS`, else the doc of the instruction's
+    :class:`~ascend_ref.registry.ProfileField` of that name."""
+    if assumption in DESCRIPTIONS:
+        return DESCRIPTIONS[assumption]
+    f = registry.declared_fields().get(assumption)
+    return f"{f.doc} (checked by rerunning with {', '.join(map(str, f.choices))})" if f else ""
+
+
+def _field_counterfactuals(prof, assumed: set, d, ref: Outcome, dev: np.ndarray,
+                           valid: np.ndarray) -> list:
+    """Pending counterfactual cases for every assumed field the case's instruction declares
+    (:class:`~ascend_ref.registry.ProfileField`): the case rerun with each other choice; the
+    bytes where the results differ are the bytes the field decides."""
+    out = []
+    c = d.case
+    for f in c.instruction.profile_fields:
+        if f.name not in assumed or f.name not in prof.facts:
+            continue
+        for value in f.choices:
+            if value == prof.fact(f.name):
+                continue
+            alt = copy.copy(c)
+            alt.chip = dataclasses.replace(prof, id=f"{prof.id}~{f.name}={value}",
+                                           facts={**prof.facts, f.name: value})
+            out.append((d, ref, dev, valid, f.name, alt))
+    return out
 
 
 # ------------------------------------------------------------------ case analysis -----------
@@ -450,6 +480,9 @@ def _relevant(prof, assumption: str) -> bool:
     def has(pred, dtype=None):
         return any(prof.dtypes(i.name) and (dtype is None or dtype in prof.dtypes(i.name))
                    for i in registry.all() if pred(i))
+
+    if assumption in registry.declared_fields():
+        return has(lambda i: any(f.name == assumption for f in i.profile_fields))
 
     def kinds(i):
         return {i.kind(o) for o in i.options()}
@@ -659,4 +692,4 @@ def _has_subnormal(c: Case, ref: Outcome) -> bool:
     return False
 
 
-__all__ = ["Auditor", "Row", "DESCRIPTIONS"]
+__all__ = ["Auditor", "Row", "DESCRIPTIONS", "describe"]
