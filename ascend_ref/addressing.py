@@ -18,38 +18,44 @@ bounds and the bounds rules reject it.
 
 from __future__ import annotations
 
+from typing import Tuple
+
+import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 BLOCK = 32
 _CLAMP_BLOCKS = 1 << 22
 
 
-def _blocks(count, stride):
+def _blocks(count: ArrayLike, stride: ArrayLike) -> jax.Array:
     """``count * stride`` DataBlocks as bytes, clamped (both non-negative, int32-safe)."""
     count = jnp.asarray(count, jnp.int32)
     stride = jnp.asarray(stride, jnp.int32)
     return jnp.minimum(count * stride, _CLAMP_BLOCKS) * BLOCK
 
 
-def blocks_bytes(count, stride):
+def blocks_bytes(count: ArrayLike, stride: ArrayLike) -> jax.Array:
     """``count * stride`` DataBlocks as bytes, clamped exactly as the tables clamp them."""
     return _blocks(count, stride)
 
 
-def block_table(base, rep_stride, blk_stride, *, r_max: int):
+def block_table(base: ArrayLike, rep_stride: ArrayLike, blk_stride: ArrayLike, *,
+                r_max: int) -> jax.Array:
     """Byte address of DataBlock b of repeat r, shape ``(r_max, 8)`` (``read_table`` at the
     first lane of each block)."""
     return read_table(base, rep_stride, blk_stride, r_max=r_max, size=4)[:, ::8]
 
 
-def lane_offsets(blk_stride, size: int, lanes: int):
+def lane_offsets(blk_stride: ArrayLike, size: int, lanes: int) -> jax.Array:
     """Byte offset of each lane within a repeat: ``(i // epb)*blk_stride*32 + (i % epb)*s``."""
     epb = BLOCK // size
     i = jnp.arange(lanes, dtype=jnp.int32)
     return _blocks(i // epb, blk_stride) + (i % epb) * size
 
 
-def read_table(base, rep_stride, blk_stride, *, r_max: int, size: int):
+def read_table(base: ArrayLike, rep_stride: ArrayLike, blk_stride: ArrayLike, *, r_max: int,
+               size: int) -> jax.Array:
     """Byte address of lane i in repeat r, shape ``(r_max, 256 // size)``."""
     r = jnp.arange(r_max, dtype=jnp.int32)
     lanes = 256 // size
@@ -57,12 +63,13 @@ def read_table(base, rep_stride, blk_stride, *, r_max: int, size: int):
             + lane_offsets(blk_stride, size, lanes)[None, :])
 
 
-def repeat_valid(repeat, r_max: int):
+def repeat_valid(repeat: ArrayLike, r_max: int) -> jax.Array:
     """``r < repeat`` for each of the ``r_max`` table rows."""
     return jnp.arange(r_max, dtype=jnp.int32) < jnp.asarray(repeat, jnp.int32)
 
 
-def write_table(base, rep_stride_bytes, repeat, *, r_max: int, fields: int, size: int):
+def write_table(base: ArrayLike, rep_stride_bytes: ArrayLike, repeat: ArrayLike, *, r_max: int,
+                fields: int, size: int) -> Tuple[jax.Array, jax.Array, jax.Array]:
     """Byte address of field f of repeat r's result slot, shape ``(r_max, fields)``.
 
     Slot r starts at ``base + r*rep_stride_bytes``; field f at ``+ f*size``. Returns
@@ -81,8 +88,9 @@ def write_table(base, rep_stride_bytes, repeat, *, r_max: int, fields: int, size
     return addr, jnp.broadcast_to(issued[:, None], shape), jnp.broadcast_to(final[:, None], shape)
 
 
-def read_after_write(write_addr, write_valid, write_repeat, base, rep_stride, blk_stride,
-                     lane_mask, repeat, *, size: int):
+def read_after_write(write_addr: jax.Array, write_valid: jax.Array, write_repeat: jax.Array,
+                     base: ArrayLike, rep_stride: ArrayLike, blk_stride: ArrayLike,
+                     lane_mask: jax.Array, repeat: ArrayLike, *, size: int) -> jax.Array:
     """True when a word written by repeat r is read by an active lane of a later repeat.
 
     ``write_addr`` holds ``size``-aligned word addresses (any shape, same as ``write_valid``

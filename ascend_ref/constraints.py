@@ -104,13 +104,14 @@ class Rule:
 
     code: Code
     param: str
-    ok: Callable[[Any], Any]
-    value: Callable[[Any], Any]
-    allowed: Callable[[Any], str]
+    # called with the parameter dict alone; ``...``: the lambdas bind loop values as defaults
+    ok: Callable[..., Any]
+    value: Callable[..., Any]
+    allowed: Callable[..., str]
     hint: str = ""
 
 
-def in_range(x, lo, hi):
+def in_range(x: Any, lo: Any, hi: Any) -> Any:
     """``lo <= x <= hi`` written with ``&`` so it also works on traced arrays."""
     return (x >= lo) & (x <= hi)
 

@@ -306,6 +306,7 @@ def static_span(r_max: int, rep: int, blk: int) -> int:
 def _dense_src(spec: Spec, ub, p):
     """Source bits when both source strides are static: one dynamic slice of the span
     (inside the row: the host checked it), then static reshapes / block picks."""
+    assert spec.static_src is not None       # only called for static source strides
     rep, blk = spec.static_src
     s, r_max = spec.size, spec.r_max
     span = static_span(r_max, rep, blk)
@@ -414,6 +415,7 @@ def kernel(ins: Instruction, spec: Spec, ub, p: dict):
         valid = jnp.broadcast_to((w.final & ok)[..., None], byte_addr.shape)
         out = scatter_bytes(out, byte_addr, to_bytes(w.bits, w.size), valid)
         if spec.info:
+            assert written is not None
             written = written | mark(n, byte_addr, valid)
     undefined = None
     if spec.info:
@@ -426,6 +428,7 @@ def kernel(ins: Instruction, spec: Spec, ub, p: dict):
                 undefined |= mark(n, byte_addr, when)
             else:
                 undefined |= (pos >= r.start) & (pos < r.start + r.nbytes) & r.when & ok
+        assert written is not None
         written &= ~undefined
     return out, status, diag, written, undefined
 

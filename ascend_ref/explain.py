@@ -38,7 +38,7 @@ import sys
 import types
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, Optional, Sequence
+from typing import Any, List, Optional, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -254,7 +254,7 @@ class AccessMap:
         src_lo, src_n = self.tensors.get("src", (0, 0))
         bad = self.active & ((self.reads < src_lo) | (self.reads + s > src_lo + src_n))
         out["outside"][word[bad & ok]] = True
-        self.field_names = []
+        self.field_names: List[str] = []
         for w in self.writes:
             base = len(self.field_names)
             self.field_names += w.fields
@@ -270,7 +270,7 @@ class AccessMap:
                     t_lo, t_n = self.tensors.get(w.tensor, (0, 0))
                     if 0 <= k < n and not (t_lo <= w.addr[r, f] < t_lo + t_n):
                         out["outside"][k] = True
-        if self.written is not None:
+        if self.written is not None and self.undefined is not None:
             wb = self.written[lo:hi]
             ub = self.undefined[lo:hi]
             wb = np.pad(wb, (0, hi - lo - wb.size))
@@ -519,7 +519,7 @@ def access_map(case: Case) -> AccessMap:
     kind = decl.kind(option) if decl.kind(option) in ("min", "max") and lay.groups == 1 else ""
     traced, winners, best_r = _trace(ins, spec, kind, p, jnp.asarray(bits), active)
     reads_np, bits = reads_np[:rows], bits[:rows]
-    active = np.asarray(active)[:rows]
+    act = np.asarray(active)[:rows]
 
     writes = []
     for tensor, (addr, wbits, issued, final) in zip(_WRITE_TENSORS[(ins, spec)], traced):
@@ -546,7 +546,6 @@ def access_map(case: Case) -> AccessMap:
             w.final[:] = False
 
     overall = None
-    act = active
     if kind:
         winners = np.asarray(winners)[:rows]
         if not lay.per_repeat and repeat > 0 and act.any():      # TIK: one overall result

@@ -177,9 +177,9 @@ def load_kernel(name_or_path) -> Kernel:
     except OSError as e:
         raise GoldenError(path, "file", f"cannot read: {e.strerror or e}") from None
     _unknown(path, "", raw, _TOP)
-    for k in ("chip", "dtype", "inputs", "calls"):
-        if k not in raw:
-            raise GoldenError(path, k, "missing")
+    for key in ("chip", "dtype", "inputs", "calls"):
+        if key not in raw:
+            raise GoldenError(path, key, "missing")
     chip_id = raw["chip"]
     if chip_id not in all_chips():
         raise GoldenError(path, "chip", f"unknown product {chip_id!r}; known: {all_chips()}")
@@ -208,9 +208,9 @@ def load_kernel(name_or_path) -> Kernel:
         stride = _int(path, where + "ub_row_stride", spec.get("ub_row_stride", row), row)
         need = {"uniform": ("low", "high"), "normal": ("mean", "std"), "randint": ("low", "high"),
                 "constant": ("value",), "values": ("values",), "file": ("path",)}.get(gen, ())
-        for k in need:
-            if k not in spec:
-                raise GoldenError(path, where + k, f"missing (generator {gen!r} needs "
+        for key in need:
+            if key not in spec:
+                raise GoldenError(path, where + key, f"missing (generator {gen!r} needs "
                                                    f"{list(need)})")
         inputs.append(Input(name, shape, dict(spec, generator=gen),
                             spec.get("file", f"input_{name}.bin"), stride,
@@ -287,6 +287,7 @@ def make_input(inp: Input, dtype: str, base: Optional[Path] = None) -> np.ndarra
     g = sp["generator"]
     rs = np.random.RandomState(int(sp.get("seed", 0)))
     n = int(np.prod(shape))
+    x: np.ndarray
     if g == "uniform":
         x = rs.uniform(sp["low"], sp["high"], shape)
     elif g == "normal":
@@ -410,9 +411,10 @@ def kernel_cases(kernel: Union[Kernel, str, os.PathLike]):
         if o.code is not None:
             from .verify.run import _field_of, constraint_error
 
-            e = constraint_error(case)
-            fld = _field_of(e.param).replace("meta.params.", "").replace("meta.", "") if e else "?"
-            raise GoldenError(k.path, f"calls[{i}].{fld}", str(e) if e else o.code.name)
+            err = constraint_error(case)
+            fld = _field_of(err.param).replace("meta.params.", "").replace("meta.", "") \
+                if err else "?"
+            raise GoldenError(k.path, f"calls[{i}].{fld}", str(err) if err else o.code.name)
         outs.append(o)
         ub = np.asarray(o.ub).copy()
     return cases, outs, inputs, layout, out_size
@@ -500,8 +502,8 @@ def _main(args: argparse.Namespace) -> int:
     for name, x in g.inputs.items():
         print(f"  input  {name}: shape {list(x.shape)}")
     print(f"  golden: shape {list(g.golden.shape)}")
-    for f in g.files:
-        print(f"  wrote {f} ({os.path.getsize(f)} bytes)")
+    for written in g.files:
+        print(f"  wrote {written} ({os.path.getsize(written)} bytes)")
     return 0
 
 

@@ -37,7 +37,7 @@ from __future__ import annotations
 import functools
 import math
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 import jax
 import jax.numpy as jnp
@@ -297,7 +297,7 @@ def reduce_data_block(src, mask, repeat_time: int, src_blk_stride: int, src_rep_
     has_lane = jnp.asarray(p.active.reshape(R, 8, epb).any(-1))
     if prof.block_fill == "fill":
         ut = np.dtype(f"uint{8 * itemsize(p.dtype)}")
-        fill = np.array(prof.fill_bits(rt, p.dtype), ut).view(p.dtype)[()]
+        fill: Any = np.array(prof.fill_bits(rt, p.dtype), ut).view(p.dtype)[()]
     else:
         fill = np.nan
     return jnp.where(has_lane, value, jnp.asarray(fill, value.dtype))
@@ -405,7 +405,7 @@ def lattice_surrogate(x):
 class SearchResult:
     """Outcome of a search: the best input, its score and the best score after each step."""
 
-    x: np.ndarray                # float16, the best input
+    x: Optional[np.ndarray]      # float16, the best input (None: no evaluation ran)
     score: float                 # its objective (gap, or error in ulps)
     history: np.ndarray          # best score so far, per step
     evaluations: np.ndarray      # exact evaluations used, per step (cumulative)

@@ -14,11 +14,12 @@ value: for ``count`` the lane count in word 0; for ``bits`` the lane bits, lanes
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import List, Sequence, TypeGuard, Union
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import ArrayLike, DTypeLike
 
 from .constraints import Code, ConstraintError, Rule, in_range
 from .ub import itemsize
@@ -26,7 +27,7 @@ from .ub import itemsize
 U64 = (1 << 64) - 1
 
 
-def lanes_per_repeat(dtype) -> int:
+def lanes_per_repeat(dtype: DTypeLike) -> int:
     """L = 256 / sizeof(T): 128 for 16-bit types, 64 for 32-bit types."""
     return 256 // itemsize(dtype)
 
@@ -36,19 +37,22 @@ class Mask:
     """A parsed mask: ``mode`` is static, ``value`` is ``uint32[4]`` (numpy or traced)."""
 
     mode: str
-    value: Any
+    value: Union[np.ndarray, jax.Array]
 
 
-def _is_int(x) -> bool:
+def _is_int(x: object) -> TypeGuard[Union[int, np.integer]]:
     return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
 
 
-def parse(mask, dtype, *, api: str, chip: str, word_order: str = "ascendc") -> Mask:
+def parse(mask: object, dtype: DTypeLike, *, api: str, chip: str,
+          word_order: str = "ascendc") -> Mask:
     """Check a user mask's structure and turn it into a :class:`Mask`.
 
     ``word_order`` is ``"ascendc"`` (``mask[0]`` = lanes 0–63) or ``"tik"``
     (``[mask_h, mask_l]``). Range rules that may depend on traced values (count in [1, L],
-    zero masks, lanes past L) are in :func:`rules`; structural faults raise here.
+    zero masks, lanes past L) are in :func:`rules`; structural faults raise here. ``mask``
+    is whatever the caller passed: anything but an int, a 0-d integer array, a list / tuple
+    / 1-d integer array of words or a ``uint32[4]`` array is rejected here.
     """
     lanes = lanes_per_repeat(dtype)
     if isinstance(mask, (jax.Array, np.ndarray)) and np.ndim(mask) == 0:
@@ -98,7 +102,7 @@ def parse(mask, dtype, *, api: str, chip: str, word_order: str = "ascendc") -> M
     return Mask("bits", value)
 
 
-def low_first(words: list, word_order: str) -> list:
+def low_first(words: Sequence[int], word_order: str) -> List[int]:
     """Bit-mask words with lanes 0-63 first: TIK writes ``[mask_h, mask_l]`` (two words,
     swapped here; any other length is left as given), Ascend C already ``[lanes 0-63,
     lanes 64-127]``. The one home of the TIK word swap."""
@@ -108,7 +112,7 @@ def low_first(words: list, word_order: str) -> list:
     return words
 
 
-def api_words(words: list, word_order: str) -> list:
+def api_words(words: Sequence[int], word_order: str) -> List[int]:
     """Bit-mask words (lanes 0-63 first) as the API takes them: TIK ``[mask_h, mask_l]``
     (always two words), Ascend C unchanged."""
     words = list(words)
@@ -118,7 +122,7 @@ def api_words(words: list, word_order: str) -> list:
     return words
 
 
-def lane_bits(mode: str, value, lanes: int):
+def lane_bits(mode: str, value: ArrayLike, lanes: int) -> jax.Array:
     """Boolean ``[lanes]``: which lanes of a repeat take part (inside jit)."""
     i = jnp.arange(lanes, dtype=jnp.uint32)
     value = jnp.asarray(value, jnp.uint32)
@@ -127,23 +131,23 @@ def lane_bits(mode: str, value, lanes: int):
     return ((value[i // 32] >> (i % 32)) & 1).astype(bool)
 
 
-def is_zero(mode: str, value):
+def is_zero(mode: str, value: ArrayLike) -> jax.Array:
     """True when no lane takes part (continuous 0 or all-zero bit words)."""
     value = jnp.asarray(value, jnp.uint32)
     return value[0] == 0 if mode == "count" else ~jnp.any(value != 0)
 
 
-def to_words(mode: str, value, lanes: int):
+def to_words(mode: str, value: ArrayLike, lanes: int) -> jax.Array:
     """The mask as lane words (uint32[4]) — what a dump or a report stores."""
     bits = lane_bits(mode, value, 128) & (jnp.arange(128) < lanes)
     return jnp.sum(bits.reshape(4, 32).astype(jnp.uint32) << jnp.arange(32, dtype=jnp.uint32),
                    axis=1, dtype=jnp.uint32)
 
 
-def rules(mode: str, dtype, zero_rule: str) -> list:
+def rules(mode: str, dtype: DTypeLike, zero_rule: str) -> List[Rule]:
     """Mask rules over parameters ``p`` (``p["mask"]`` is the uint32[4] value)."""
     lanes = lanes_per_repeat(dtype)
-    out = []
+    out: List[Rule] = []
     if mode == "count":
         out.append(Rule(Code.MASK_RANGE, "mask", lambda p: in_range(p["mask"][0], 0, lanes),
                         lambda p: int(p["mask"][0]), lambda p: f"[1, {lanes}] (continuous mode)"))
@@ -159,6 +163,6 @@ def rules(mode: str, dtype, zero_rule: str) -> list:
     return out
 
 
-def _hex_words(v) -> str:
-    v = [int(x) for x in np.asarray(v)]
+def _hex_words(words: ArrayLike) -> str:
+    v = [int(x) for x in np.asarray(words)]
     return f"[{hex(v[0] | v[1] << 32)}, {hex(v[2] | v[3] << 32)}] (lanes 0-63, 64-127)"

@@ -20,10 +20,33 @@ Values travel as unsigned bits (uint16 / uint32) so that nothing the backend doe
 from __future__ import annotations
 
 import functools
+from typing import Callable, Optional, Protocol, Sequence, Tuple, Union
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
+from jax.typing import ArrayLike
+
+#: raw element bits (uint16 / uint32), a JAX or numpy array
+Bits = Union[jax.Array, np.ndarray]
+#: an element type as its name or a numpy dtype (anything whose ``str()`` is the name)
+DType = Union[str, np.dtype]
+#: a two-operand add over arrays (bits or, on the fast path, float32 values)
+Add2 = Callable[[jax.Array, jax.Array], jax.Array]
+
+
+class Profile(Protocol):
+    """What the numerics read of a product profile (a :class:`~ascend_ref.chips.ChipProfile`
+    or its :class:`~ascend_ref.chips.Behaviour`)."""
+
+    @property
+    def fp32_ftz(self) -> bool: ...
+
+    @property
+    def minmax_nan(self) -> str: ...
+
+    def default_nan(self, dtype: str) -> int: ...
 
 _INT_MIN = -(2**31)
 _INT_MAX = 2**31 - 1
@@ -37,26 +60,26 @@ _F32_TINY = 0x21800000      # bits of 2**-60: below it both operands take the sc
 _F16_MAX = 0x7BFF           # 65504
 
 
-def _width(bits) -> int:
+def _width(bits: Bits) -> int:
     return jnp.dtype(bits.dtype).itemsize
 
 
-def is_nan(bits):
+def is_nan(bits: Bits) -> jax.Array:
     _, ut, sign, expo, _ = _FMT[_width(bits)]
     return (bits & ut(~sign & (2 ** (8 * _width(bits)) - 1))) > ut(expo)
 
 
-def is_float(dtype) -> bool:
+def is_float(dtype: DType) -> bool:
     return str(dtype).startswith("float")
 
 
-def _plain_add(a, b):
+def _plain_add(a: Bits, b: Bits) -> jax.Array:
     ft, ut = _FMT[_width(a)][:2]
     return lax.bitcast_convert_type(
         lax.bitcast_convert_type(a, ft) + lax.bitcast_convert_type(b, ft), ut)
 
 
-def _f32_scale_up(x):
+def _f32_scale_up(x: Bits) -> jax.Array:
     """|x| < 2**-60 as a float32 times 2**64, built without letting the FPU see a subnormal."""
     sign = x & jnp.uint32(0x80000000)
     expo = (x >> 23) & 0xFF
@@ -66,7 +89,7 @@ def _f32_scale_up(x):
     return lax.bitcast_convert_type(mag | sign, jnp.float32)
 
 
-def _f32_add_exact(a, b):
+def _f32_add_exact(a: Bits, b: Bits) -> jax.Array:
     """IEEE binary32 add keeping subnormals even where the backend flushes them (SPEC §9).
 
     If either operand is ≥ 2**-60 in magnitude the hardware add is already exact: a subnormal
@@ -84,12 +107,13 @@ def _f32_add_exact(a, b):
     return jnp.where(tiny, jnp.where(normal, back_normal, back_sub), _plain_add(a, b))
 
 
-def _flush(x):
+def _flush(x: Bits) -> jax.Array:
     """Subnormal → zero of the same sign (for a profile with ``fp32_ftz = true``)."""
     return jnp.where((x & 0x7F800000) == 0, x & jnp.uint32(0x80000000), x)
 
 
-def add(a, b, dtype, *, saturate, default_nan: int, ftz: bool = False):
+def add(a: Bits, b: Bits, dtype: DType, *, saturate: ArrayLike, default_nan: int,
+        ftz: bool = False) -> jax.Array:
     """``a + b`` on raw bits of ``dtype`` (float16 / float32), every rule of SEMANTICS §D.
 
     ``saturate`` may be traced (half only: NaN → +0, ±inf → ±65504 after the add);
@@ -118,7 +142,7 @@ def add(a, b, dtype, *, saturate, default_nan: int, ftz: bool = False):
     return r
 
 
-def tree_sum(x, add2):
+def tree_sum(x: jax.Array, add2: Add2) -> jax.Array:
     """Pairwise tree over the last axis (length a power of two): ``(v0+v1)+(v2+v3)…``."""
     n = x.shape[-1]
     if n & (n - 1):
@@ -128,7 +152,7 @@ def tree_sum(x, add2):
     return x[..., 0]
 
 
-def padded_tree_sum(x, lanes: int, add2, zero):
+def padded_tree_sum(x: jax.Array, lanes: int, add2: Add2, zero: ArrayLike) -> jax.Array:
     """Tree-sum ``x`` (last axis) in chunks of ``lanes`` values, zero-padded: one sum per chunk."""
     n = x.shape[-1]
     pad = (-n) % lanes
@@ -137,8 +161,9 @@ def padded_tree_sum(x, lanes: int, add2, zero):
     return tree_sum(x.reshape(x.shape[:-1] + (-1, lanes)), add2)
 
 
-def order_key(bits, dtype):
+def order_key(bits: Bits, dtype: DType) -> jax.Array:
     """Monotone int32 key: a < b as values ⇔ key(a) < key(b); −0 sorts below +0."""
+    bits = jnp.asarray(bits)
     dtype = str(dtype)
     if dtype == "float16":
         x = bits.astype(jnp.int32)
@@ -157,7 +182,8 @@ def order_key(bits, dtype):
     raise ValueError(f"no order key for {dtype}")
 
 
-def select_extreme(bits, active, kind: str, dtype):
+def select_extreme(bits: Bits, active: ArrayLike, kind: str,
+                   dtype: DType) -> Tuple[jax.Array, jax.Array, jax.Array]:
     """Min or max over the last axis by SEMANTICS §D: ``(value_bits, index, any_active)``.
 
     Among active elements: the first NaN if there is one (floats), else the smallest (largest)
@@ -178,21 +204,21 @@ def select_extreme(bits, active, kind: str, dtype):
     return value, index, jnp.any(active, axis=-1)
 
 
-def nan_result(value, dtype, chip):
+def nan_result(value: jax.Array, dtype: DType, chip: Profile) -> jax.Array:
     """A min/max result under the profile's ``minmax_nan`` rule: ``"payload"`` keeps the
     winning NaN lane's own bits; ``"default"`` (Ascend 950 Reg Reduce page: "将该数据类型的nan
     写入") replaces any NaN result by the profile's default NaN of the dtype."""
     if chip.minmax_nan != "default" or not is_float(dtype):
         return value
-    return jnp.where(is_nan(value), value.dtype.type(chip.default_nan(dtype)), value)
+    return jnp.where(is_nan(value), value.dtype.type(chip.default_nan(str(dtype))), value)
 
 
-def adder(dtype, chip, saturate):
+def adder(dtype: DType, chip: Profile, saturate: ArrayLike) -> Add2:
     """The two-operand add of ``dtype`` under ``chip``'s profile, for :func:`tree_sum`."""
-    nan = chip.default_nan(dtype)
+    nan = chip.default_nan(str(dtype))
     ftz = bool(chip.fp32_ftz)
 
-    def add2(a, b):
+    def add2(a: jax.Array, b: jax.Array) -> jax.Array:
         return add(a, b, dtype, saturate=saturate, default_nan=nan, ftz=ftz)
 
     return add2
@@ -213,14 +239,14 @@ _ = jax  # re-exported types only
 _SENT = 70000          # beyond every 16-bit key, also after mirroring (|key| <= 65536)
 
 
-def _halving(x, op):
+def _halving(x: jax.Array, op: Add2) -> jax.Array:
     while x.shape[-1] > 1:
         h = x.shape[-1] // 2
         x = op(x[..., :h], x[..., h:])
     return x[..., 0]
 
 
-def _pad_pow2(x, fill):
+def _pad_pow2(x: jax.Array, fill: ArrayLike) -> jax.Array:
     n = x.shape[-1]
     m = 1 << max(n - 1, 0).bit_length()
     if m == n:
@@ -229,7 +255,8 @@ def _pad_pow2(x, fill):
     return jnp.concatenate([x, pad], -1)
 
 
-def select_extreme_tree(bits, active, kind: str, dtype):
+def select_extreme_tree(bits: Bits, active: ArrayLike, kind: str,
+                        dtype: DType) -> Tuple[jax.Array, jax.Array, jax.Array]:
     """:func:`select_extreme` by one halving tree of elementwise minima (same three results).
 
     Each element gets a monotone key (mirrored for max), every NaN the smallest key (it wins),
@@ -259,7 +286,8 @@ def select_extreme_tree(bits, active, kind: str, dtype):
         idle = _pad_pow2((~active).astype(jnp.int32), 1)
         k, ln = _pad_pow2(k, _INT_MAX), _pad_pow2(lane, n)
 
-        def pick(a, b):
+        def pick(a: Sequence[jax.Array],
+                 b: Sequence[jax.Array]) -> Tuple[jax.Array, jax.Array, jax.Array]:
             ia, ka, la = a
             ib, kb, lb_ = b
             right = (ib < ia) | ((ib == ia) & ((kb < ka) | ((kb == ka) & (lb_ < la))))
@@ -290,12 +318,12 @@ class Summation:
     finite (then no NaN, infinity, overflow or saturation happened): :meth:`ok`.
     """
 
-    def __init__(self, dtype, chip, saturate, fast: bool):
+    def __init__(self, dtype: DType, chip: Profile, saturate: ArrayLike, fast: bool):
         self.dtype, self.fast = str(dtype), fast
         self.half = itemsize_of(self.dtype) == 2
         self._exact = adder(self.dtype, chip, saturate)
 
-    def enter(self, bits, active=None):
+    def enter(self, bits: jax.Array, active: Optional[ArrayLike] = None) -> jax.Array:
         ut = jnp.uint16 if self.half else jnp.uint32
         if active is not None:
             bits = jnp.where(active, bits, ut(0))
@@ -308,36 +336,38 @@ class Summation:
         return jnp.where(tiny, jnp.float32(jnp.nan), lax.bitcast_convert_type(bits, jnp.float32))
 
     @property
-    def zero(self):
+    def zero(self) -> jax.Array:
         if self.fast:
             return jnp.float32(0.0)
         return (jnp.uint16 if self.half else jnp.uint32)(0)
 
-    def add(self, a, b):
+    def add(self, a: jax.Array, b: jax.Array) -> jax.Array:
         if not self.fast:
             return self._exact(a, b)
         s = a + b
         return s.astype(jnp.float16).astype(jnp.float32) if self.half else s
 
-    def leave(self, v):
+    def leave(self, v: jax.Array) -> jax.Array:
         if not self.fast:
             return v
         if self.half:
             return lax.bitcast_convert_type(v.astype(jnp.float16), jnp.uint16)
         return lax.bitcast_convert_type(v, jnp.uint32)
 
-    def ok(self, *values):
+    def ok(self, *values: jax.Array) -> jax.Array:
         """True when the fast results equal the general path's (every value finite)."""
         if not self.fast:
             return jnp.bool_(True)
         return functools.reduce(jnp.logical_and, [jnp.all(jnp.isfinite(v)) for v in values])
 
 
-def itemsize_of(dtype) -> int:
+def itemsize_of(dtype: DType) -> int:
     return jnp.dtype(str(dtype)).itemsize
 
 
-def guarded_sums(compute, dtype, chip, saturate, path: str):
+def guarded_sums(compute: Callable[[Summation], Sequence[jax.Array]], dtype: DType,
+                 chip: Profile, saturate: ArrayLike,
+                 path: str) -> Tuple[Tuple[jax.Array, ...], jax.Array]:
     """Run ``compute(summation) -> tuple of domain values`` on the path's arithmetic.
 
     Returns ``(bits tuple, exact_ok)``. ``path``: ``"general"`` / ``"fallback"`` — the exact
@@ -358,7 +388,8 @@ def guarded_sums(compute, dtype, chip, saturate, path: str):
     return lax.cond(ok, lambda: fast, lambda: tuple(compute(e))), jnp.bool_(True)
 
 
-def extreme(bits, active, kind: str, dtype, path: str):
+def extreme(bits: Bits, active: ArrayLike, kind: str, dtype: DType,
+            path: str) -> Tuple[jax.Array, jax.Array, jax.Array]:
     """Min/max on the path's algorithm (the tree everywhere but the general path)."""
     if path == "general":
         return select_extreme(bits, active, kind, dtype)

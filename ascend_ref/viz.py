@@ -22,10 +22,11 @@ True
 from __future__ import annotations
 
 import textwrap
-from typing import Optional
+from typing import List, Optional
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.artist import Artist
 from matplotlib.colors import Normalize, to_rgb
 from matplotlib.patches import Patch, Rectangle
 
@@ -223,7 +224,8 @@ def access_map(amap: AccessMap, *, max_repeats: int = 8, max_rows: int = 40,
         ax2.text(0, len(rows) + 0.9, f"(first {len(rows)} rows shown)", fontsize=8)
 
     # legend
-    handles = [Patch(fc=repeat_color(r), label=f"read by repeat {r}") for r in range(min(nrep, 4))]
+    handles: List[Artist] = [Patch(fc=repeat_color(r), label=f"read by repeat {r}")
+                             for r in range(min(nrep, 4))]
     if nrep > 4:
         handles.append(Patch(fc="white", ec="none", label=f"… {nrep} repeats (tab10 colours)"))
     handles += [Patch(fc=MASKED, label="masked lane (not read)")]

@@ -98,7 +98,7 @@ def main(args) -> int:
             camp.cases = args.cases
         if args.seed is not None:
             camp.seed = args.seed
-            camp._pool = None
+            vars(camp).pop("_pool", None)      # the cached pool was drawn with the old seed
         if args.workers is not None:
             camp.workers = max(0, args.workers)
         if args.shrink_budget is not None:
@@ -165,8 +165,8 @@ def compile_cache() -> Optional[str]:
 
     where = os.environ.get("ASCEND_REF_COMPILE_CACHE",
                            str(Path.home() / ".cache" / "ascend_ref" / "jax"))
-    if jax.config.jax_compilation_cache_dir:
-        return jax.config.jax_compilation_cache_dir
+    if jax.config.jax_compilation_cache_dir:  # type: ignore[attr-defined]  # (a dynamic option)
+        return jax.config.jax_compilation_cache_dir  # type: ignore[attr-defined]
     if where.strip().lower() in ("", "off", "0", "no", "false"):
         return None
     jax.config.update("jax_compilation_cache_dir", where)

@@ -102,9 +102,9 @@ class OracleComparator(Comparator):
 
     def __init__(self, workers: int = 0):
         self.workers = int(workers)
-        self.pool = None
+        self.pool: Optional[Workers] = None
 
-    def _executor(self):
+    def _executor(self) -> Workers:
         if self.pool is None:
             self.pool = Workers(self.workers)
         return self.pool

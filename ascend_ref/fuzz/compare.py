@@ -55,6 +55,9 @@ def diff(a: Outcome, b: Outcome) -> Optional[str]:
         if a.code == b.code:
             return None
         return f"error {a.code and a.code.name} vs {b.code and b.code.name}"
+    # both ran: they carry the UB and its byte masks
+    assert a.ub is not None and a.written is not None and a.undefined is not None
+    assert b.ub is not None and b.written is not None and b.undefined is not None
     undefined = a.undefined | b.undefined
     bad = np.flatnonzero((a.ub != b.ub) & ~undefined)
     if bad.size:

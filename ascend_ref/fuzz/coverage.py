@@ -14,7 +14,7 @@ campaign's covering pool (:func:`~ascend_ref.fuzz.generate.build_pool`,
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Dict, List, Optional
 
 from .. import registry
 from ..case import Case
@@ -64,7 +64,7 @@ def model(camp) -> dict:
     uni = [t for t, _ in camp.universe()]
     dist = camp.dist
     w = dist.weight
-    m = {g: set() for g in GROUPS if g != "outcome"}
+    m: Dict[str, set] = {g: set() for g in GROUPS if g != "outcome"}
     for t in uni:
         a = t.api
         m["api"].add(a)
@@ -113,7 +113,7 @@ def clip(items: list, sep: str, room: "int | None") -> str:
     text = sep.join(items)
     if room is None or len(text) <= room:
         return text
-    out = []
+    out: List[str] = []
     for k, it in enumerate(items):
         more = f"{sep if out else ''}... (+{len(items) - k} more)"
         cand = sep.join(out + [it])

@@ -43,6 +43,7 @@ def main(argv=None) -> int:
         if o.code is not None:
             save_result(out, o.code.name)
             continue
+        assert o.ub is not None and o.written is not None     # a call that ran
         ub = o.ub.copy()
         if a.corrupt and k % a.corrupt == 0 and o.written.any():
             i = int(np.flatnonzero(o.written)[0])

@@ -25,7 +25,7 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Iterable, List, Optional, Sequence
+from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 import numpy as np
 
@@ -81,7 +81,7 @@ def load_case(path) -> Case:
 
 def save_result(path, status: str, ub: Optional[np.ndarray] = None) -> None:
     """What a device under test writes for one case (``status`` "ok" needs ``ub``)."""
-    arrays = {"status": np.array(status)}
+    arrays: Dict[str, Any] = {"status": np.array(status)}
     if ub is not None:
         arrays["ub"] = np.asarray(ub, np.uint8)
     tmp = Path(str(path) + ".tmp.npz")
@@ -139,7 +139,7 @@ def read_result(path, expected: Outcome) -> tuple:
     if status == "ok":
         if ub is None:
             return "bad", None, "status ok without ub"
-        if expected.code is None and ub.size != expected.ub.size:
+        if expected.code is None and expected.ub is not None and ub.size != expected.ub.size:
             return "bad", None, f"ub has {ub.size} bytes, the case has {expected.ub.size}"
         if expected.code is None:
             return "ok", Outcome(None, ub, expected.written, expected.undefined), ""

@@ -111,6 +111,9 @@ def source_text(case: Case) -> List[str]:
 
 def diff_rows(case: Case, e: Outcome, a: Outcome) -> List[str]:
     s = np.dtype(case.dtype).itemsize
+    # both ran: they carry the UB and its byte masks
+    assert e.ub is not None and e.written is not None and e.undefined is not None
+    assert a.ub is not None and a.written is not None and a.undefined is not None
     und = e.undefined | a.undefined
     bad = np.flatnonzero((e.ub != a.ub) & ~und)
     words = sorted({int(b) // s * s for b in bad})
@@ -203,6 +206,7 @@ def _outcome_text(o: Outcome) -> str:
         return repr(o)
     if o.code is not None:
         return f"error {o.code.name}"
+    assert o.written is not None and o.undefined is not None
     return f"ok, wrote {int(o.written.sum())} byte(s), {int(o.undefined.sum())} undefined"
 
 
@@ -243,7 +247,7 @@ def resolve(store, ref: str, camp_arg: Optional[str]):
 
 
 def replay(ref: str, db: str, camp_arg: Optional[str] = None, *, original: bool = False,
-           save: Optional[str] = None, out: TextIO = None) -> int:
+           save: Optional[str] = None, out: Optional[TextIO] = None) -> int:
     import sys
 
     from .store import Store

@@ -146,7 +146,7 @@ def run_campaign(camp: Campaign, db: Optional[str] = None, *, fresh: bool = Fals
             f"{db}" + ("" if todo else " — complete (--fresh runs it again; --cases N or "
                                          "--seed S draws new cases)"))
     cmp = comparators.make(camp)
-    run_id = store.start_run(camp.id, os.getpid()) if lead else None
+    run_id = store.start_run(camp.id, os.getpid()) if store is not None else None
     t0 = time.time()
     mism = start[1]
     prog = _Progress(camp.cases, camp.cases - len(todo), quiet or not lead, camp.name)
@@ -160,6 +160,7 @@ def run_campaign(camp: Campaign, db: Optional[str] = None, *, fresh: bool = Fals
                               key=lambda r: r["case_id"])
                 prog.update(len(rows) - len(mine))
             if lead:
+                assert store is not None and run_id is not None     # opened by process 0
                 ran += store.commit_chunk(camp.id, run_id, rows, time.time() - t0)
             mism += sum(r["verdict"] == "mismatch" for r in rows)
             prog.chunk_done(mism)
@@ -170,6 +171,7 @@ def run_campaign(camp: Campaign, db: Optional[str] = None, *, fresh: bool = Fals
         cmp.close()
         return {"campaign": camp.id, "db": db, "ran": 0, "seconds": run_seconds,
                 "total_seconds": time.time() - t0, "mismatch": mism, "process": me}
+    assert store is not None and run_id is not None
     shrink_note = ""
     if (camp.shrink.enabled if do_shrink is None else do_shrink):
         shrink_note = shrink_pending(camp, store, cmp, quiet=quiet)
@@ -237,6 +239,7 @@ def shrink_pending(camp: Campaign, store: Store, cmp=None, *, quiet: bool = Fals
             if budget <= 0 or (deadline is not None and time.time() > deadline):
                 break
             m = store.mismatch(camp.id, cid)
+            assert m is not None                # pending ids are stored mismatches
             case = camp.case(cid)
             res = shrink(case, m["signature"], evaluate, max_evals=camp.shrink.max_evaluations,
                          deadline=deadline, cut_ub=camp.shrink.cut_ub)

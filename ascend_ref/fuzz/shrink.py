@@ -95,9 +95,10 @@ def relayout(c: Case, exact: bool = True, cut: bool = False,
     if need is None:
         return None
     order = sorted(c.tensors, key=lambda k: (c.tensors[k][0], k))
-    new, moved = {}, {}
+    new: dict = {}
+    moved: dict = {}
     end = 0
-    placed = []
+    placed: list = []
     for k in order:
         a, n = c.tensors[k]
         if a < 0 or n < 0:
@@ -185,7 +186,7 @@ class Shrinker:
         return self.evals >= self.max_evals or (self.deadline is not None and
                                                 time.time() > self.deadline)
 
-    def keeps(self, cands: List[Optional[Case]]) -> List[bool]:
+    def keeps(self, cands: Sequence[Optional[Case]]) -> List[bool]:
         live = [(i, c) for i, c in enumerate(cands) if c is not None]
         ok = [False] * len(cands)
         if not live or self.out_of_budget():
@@ -198,9 +199,9 @@ class Shrinker:
             ok[i] = s == self.sig
         return ok
 
-    def first(self, cur: Case, cands: List[Optional[Case]], what: str) -> Case:
+    def first(self, cur: Case, cands: Sequence[Optional[Case]], what: str) -> Case:
         for c, k in zip(cands, self.keeps(cands)):
-            if k:
+            if k and c is not None:
                 self.steps += 1
                 self.log.append(what)
                 return c
@@ -246,8 +247,8 @@ class Shrinker:
             m = c.mask
             if m <= 1:
                 return c
-            cands = sorted({x for x in (1, 2, 4, 8, 16, 32, 64, m // 2, m - 1) if 1 <= x < m})
-            return self.first(c, [clone(c, mask=x) for x in cands], f"mask {m} -> fewer lanes")
+            counts = sorted({x for x in (1, 2, 4, 8, 16, 32, 64, m // 2, m - 1) if 1 <= x < m})
+            return self.first(c, [clone(c, mask=x) for x in counts], f"mask {m} -> fewer lanes")
         lanes = _mask_lanes(c)
         if lanes is None:
             return c
@@ -269,6 +270,7 @@ class Shrinker:
                 self.steps += 1
                 self.log.append("mask: fewer lanes")
                 lanes = _mask_lanes(c)
+                assert lanes is not None              # still a bit mask of the same form
             else:
                 g //= 2
         lanes = _mask_lanes(c)

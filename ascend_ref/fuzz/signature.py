@@ -81,6 +81,9 @@ def signature(case: Case, expected: Outcome, actual: Outcome) -> Optional[str]:
             return None
         name = lambda c: c.name if c is not None else "ok"  # noqa: E731
         return f"error {name(expected.code)} vs {name(actual.code)}"
+    # both ran: they carry the UB and its byte masks
+    assert expected.ub is not None and expected.written is not None and expected.undefined is not None
+    assert actual.ub is not None and actual.written is not None and actual.undefined is not None
     undefined = expected.undefined | actual.undefined
     differ = (expected.ub != actual.ub) & ~undefined
     kinds = set()

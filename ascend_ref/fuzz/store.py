@@ -14,7 +14,7 @@ import json
 import sqlite3
 import time
 from pathlib import Path
-from typing import Iterable, List, Optional
+from typing import Dict, Iterable, List, Optional
 
 SCHEMA_VERSION = 1
 
@@ -184,7 +184,7 @@ class Store:
 
         for fd in getattr(self, "_locks", {}).values():
             os.close(fd)                  # releases the flock
-        self._locks = {}
+        self._locks: Dict[str, int] = {}
         self.db.close()
 
     # ------------------------------------------------------------------ campaigns ---------
@@ -253,6 +253,7 @@ class Store:
         with self.tx():
             cur = self.db.execute("INSERT INTO runs (campaign, started, pid) VALUES (?,?,?)",
                                   (campaign, time.time(), pid))
+        assert cur.lastrowid is not None             # an INSERT sets it
         return int(cur.lastrowid)
 
     def finish_run(self, run_id: int, seconds: float) -> None:
@@ -270,7 +271,7 @@ class Store:
         """Insert a chunk atomically; returns the number of new case rows."""
         new = 0
         with self.tx():
-            cov = {}
+            cov: dict = {}
             for r in rows:
                 cur = self.db.execute(
                     "INSERT OR IGNORE INTO cases VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -307,7 +308,7 @@ class Store:
         return out
 
     def coverage(self, campaign: str) -> dict:
-        out = {}
+        out: dict = {}
         for b, v, n in self.db.execute("SELECT bin, value, hits FROM coverage WHERE campaign=?",
                                        (campaign,)):
             out.setdefault(b, {})[v] = n

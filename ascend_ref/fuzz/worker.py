@@ -87,7 +87,7 @@ class Workers:
     def __init__(self, n: int):
         self.n = n
         self.idle: "queue.Queue" = queue.Queue()
-        self.procs = []
+        self.procs: List[subprocess.Popen] = []
         self.lock = threading.Lock()
         self.threads = ThreadPoolExecutor(n, thread_name_prefix="oracle-io")
 
@@ -124,6 +124,7 @@ class Workers:
         self.threads.shutdown(wait=True)
         for p in self.procs:
             try:
+                assert p.stdin is not None          # every worker is started with a pipe
                 p.stdin.close()
                 p.wait(timeout=10)
             except Exception:  # noqa: BLE001

@@ -37,7 +37,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, Iterable, Iterator, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -174,7 +174,8 @@ def write_dumps(path: PathLike, cases: Sequence[Case], ub_afters: Optional[Seque
     errors = list(errors) if errors is not None else [None] * n
     if len(ub_afters) != n or len(errors) != n:
         raise ValueError("cases, ub_afters and errors must have the same length")
-    arrays = {"format": np.array(FORMAT), "version": np.array(VERSION), "count": np.array(n)}
+    arrays: Dict[str, Any] = {"format": np.array(FORMAT), "version": np.array(VERSION),
+                              "count": np.array(n)}
     for i, (c, a, e) in enumerate(zip(cases, ub_afters, errors)):
         arrays.update(_case_arrays(i, c, a, regions, e))
     tmp = f"{os.fspath(path)}.part"
@@ -211,7 +212,7 @@ def _stat_problem(path: str, e: OSError) -> str:
     return f"cannot examine: {e.strerror or e}"
 
 
-def iter_paths(paths: Iterable[PathLike]) -> Iterator[Union[str, "DumpError"]]:
+def iter_paths(paths: Iterable[Union[PathLike, "DumpError"]]) -> Iterator[Union[str, "DumpError"]]:
     """Dump files named by ``paths``: files as given, directories searched for ``*.npz``.
 
     Directories are walked recursively in sorted order, **following symbolic links** to
@@ -398,7 +399,7 @@ def open_dump(path: PathLike) -> DumpFile:
     return DumpFile(path)
 
 
-def iter_dump_cases(paths: Iterable[PathLike], on_file=None,
+def iter_dump_cases(paths: Iterable[Union[PathLike, DumpError]], on_file=None,
                     share: Tuple[int, int] = (0, 1)) -> Iterator[Union[DumpCase, DumpError]]:
     """Every case of every dump file under ``paths``, one at a time (never all in memory).
 
@@ -608,7 +609,7 @@ def _regions(v: _V, meta: dict, tens: dict, s: int, prof, growable: bool, error,
         size = end
     before = np.zeros(size, np.uint8)
     have_before = np.zeros(size, bool)
-    after = before  # replaced below
+    after: Optional[np.ndarray]         # set below
     after_parts = []
     for name, (a, n) in reg.items():
         kb, ka = f"c{v.i}.before.{name}", f"c{v.i}.after.{name}"

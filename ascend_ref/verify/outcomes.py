@@ -45,10 +45,12 @@ def device_outcome(d: DumpCase, ref: Outcome) -> Outcome:
     """The device side as an :class:`Outcome` (written/undefined taken from the reference)."""
     if d.error is not None:
         return Outcome(d.error)
+    assert d.after is not None               # a validated dump has one or the other
     if ref.code is not None:
         return Outcome(None, d.after, np.zeros(d.after.size, bool), np.zeros(d.after.size, bool))
     dev = d.after
     if d.compared is not None:           # bytes not recorded: take the reference's
+        assert ref.ub is not None
         dev = np.where(d.compared, d.after, ref.ub)
     return Outcome(None, dev, ref.written, ref.undefined)
 

@@ -11,11 +11,13 @@ and bad cases are all reported, and the good cases are still verified.
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, List, Optional, Sequence, Tuple
+from typing import (TYPE_CHECKING, Callable, Dict, Iterable, List, Optional, Sequence, Set,
+                    Tuple, Union)
 
 import numpy as np
 
@@ -26,6 +28,9 @@ from ..constraints import Code, ConstraintError
 from .format import (DumpCase, DumpError, PathLike, iter_dump_cases,
                      iter_paths, open_dump)
 from .outcomes import device_outcome, repro_command, run_reference
+
+if TYPE_CHECKING:                      # the verifier creates an Auditor only on request
+    from .audit import Auditor
 
 DEFAULT_BATCH = 256
 
@@ -59,6 +64,7 @@ class Group:
     @property
     def repro(self) -> str:
         """Repro command of the smallest case of the group."""
+        assert self.best is not None                 # a group holds at least one case
         return repro_command(self.best[1], self.best[2])
 
 
@@ -76,7 +82,7 @@ class Report:
     bad: List[DumpError] = field(default_factory=list)
     bad_files: int = 0
     groups: dict = field(default_factory=dict)
-    audit: object = None
+    audit: Optional[Auditor] = None
     seconds: float = 0.0
 
     @property
@@ -106,6 +112,7 @@ class Report:
                          f"signature")
             lines.append(f"  {'signature':<40}{'cases':>6}  APIs / products / dtypes")
             for g in self.sorted_groups():
+                assert g.best is not None
                 what = "; ".join(", ".join(f"{k}({n})" for k, n in cnt.most_common(4))
                                  for cnt in (g.apis, g.chips, g.dtypes))
                 lines.append(f"  {g.signature:<40}{g.count:>6}  {what}")
@@ -215,8 +222,8 @@ class Verifier:
         self.report = Report()
         self.max_examples = max_examples
         self.on_case = on_case
-        self._bad_files = set()
-        self.auditor = None
+        self._bad_files: Set[str] = set()
+        self.auditor: Optional[Auditor] = None
         if audit:
             from .audit import Auditor
 
@@ -257,7 +264,8 @@ class Verifier:
             e = constraint_error(d.case)
             if e is None:
                 e = ConstraintError(ref.code, api=d.case.api, param="?", value="?",
-                                    allowed="see ascend_ref.explain", chip=d.case.chip)
+                                    allowed="see ascend_ref.explain",
+                                    chip=get_chip(d.case.chip).id)
             self.bad(DumpError(d.file, _field_of(e.param), f"outside the documented range, the "
                                                            f"reference rejects the call: {e}",
                                d.index))
@@ -268,6 +276,7 @@ class Verifier:
 
         sig = signature(d.case, ref, dev)
         if ref.code is None and dev.code is None:
+            assert ref.undefined is not None
             und = ref.undefined if d.compared is None else (ref.undefined & d.compared)
             n = int(und.sum())
             if n:
@@ -304,8 +313,8 @@ def _chunks(it, n: int):
         yield buf
 
 
-def verify(paths: Iterable[PathLike], *, batch_size: int = DEFAULT_BATCH, audit: bool = False,
-           progress: Optional[bool] = None, max_examples: int = 3,
+def verify(paths: Union[PathLike, Iterable[PathLike]], *, batch_size: int = DEFAULT_BATCH,
+           audit: bool = False, progress: Optional[bool] = None, max_examples: int = 3,
            on_case: Optional[Callable] = None, distributed: Optional[bool] = None) -> Report:
     """Verify every dump under ``paths`` against the reference; returns a :class:`Report`.
 
@@ -326,9 +335,8 @@ def verify(paths: Iterable[PathLike], *, batch_size: int = DEFAULT_BATCH, audit:
         raise ValueError(f"batch_size = {batch_size!r}: must be a positive integer")
     from .. import scale
 
-    if isinstance(paths, (str, bytes)) or hasattr(paths, "__fspath__"):
-        paths = [paths]
-    paths = list(iter_paths(paths))
+    found = list(iter_paths([paths] if isinstance(paths, (str, bytes, os.PathLike))
+                            else paths))
     multi = scale.process_count() > 1 if distributed is None else distributed
     share = (scale.process_index(), scale.process_count()) if multi else (0, 1)
     t0 = time.time()
@@ -338,10 +346,10 @@ def verify(paths: Iterable[PathLike], *, batch_size: int = DEFAULT_BATCH, audit:
     if show:
         from tqdm import tqdm
 
-        bar = tqdm(total=len(paths), unit="file", desc="verify", file=sys.stderr)
+        bar = tqdm(total=len(found), unit="file", desc="verify", file=sys.stderr)
     on_file = (lambda p: bar.update(1)) if bar is not None else None
     try:
-        for chunk in _chunks(iter_dump_cases(paths, on_file=on_file, share=share), batch_size):
+        for chunk in _chunks(iter_dump_cases(found, on_file=on_file, share=share), batch_size):
             good = []
             for x in chunk:
                 if isinstance(x, DumpError):
@@ -358,14 +366,15 @@ def verify(paths: Iterable[PathLike], *, batch_size: int = DEFAULT_BATCH, audit:
     parts = [(v.report, v._bad_files)]
     if share[1] > 1:
         parts = scale.allgather_objects(parts[0])
-    return merge_reports(parts, paths, len(paths), time.time() - t0, max_examples)
+    return merge_reports(parts, found, len(found), time.time() - t0, max_examples)
 
 
-def merge_reports(parts: Sequence[Tuple[Report, set]], paths: Sequence[str], files: int,
+def merge_reports(parts: Sequence[Tuple[Report, set]], paths: Sequence[Union[str, DumpError]],
+                  files: int,
                   seconds: float, max_examples: int) -> Report:
     """One report from the reports of disjoint shares of the cases (and their bad-file sets),
     in a canonical order: equal to the report of one process over all of them."""
-    pos = {}
+    pos: Dict[str, int] = {}
     for i, p in enumerate(paths):
         pos.setdefault(str(p.file if isinstance(p, DumpError) else p), i)
     far = len(pos)
@@ -460,9 +469,10 @@ def explain(path: PathLike, index: int, *, max_words: int = 32) -> Tuple[str, Op
         "regions " + ", ".join(f"{k}@{a}+{n}" for k, (a, n) in d.meta["regions"].items())
     lines.append(f"  recorded:  {layout}" + (f"; device error {d.error.name}" if d.error else ""))
     if ref.code is not None:
-        e = constraint_error(c)
-        lines.append(f"  reference: rejects the call: {e if e else ref.code.name}")
+        err = constraint_error(c)
+        lines.append(f"  reference: rejects the call: {err if err else ref.code.name}")
     else:
+        assert ref.written is not None and ref.undefined is not None
         lines.append(f"  reference: writes {_ranges(ref.written)}; undefined {_ranges(ref.undefined)}")
     if ref.code is not None and d.error is None and not beyond_assumed_ub(d, ref):
         lines.append("  => bad case: outside the documented range (nothing to compare)")
@@ -472,6 +482,9 @@ def explain(path: PathLike, index: int, *, max_words: int = 32) -> Tuple[str, Op
     if ref.code is not None or dev.code is not None:
         lines.append(f"  => {'agree' if sig is None else sig}")
         return "\n".join(lines), sig
+    # both ran: they carry the UB and its byte masks
+    assert ref.ub is not None and ref.written is not None and ref.undefined is not None
+    assert dev.ub is not None
     s = np.dtype(c.dtype).itemsize
     und = ref.undefined if d.compared is None else ref.undefined & d.compared
     if und.any():
