@@ -226,7 +226,6 @@ def adder(dtype: DType, chip: Profile, saturate: ArrayLike) -> Add2:
 
 __all__ = ["add", "tree_sum", "padded_tree_sum", "order_key", "select_extreme", "adder",
            "is_nan", "is_float"]
-_ = jax  # re-exported types only
 
 
 # ------------------------------------------------------------ fast trees (issue 11) -------
