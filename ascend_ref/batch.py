@@ -139,7 +139,7 @@ def _array_fn(api: str, chip: str, dtype: str, option: Any, mask_mode: str,
         mask = q["mask"] if mask_mode == "count" else q["mask"].astype(jnp.uint32)
         case = Case(api, chip, dtype, option, mask, {k: q[k] for k in ins.params},
                     {t: (q[f"{t}.addr"], q[f"{t}.size"]) for t in ins.operands},
-                    jnp.zeros((1,), jnp.uint8), q["saturate"] if has_saturate else None)
+                    np.zeros((1,), np.uint8), q["saturate"] if has_saturate else None)
         prep = ins.prepare_case(case, info=False, path=path)
         spec = prep.spec
         if max_repeat is not None:

@@ -9,11 +9,14 @@ before the call. :class:`Outcome` is an error code, or the UB after the call wit
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 import numpy as np
 
 from .constraints import Code, ConstraintError
+
+if TYPE_CHECKING:
+    from .chips import ChipProfile
 
 
 class _JaxApi:
@@ -43,7 +46,7 @@ class Case:
     """One call. ``tensors`` maps operand → ``(addr, size)`` (dtype is ``dtype``)."""
 
     api: str
-    chip: str
+    chip: Union[str, ChipProfile]       # a product id, or a profile (the audit's variants)
     dtype: str
     option: Any
     mask: Any

@@ -19,13 +19,13 @@ below and ``docs/fuzz.md``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Optional, Sequence
+from typing import Any, Callable, Dict, Optional, Sequence, Union
 
 import numpy as np
 
 from .. import mask as masks, registry
 from ..case import Case
-from ..chips import chip as get_chip, chips as all_chips
+from ..chips import ChipProfile, chip as get_chip, chips as all_chips
 from ..constraints import Code
 
 #: the option values of the registry's option kinds (for tests and campaign files)
@@ -527,7 +527,7 @@ class Template:
         """Coverage facets one case of this template can hit: its combination, an
         (API, product) pair per product, and an (API, repeat class) pair per class."""
         a = self.api
-        f = {("api", a), ("combo", self.combo)}
+        f: set = {("api", a), ("combo", self.combo)}
         f |= {("product", a, c) for c in self.chips}
         f |= {("repeat", a, k) for k in self.classes}
         return f
@@ -559,7 +559,7 @@ def template_universe(apis: Sequence[str], chips: Sequence[str], dtypes: Optiona
     Products whose compiled behaviour is identical share templates.
     """
     other = get_chip(also_on) if also_on else None
-    groups = {}
+    groups: dict = {}
     for c in chips:
         groups.setdefault(get_chip(c).behaviour, []).append(c)
     out = []
@@ -601,7 +601,7 @@ def template_universe(apis: Sequence[str], chips: Sequence[str], dtypes: Optiona
 CAMPAIGN_DTYPES = ["float16", "float32", "int16", "uint16", "int32", "uint32"]
 
 
-def breakable_rules(t: "Template", chip_id: Optional[str] = None) -> set:
+def breakable_rules(t: "Template", chip_id: Union[str, ChipProfile, None] = None) -> set:
     """Documented rules a case of template ``t`` (on ``chip_id``, default: any of its
     products) can be drawn to break (the :data:`BREAKERS` whose ``can`` holds)."""
     if chip_id is None:
@@ -624,7 +624,8 @@ def build_pool(universe: list, size: int, seed: int, extra_facets=None) -> list:
     d = RngDraw(seed, 0, stream=1)
     facets = [t.facets() | (extra_facets(t) if extra_facets else set()) for t, _ in universe]
     todo = set().union(*facets)
-    pool, used = [], set()
+    pool: list = []
+    used: set = set()
     weights = np.array([w for _, w in universe], float)
     while todo and (cover_all or len(pool) < size):
         gain = np.array([len(f & todo) if i not in used else -1 for i, f in enumerate(facets)])
@@ -654,7 +655,7 @@ def cover_plan(pool: Sequence[Template], dist: "Distributions", rounds: int = 2)
     todo_chip = {(t.api, c) for t in pool for c in t.chips}
     todo_rule = ({(t.api, r) for t in pool for r in breakable_rules(t)
                   if dist.weight("invalid", r) > 0} if want_rules else set())
-    plan = []
+    plan: list = []
 
     def pick_class(t, prefer):
         live = [k for k in t.classes if dist.weight("repeat", k) > 0] or t.classes
@@ -747,7 +748,7 @@ def _campaign_mask(d, dist: Distributions, mode: str, dtype: str, word_order: st
 
 
 def _named_stride(d, name: str) -> int:
-    return {"unit": 1, "zero": 0, "double": 2}.get(name) if name != "gapped" else d.integers(3, 16)
+    return {"unit": 1, "zero": 0, "double": 2}[name] if name != "gapped" else d.integers(3, 16)
 
 
 def draw_campaign_case(d, template: Template, dist: Distributions,
@@ -795,7 +796,8 @@ def draw_campaign_case(d, template: Template, dist: Distributions,
             "mask_mode": t.mask_mode, "mask": f"{t.mask_mode}:{mkind}"}
     # destination / work first (their size does not depend on the source stride)
     if tik:
-        bs = drs = None
+        bs: Optional[int] = None
+        drs: Optional[int] = None
         dst_bytes = 32
         work_n = ins.work_elements(r, option, dtype) + d.choice([0, 0, 0, 16])
         work_bytes = _round_up(max(work_n, 1) * s, 32)
@@ -811,7 +813,7 @@ def draw_campaign_case(d, template: Template, dist: Distributions,
         work_bytes = 0
         tags["blk_stride"] = "zero" if bs == 0 else ("unit" if bs == 1 else "gapped")
         tags["dst_stride"] = "zero" if drs == 0 else ("unit" if drs == 1 else "gapped")
-    fixed = (7 * bs * 32 + 32) if not tik else 256
+    fixed = (7 * bs * 32 + 32) if bs is not None else 256     # bs is None for TIK
     src_budget = budget - dst_bytes - work_bytes - 64
     regime = dist.pick(d, "stride")
     hi_rs = max(0, min(65535, (src_budget - fixed) // (32 * span))) if span else 65535

@@ -25,7 +25,7 @@ import copy
 import dataclasses
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 
 import jax.numpy as jnp
 import numpy as np
@@ -34,6 +34,7 @@ from .. import addressing, mask as masks, numerics, registry
 from ..case import Case, Outcome
 from ..chips import chip as get_chip, chips as all_chips
 from ..constraints import Code
+from .format import DumpCase
 from .outcomes import device_outcome, repro_command, run_reference
 
 #: what exercises each assumption (printed in the report and in docs/verify.md)
@@ -124,7 +125,7 @@ class Auditor:
     def __init__(self, max_examples: int = 3):
         self.rows: Dict[Tuple[str, str], Row] = {}
         self.max_examples = max_examples
-        self._seen_chips = set()
+        self._seen_chips: Set[str] = set()
 
     # -- bookkeeping
     def row(self, chip: str, assumption: str, kind: str = "check") -> Row:
@@ -157,7 +158,7 @@ class Auditor:
             row.examples.append((d.file, d.index))
 
     # -- main entry
-    def add(self, items: List[Tuple[object, Outcome, Optional[str]]]) -> None:
+    def add(self, items: Sequence[Tuple[DumpCase, Outcome, Optional[str]]]) -> None:
         """Audit a chunk of ``(dump_case, reference_outcome, signature)``."""
         pending = []   # (dump_case, ref, dev, valid, assumption, counterfactual case)
         for d, ref, sig in items:
@@ -178,6 +179,8 @@ class Auditor:
                         row.examples.append((d.file, d.index))
                 continue
             dev = device_outcome(d, ref).ub
+            # the call ran on both sides: both UBs and the reference's masks exist
+            assert dev is not None and ref.ub is not None and ref.undefined is not None
             valid = ~ref.undefined
             if d.compared is not None:
                 valid &= d.compared
@@ -224,8 +227,9 @@ class Auditor:
                 if dn in _written_words(ref, s):
                     flip = dn ^ (1 << (8 * s - 1))
                     alt = copy.copy(c)
+                    field_value: Dict[str, Any] = {nan_field: flip}
                     alt.chip = dataclasses.replace(prof, id=f"{prof.id}~{nan_field}={flip:#x}",
-                                                   **{nan_field: flip})
+                                                   **field_value)
                     pending.append((d, ref, dev, valid, nan_field, alt))
             if "fp32_ftz" in assumed and s == 4 and _has_subnormal(c, ref):
                 alt = copy.copy(c)
@@ -237,6 +241,7 @@ class Auditor:
             for (d, ref, dev, valid, name, _), cf in zip(pending, outs):
                 if isinstance(cf, Exception) or cf.code is not None:
                     continue
+                assert ref.ub is not None
                 D = (ref.ub != cf.ub) & valid
                 if D.any():
                     self._record(self.row(get_chip(d.case.chip).id, name), d, D, ref.ub, dev,
@@ -245,6 +250,7 @@ class Auditor:
     # -- issue 12: the named open choices (docs/SEMANTICS.md §J), by data inspection
     def _check(self, prof, name: str, d, D: np.ndarray, ref: Outcome, dev: np.ndarray) -> None:
         if D.any():
+            assert ref.ub is not None
             self._record(self.row(prof.id, name), d, D, ref.ub, dev)
 
     def _tally(self, row: Row, d, what: str) -> None:
@@ -268,6 +274,7 @@ class Auditor:
             row = self.row(prof.id, name)
             row.exercised += 1
             if ran:
+                assert ref.code is not None          # a check is listed for an error only
                 row.other += 1
                 row.observed[f"ran (the reference says {ref.code.name})"] += 1
                 if len(row.examples) < self.max_examples:
@@ -279,15 +286,16 @@ class Auditor:
                 row.observed[f"device error {d.error.name if d.error else '?'}"] += 1
         if ("index_overflow_limit" in assumed and ref.code is None and d.error is not None
                 and _tik_indexed(c)
-                and _tik_index(c, ref) is not None and _tik_index(c, ref) > 65504):
+                and (index := _tik_index(c, ref)) is not None and index > 65504):
             row = self.row(prof.id, "index_overflow_limit")
             row.exercised += 1
             row.other += 1
-            row.observed[f"device error {d.error.name} for index {_tik_index(c, ref)}"] += 1
+            row.observed[f"device error {d.error.name} for index {index}"] += 1
 
     def _audit_choices(self, prof, assumed: set, d, ref: Outcome, dev: np.ndarray,
                        valid: np.ndarray) -> None:
         c = d.case
+        assert ref.ub is not None and ref.written is not None     # the call ran
         n = ref.ub.size
         s = np.dtype(c.dtype).itemsize
         R = c.params.get("repeat", 0)
@@ -556,6 +564,7 @@ def _extent_mask(c: Case, name: str, n: int) -> np.ndarray:
 
 
 def _written_words(ref: Outcome, s: int) -> set:
+    assert ref.ub is not None and ref.written is not None         # the call ran
     idx = np.flatnonzero(ref.written[::s])
     if idx.size == 0:
         return set()
