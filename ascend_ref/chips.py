@@ -21,7 +21,7 @@ import functools
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Union
+from typing import Any, Mapping, Tuple, Union
 
 import numpy as np
 
@@ -34,7 +34,7 @@ from .constraints import Code, ConstraintError
 
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> Tuple[str, ...]:
     """``API_NAMES``: every API name the product profiles list under ``[apis]``, in the order
     the files list them (the instructions themselves are :func:`ascend_ref.registry.names`;
     the registry checks that every name here is one of them)."""

@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Any, Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
+
+if TYPE_CHECKING:
+    import jax
 
 
 class Code(enum.IntEnum):
@@ -130,7 +133,7 @@ def raise_first(rules: Sequence[Rule], p: Any, *, api: str, chip: str) -> None:
                               allowed=r.allowed(p), chip=chip, hint=r.hint)
 
 
-def status_of(rules: Sequence[Rule], p: Any):
+def status_of(rules: Sequence[Rule], p: Any) -> jax.Array:
     """Traced evaluation: int32 status, 0 when every rule holds, else the lowest failing code."""
     import jax.numpy as jnp
 

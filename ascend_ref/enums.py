@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import enum
+from typing import Any, Type, TypeVar
 
 from .constraints import Code, ConstraintError
 
@@ -24,7 +25,11 @@ class ReduceType(str, enum.Enum):
     MIN = "MIN"
 
 
-def parse_enum(enum_cls, value, *, api: str, param: str, code: Code, chip=None):
+E = TypeVar("E", bound=enum.Enum)
+
+
+def parse_enum(enum_cls: Type[E], value: object, *, api: str, param: str, code: Code,
+               chip: Any = None) -> E:
     """Accept an enum member, its name, or its name without the ``ORDER_`` prefix."""
     if isinstance(value, enum_cls):
         return value
