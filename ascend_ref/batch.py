@@ -246,8 +246,8 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
         if isinstance(ins.option, registry.FlagOption):
             option = batch_args.flag(api, ins.option.key, raw)
         else:
-            option = ins.option.parse(raw if raw or ins.option.default is None else None,
-                                      api=api)
+            option = ins.option.parse(raw if raw or ins.option.default is None
+                                      else ins.option.default, api=api)
     ubs = np.asarray(ubs)
     if ubs.ndim != 2 or ubs.dtype != np.uint8:
         raise ConstraintError(Code.BAD_ARGUMENT, api="run_batch", param="ubs",

@@ -182,8 +182,6 @@ class EnumOption(Option):
         return [m.value for m in self.enum_cls]
 
     def parse(self, value: Any, *, api: str, chip: Any = None) -> str:
-        if value is None and self.default is not None:
-            value = self.default
         return parse_enum(self.enum_cls, value, api=api, param=self.key, code=self.code,
                           chip=chip).value
 

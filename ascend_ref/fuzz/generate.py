@@ -256,7 +256,8 @@ def draw_case(d, *, apis: Optional[Sequence[str]] = None, chips: Optional[Sequen
         r = d.choice([1, 2, d.integers(1, min(16, hi_rep)), d.integers(1, min(300, hi_rep)), hi_rep,
                       d.integers(1, hi_rep)])
     else:
-        r = d.choice([0, 1, d.integers(1, 8), d.integers(1, 255), 255])
+        top = ins.repeat_range(option, dtype)[1]
+        r = d.choice([0, 1, d.integers(1, 8), d.integers(1, top), top])
     budget = max_ub // 2
     span = max(r - 1, 1)
     rs = _stride(d, regime, min(65535, budget // (32 * span)))
