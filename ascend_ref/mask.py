@@ -115,11 +115,9 @@ def low_first(words: Sequence[int], word_order: str) -> List[int]:
 def api_words(words: Sequence[int], word_order: str) -> List[int]:
     """Bit-mask words (lanes 0-63 first) as the API takes them: TIK ``[mask_h, mask_l]``
     (always two words), Ascend C unchanged."""
-    words = list(words)
     if word_order == "tik":
-        words = (words + [0, 0])[:2]
-        return [words[1], words[0]]
-    return words
+        return low_first((list(words) + [0, 0])[:2], "tik")     # the swap is its own inverse
+    return list(words)
 
 
 def lane_bits(mode: str, value: ArrayLike, lanes: int) -> jax.Array:
