@@ -354,7 +354,7 @@ class AccessMap:
                 vals = [_word_text(n, int(b), self.dtype) if i else "-" for n, b, i in
                         zip(w.fields, w.bits[r], w.issued[r])]
                 lines.append(f"writes {where}: [{', '.join(vals)}]{later}"
-                             + ("  ('-': block without an active lane, not written)"
+                             + ("  ('-': no active lane in its group, not written)"
                                 if not w.issued[r].all() else ""))
             else:
                 parts = [f"{n}={_word_text(n, int(b), self.dtype)}" for n, b, i in
@@ -892,10 +892,14 @@ def rounding_tree(source, *, repeat: int = 0, block: Optional[int] = None, stage
         if not 0 <= repeat < max(R, 1):
             raise ValueError(f"repeat {repeat} outside [0, {R})")
         lanes = np.arange(L)
-        if lay.groups > 1:                   # ReduceDataBlock: one sum per DataBlock
+        if lay.groups > 1:                   # one sum per group of L / groups lanes
+            width = L // lay.groups          # (ReduceDataBlock: a DataBlock; a pair: 2)
             b = 0 if block is None else block
-            lanes = lanes[b * amap.epb:(b + 1) * amap.epb]
-            name += f", repeat {repeat}, block {b}"
+            if not 0 <= b < lay.groups:
+                raise ValueError(f"block {b} outside [0, {lay.groups})")
+            lanes = lanes[b * width:(b + 1) * width]
+            what = "block" if width == amap.epb else "result"
+            name += f", repeat {repeat}, {what} {b} (lanes {lanes[0]}-{lanes[-1]})"
         else:
             name += f", repeat {repeat}"
         act = amap.active[repeat, lanes]

@@ -61,7 +61,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dst", default=None, help="ADDR,SIZE of the destination tensor")
     p.add_argument("--tree", type=int, default=None, metavar="REPEAT",
                    help="also print the rounding tree of this repeat's sum")
-    p.add_argument("--block", type=int, default=None, help="ReduceDataBlock block for --tree")
+    p.add_argument("--block", type=int, default=None,
+                   help="--tree of one group of a per-group sum (ReduceDataBlock: a block)")
     p.add_argument("--stage", type=int, default=1, help="vec_reduce_add tree stage (1, 2, 3)")
     p.add_argument("--tree-depth", type=int, default=4, help="levels printed below the root")
     p.add_argument("--full-tree", action="store_true", help="print every add")
