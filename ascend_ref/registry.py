@@ -250,7 +250,8 @@ class ProfileField:
     """A per-product rule that only one instruction reads, declared by that instruction.
 
     ``name``: its top-level key in ``configs/chips/*.toml`` (every profile that lists the
-    instruction under ``[apis]`` must set it; no other profile may); ``choices``: the allowed
+    instruction under ``[apis]`` must set it; a profile without the instruction may leave it
+    out); ``choices``: the allowed
     values -- the alternatives ``verify --audit`` reruns the reference with where a profile
     marks the field ``assumed``; ``doc``: what it decides (audit report, explain).
     """
