@@ -6,11 +6,16 @@ Two entry points:
   sizes, mask, repeat, strides, saturate, window base) is an array with a leading batch
   axis; the static configuration (API, product, dtype, order / reduce type / cal_index, mask
   mode, table height) picks one compiled kernel, reused for every batch of the same shape.
+  Inside, the product's behaviour and the mask mode are traced data
+  (:func:`ascend_ref.engine.product_params`).
   Returns ``(ubs, status)``: int32 status per case (0 ok, else a
   :class:`~ascend_ref.constraints.Code`; :func:`ascend_ref.explain` names it). It never
   raises on data and an invalid case leaves its UB unchanged.
 * :func:`run_cases` — a list of :class:`~ascend_ref.case.Case` in, one
-  :class:`~ascend_ref.case.Outcome` each, grouped by static configuration behind the scenes.
+  :class:`~ascend_ref.case.Outcome` each, grouped by static configuration behind the scenes:
+  API, dtype, option and a table height (:data:`TABLE_HEIGHTS`); every product and both mask
+  modes share one kernel, and batches have fixed sizes (:data:`BATCH_SIZES`), so a whole
+  campaign compiles one or two executables per configuration.
 
 **Compact windows.** A case needs only the bytes it touches, so ``ubs`` may hold per-case
 *windows* instead of whole UBs: row ``b`` holds real UB bytes
@@ -54,20 +59,39 @@ from .constraints import Code, ConstraintError
 
 #: traces of the batched kernels, by static configuration (tests count recompiles with it)
 TRACES: collections.Counter = collections.Counter()
+#: ``(api, spec, ub bucket, batch size)`` of every :func:`run_cases` batch run in this
+#: process: the executables it needed (the campaign report counts them)
+EXECUTABLES: set = set()
 
-_CASE_CHUNK = 256
+#: repeat-table heights :func:`run_cases` compiles: up to 256 repeats, then the API's
+#: maximum (one height for the Ascend C APIs, two for TIK). A taller table only costs rows
+#: of work per case; each extra height costs a compile (about 1-3 s of CPU each).
+TABLE_HEIGHTS = (256,)
+#: batch sizes :func:`run_cases` runs: groups of at least ``BATCH_SIZES[-1]`` cases in chunks
+#: of that size, the rest in chunks of the first (padded): at most two executables per
+#: configuration, whatever the group sizes of the calls
+BATCH_SIZES = (8, 64)
 
 
-def _coarse_r_max(spec: engine.Spec, hi: int) -> int:
-    """Few table heights per API so that a campaign compiles few kernels."""
-    for h in (16, 256):
+def _coarse_r_max(spec: engine.Spec, hi: int, heights: Sequence[int] = TABLE_HEIGHTS) -> int:
+    """The table height of a case (``heights``, then the API's maximum ``hi``)."""
+    for h in heights:
         if spec.r_max <= h:
             return min(h, hi)
     return hi
 
 
-def _batch_bucket(n: int) -> int:
-    return max(8, 1 << (n - 1).bit_length())
+def _batches(n: int) -> list:
+    """``[(start, stop, size)]``: chunks of the group's ``n`` cases and their padded sizes."""
+    small, big = BATCH_SIZES[0], BATCH_SIZES[-1]
+    out, start = [], 0
+    while n - start >= big:
+        out.append((start, start + big, big))
+        start += big
+    while start < n:
+        out.append((start, min(start + small, n), small))
+        start += small
+    return out
 
 
 @functools.lru_cache(maxsize=None)
@@ -85,8 +109,12 @@ def _prepare_case(case: Case):
     return case.prepare(info=True)
 
 
-def run_cases(cases: Iterable[Case]) -> List[Outcome]:
+def run_cases(cases: Iterable[Case], *, heights: Sequence[int] = TABLE_HEIGHTS) -> List[Outcome]:
     """Outcomes of ``cases`` on the JAX path, in order (same as ``run_jax`` case by case).
+
+    ``heights``: the repeat-table heights to compile below each API's maximum
+    (:data:`TABLE_HEIGHTS`); ``()`` compiles one kernel per (API, dtype, option) — what a
+    campaign does, where compiles cost more than taller tables.
 
     The cases of each static configuration run as one batch sharded over the local devices
     (:func:`ascend_ref.scale.run_rows`; :func:`ascend_ref.scale.use_devices` picks others):
@@ -102,18 +130,18 @@ def run_cases(cases: Iterable[Case]) -> List[Outcome]:
             outcomes[k] = Outcome(e.code)
             continue
         hi = prep.ins.repeat_range(prep.spec)[1]
-        spec = dataclasses.replace(prep.spec, r_max=_coarse_r_max(prep.spec, hi))
+        spec = dataclasses.replace(prep.spec, r_max=_coarse_r_max(prep.spec, hi, heights))
         n = int(prep.ub.shape[-1])
         groups[(prep.ins, spec, engine.ub_bucket(n))].append((k, prep, n))
     for (ins, spec, nb), items in groups.items():
         engine.release_if_needed()
-        for start in range(0, len(items), _CASE_CHUNK):
-            _run_group(ins, spec, nb, items[start:start + _CASE_CHUNK], outcomes)
+        for start, stop, b in _batches(len(items)):
+            _run_group(ins, spec, nb, items[start:stop], b, outcomes)
     return outcomes  # type: ignore[return-value]
 
 
-def _run_group(ins, spec, nb, items, outcomes) -> None:
-    b = _batch_bucket(len(items))
+def _run_group(ins, spec, nb, items, b, outcomes) -> None:
+    EXECUTABLES.add((ins.api, spec, nb, b))
     rows = items + [items[0]] * (b - len(items))
     ubs = np.zeros((b, nb), np.uint8)
     for j, (_, prep, n) in enumerate(rows):

@@ -46,8 +46,10 @@ def __getattr__(name: str) -> Tuple[str, ...]:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-_ZERO_RULES = ("nop", "undefined", "error")
-_FILL_RULES = ("keep", "fill", "undefined")
+#: zero_mask / zero_repeat rules and ReduceDataBlock empty-block rules; a kernel reads a
+#: profile's rule as its index here (``p["chip.zero_mask"]``, ... : see :mod:`ascend_ref.engine`)
+ZERO_RULES = ("nop", "undefined", "error")
+FILL_RULES = ("keep", "fill", "undefined")
 #: TIK vec_reduce_add accumulation orders (docs/SEMANTICS.md §F): "tree" (seed 003),
 #: "group255" (Atlas A2 page), "odd_even" (Atlas 200I/500 A2 page)
 ADD_ORDERS = ("tree", "group255", "odd_even")
@@ -95,10 +97,10 @@ def config_dir() -> Path:
 
 @dataclass(frozen=True)
 class Behaviour(_Facts):
-    """The part of a profile that changes compiled code (a jit cache key).
-
-    Products that behave alike share compiled kernels (Atlas A2 and A3, for example); the UB
-    size and the saturation default travel as traced values instead.
+    """The part of a profile that changes results (everything but the UB size and the
+    saturation default): products with equal behaviour form one *behaviour group* (Atlas A2
+    and A3, for example), the unit of the campaign's coverage bins. Kernels do not compile it
+    in: :func:`ascend_ref.engine.product_params` passes it as traced data.
     """
 
     zero_mask: str
@@ -203,14 +205,14 @@ def _load(path: Path) -> ChipProfile:
     )
     if prof.id != path.stem:
         raise ValueError(f"{path}: id {prof.id!r} does not match the file name")
-    if prof.zero_mask not in _ZERO_RULES or prof.zero_repeat not in _ZERO_RULES:
-        raise ValueError(f"{path}: zero_mask/zero_repeat must be one of {_ZERO_RULES}")
+    if prof.zero_mask not in ZERO_RULES or prof.zero_repeat not in ZERO_RULES:
+        raise ValueError(f"{path}: zero_mask/zero_repeat must be one of {ZERO_RULES}")
     if prof.minmax_nan not in ("payload", "default"):
         raise ValueError(f"{path}: minmax_nan must be 'payload' or 'default'")
     if prof.add_order not in ADD_ORDERS:
         raise ValueError(f"{path}: add_order must be one of {ADD_ORDERS}")
-    if prof.block_fill not in _FILL_RULES:
-        raise ValueError(f"{path}: block_fill must be one of {_FILL_RULES}")
+    if prof.block_fill not in FILL_RULES:
+        raise ValueError(f"{path}: block_fill must be one of {FILL_RULES}")
     if prof.block_fill == "fill" and set(fills) != {"SUM", "MAX", "MIN"}:
         raise ValueError(f"{path}: block_fill = 'fill' needs block_fill_values for SUM, MAX, MIN")
     return prof

@@ -6,7 +6,9 @@ the gathered source bits into :class:`Write` s and undefined :class:`Region` s. 
 does everything else, identically for every instruction:
 
 1. ``prepare`` — structural checks in Python (product, dtype, order, argument types), the
-   parameters as int32 scalars (traced or not), a static :class:`Spec` for ``jax.jit``.
+   parameters as int32 scalars (traced or not), a static :class:`Spec` for ``jax.jit``. The
+   product's behaviour (:func:`product_params`) and the mask mode are parameters too, so
+   one compiled kernel serves every product and both mask modes.
 2. ``kernel`` (jit-compiled, every numeric parameter traced) — the gather table, the source
    bits, the instruction's effects, every constraint rule as an int32 status, and the
    scatter, applied only when the status is 0.
@@ -28,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import addressing, mask as masks
-from .chips import Behaviour, chip as get_chip
+from .chips import ADD_ORDERS, FILL_RULES, ZERO_RULES, ChipProfile, chip as get_chip
 from .constraints import Code, ConstraintError, Rule, first_failure, in_range, status_of
 from .ub import Tensor, as_ub, element_view, itemsize, mark, scatter_bytes, to_bytes
 
@@ -39,12 +41,14 @@ BLOCK = 32
 
 @dataclass(frozen=True)
 class Spec:
-    """Static part of one call (a jit cache key): everything that changes shapes or code."""
+    """Static part of one call (a jit cache key): everything that changes shapes or code.
+
+    The product and the mask mode are not part of it: they travel in the parameters
+    (``p["chip.*"]``, ``p["mask.count"]``; :class:`Product`), like a WholeReduceMin/Max order
+    (``p["order"]``)."""
 
     api: str
     dtype: str
-    chip: Behaviour
-    mask_mode: str
     r_max: int
     option: str = ""
     traced_repeat: bool = False
@@ -115,19 +119,105 @@ class Effects:
     diag: dict = field(default_factory=dict)
 
 
+def product_params(prof: ChipProfile, dtype: str, option="") -> dict:
+    """A product's behaviour (:class:`~ascend_ref.chips.Behaviour`) as kernel parameters.
+
+    Numbers, not compiled code: under ``jit`` / ``vmap`` / a batch they are traced like every
+    other parameter, so one kernel serves every product. Rules are indices into
+    :data:`~ascend_ref.chips.ZERO_RULES`, :data:`~ascend_ref.chips.FILL_RULES` and
+    :data:`~ascend_ref.chips.ADD_ORDERS`; the default NaN and the empty-block fill are the
+    bits for this call's ``dtype`` (and ReduceDataBlock ``option``)."""
+    fills = prof.block_fill_values.get(str(option), {}) if prof.block_fill == "fill" else {}
+    return {
+        "chip.zero_mask": np.int32(ZERO_RULES.index(prof.zero_mask)),
+        "chip.zero_repeat": np.int32(ZERO_RULES.index(prof.zero_repeat)),
+        "chip.dst_rep_stride_zero": np.bool_(prof.dst_rep_stride_zero),
+        "chip.block_fill": np.int32(FILL_RULES.index(prof.block_fill)),
+        "chip.fill": np.uint32(fills.get(dtype, 0)),
+        "chip.fp32_ftz": np.bool_(prof.fp32_ftz),
+        "chip.default_nan": np.uint32(prof.default_nan(dtype)),
+        "chip.saturate_only": np.bool_(prof.saturate_only),
+        "chip.add_order": np.int32(ADD_ORDERS.index(prof.add_order)),
+        "chip.minmax_nan_default": np.bool_(prof.minmax_nan == "default"),
+    }
+
+
+class Product:
+    """The product behaviour one call reads from its parameters ``p`` (:func:`product_params`):
+    bools and bit patterns, concrete or traced."""
+
+    def __init__(self, p: dict):
+        self.p = p
+
+    def _is(self, key: str, rules: tuple, rule: str):
+        return self.p[f"chip.{key}"] == rules.index(rule)
+
+    def zero_mask_is(self, rule: str):
+        """``zero_mask`` rule is ``rule`` (``"nop"`` / ``"undefined"`` / ``"error"``)."""
+        return self._is("zero_mask", ZERO_RULES, rule)
+
+    def zero_repeat_is(self, rule: str):
+        return self._is("zero_repeat", ZERO_RULES, rule)
+
+    def block_fill_is(self, rule: str):
+        """ReduceDataBlock empty-block rule is ``rule`` (``"keep"`` / ``"fill"`` / ``"undefined"``)."""
+        return self._is("block_fill", FILL_RULES, rule)
+
+    def add_order_is(self, order: str):
+        return self._is("add_order", ADD_ORDERS, order)
+
+    @property
+    def dst_rep_stride_zero(self):
+        return self.p["chip.dst_rep_stride_zero"]
+
+    @property
+    def saturate_only(self):
+        return self.p["chip.saturate_only"]
+
+    @property
+    def fp32_ftz(self):
+        return self.p["chip.fp32_ftz"]
+
+    @property
+    def minmax_nan(self):
+        """True where min/max NaN results become the default NaN (the profile's
+        ``minmax_nan = "default"``; :func:`ascend_ref.numerics.nan_result`)."""
+        return self.p["chip.minmax_nan_default"]
+
+    def default_nan(self, dtype: str):
+        """The default NaN of this call's dtype (``dtype`` is that dtype: one value is passed)."""
+        return self.p["chip.default_nan"]
+
+    def fill(self):
+        """Bits of an empty ReduceDataBlock block result for this call (rule ``"fill"``)."""
+        return self.p["chip.fill"]
+
+
+def option_value(p: dict, values: Sequence) -> Any:
+    """``values[k]`` for the call's traced option ``k = p["option"]`` (one value per entry of
+    the instruction's ``traced_options``; arrays of one shape, or numbers)."""
+    out = values[-1]
+    for k in range(len(values) - 2, -1, -1):
+        out = jnp.where(p["option"] == k, values[k], out)
+    return out
+
+
+def mask_lanes(p: dict, lanes: int):
+    """Which of ``lanes`` lanes a repeat reads, in either mask mode (``p["mask.count"]``)."""
+    return masks.lane_bits(p["mask.count"], p["mask"], lanes)
+
+
 def gate(spec: Spec, p: dict, dst: str = "dst"):
     """Zero mask / zero repeat (SEMANTICS §C): ``(runs, [undefined dst extent])``.
 
     ``runs`` is False for a NOP; on a product whose rule is ``"undefined"`` the whole declared
     extent of ``dst`` is reported undefined.
     """
-    zero_mask = masks.is_zero(spec.mask_mode, p["mask"])
+    chip = Product(p)
+    zero_mask = masks.is_zero(p["mask.count"], p["mask"])
     zero_rep = p["repeat"] == 0
-    undefined = jnp.bool_(False)
-    if spec.chip.zero_mask == "undefined":
-        undefined |= zero_mask
-    if spec.chip.zero_repeat == "undefined":
-        undefined |= zero_rep
+    undefined = (zero_mask & chip.zero_mask_is("undefined")) | \
+        (zero_rep & chip.zero_repeat_is("undefined"))
     region = Region(p[f"{dst}.addr"], p[f"{dst}.size"] * spec.size, undefined)
     return ~(zero_mask | zero_rep), [region]
 
@@ -145,7 +235,7 @@ class Instruction:
     repeat_param: str                     # public name of the repeat count
     repeat_range: Callable[[Spec], tuple]  # (lo, hi) for a spec
     strides: tuple                        # stride parameters, each in [0, 65535]
-    align: Callable[[Spec], dict]          # operand -> byte alignment
+    align: Callable[[Spec], dict]          # operand -> byte alignment (an int or a function of p)
     effects: Callable[..., Effects]
     overlap: str = "repeat"                # "repeat" (Ascend C) | "disjoint" (TIK)
     word_order: str = "ascendc"
@@ -154,6 +244,9 @@ class Instruction:
     sized_by_rule: tuple = ()              # operands whose extent a size rule checks instead
     disjoint_pairs: tuple = ()             # "disjoint": pairs that may not overlap (() = all)
     extra_rules: Callable[[Spec], list] = lambda spec: []
+    #: option values that are data, not compiled in: ``p["option"]`` is the index of the
+    #: call's option here and ``Spec.option`` is ``""`` (:func:`option_value` reads it)
+    traced_options: tuple = ()
 
     def __hash__(self) -> int:
         return id(self)
@@ -179,29 +272,31 @@ def _inside_ub(spec: Spec, p, addr, size) -> Any:
 
 def rules(ins: Instruction, spec: Spec) -> list:
     """Every constraint of one call, as :class:`Rule` s over the parameter dict ``p``."""
-    lo, hi = ins.repeat_range(spec)
-    zero_rep = spec.chip.zero_repeat
-    if lo == 0 and zero_rep == "error":
-        lo = 1
-    out = list(masks.rules(spec.mask_mode, spec.dtype,
-                           "error" if spec.chip.zero_mask == "error" else "ok"))
+    lo0, hi = ins.repeat_range(spec)
+
+    def low(p):                        # repeat 0 is outside the range where it is an error
+        return Product(p).zero_repeat_is("error").astype(np.int32) if lo0 == 0 else lo0
+
+    out = list(masks.rules(None, spec.dtype, lambda p: Product(p).zero_mask_is("error")))
     top = min(hi, spec.r_max)          # a batch may compile a shorter table than the range
     out.append(Rule(Code.REPEAT_RANGE, ins.repeat_param,
-                    lambda p, lo=lo, top=top: in_range(p["repeat"], lo, top),
+                    lambda p, top=top: in_range(p["repeat"], low(p), top),
                     lambda p: int(p["repeat"]),
-                    lambda p, lo=lo, hi=hi, top=top: f"[{lo}, {hi}]" + (
+                    lambda p, hi=hi, top=top: f"[{int(low(p))}, {hi}]" + (
                         f" (this batch was compiled for at most {top})"
-                        if top < hi and lo <= int(p["repeat"]) <= hi else "")))
+                        if top < hi and int(low(p)) <= int(p["repeat"]) <= hi else "")))
     for s in ins.strides:
         out.append(Rule(Code.STRIDE_RANGE, s, lambda p, s=s: in_range(p[s], 0, U16_MAX),
                         lambda p, s=s: int(p[s]), lambda p: "[0, 65535]"))
-    if "dst_rep_stride" in ins.strides and not spec.chip.dst_rep_stride_zero:
-        out.append(Rule(Code.DST_STRIDE_ZERO, "dst_rep_stride", lambda p: p["dst_rep_stride"] != 0,
+    if "dst_rep_stride" in ins.strides:
+        out.append(Rule(Code.DST_STRIDE_ZERO, "dst_rep_stride",
+                        lambda p: (p["dst_rep_stride"] != 0) | Product(p).dst_rep_stride_zero,
                         lambda p: int(p["dst_rep_stride"]), lambda p: "[1, 65535]"))
     for t, a in ins.align(spec).items():
-        out.append(Rule(Code.ALIGN, f"{t}.addr", lambda p, t=t, a=a: p[f"{t}.addr"] % a == 0,
+        unit = a if callable(a) else (lambda p, a=a: a)       # bytes; may read p (traced)
+        out.append(Rule(Code.ALIGN, f"{t}.addr", lambda p, t=t, u=unit: p[f"{t}.addr"] % u(p) == 0,
                         lambda p, t=t: int(p[f"{t}.addr"]),
-                        lambda p, a=a: f"a multiple of {a} bytes"))
+                        lambda p, u=unit: f"a multiple of {int(u(p))} bytes"))
     for t in ins.operands:
         out.append(Rule(
             Code.UB_BOUNDS, t,
@@ -241,8 +336,9 @@ def rules(ins: Instruction, spec: Spec) -> list:
     if ins.saturating and spec.size == 4:
         out.append(Rule(Code.SATURATE_DTYPE, "saturate", lambda p: ~p["saturate"],
                         lambda p: True, lambda p: "False for float32 (half only)"))
-    if ins.saturating and spec.size == 2 and spec.chip.saturate_only:
-        out.append(Rule(Code.SATURATE_DTYPE, "saturate", lambda p: p["saturate"],
+    if ins.saturating and spec.size == 2:
+        out.append(Rule(Code.SATURATE_DTYPE, "saturate",
+                        lambda p: p["saturate"] | ~Product(p).saturate_only,
                         lambda p: False, lambda p: "True or None: this product has only the "
                                                    "saturation mode"))
     return out + list(ins.extra_rules(spec))
@@ -280,6 +376,7 @@ def _gather_src(ins: Instruction, spec: Spec, ub, p, blk):
     the fast paths, one 32-byte slice per DataBlock (same bits for every in-range read)."""
     s, n = spec.size, ub.shape[0]
     align = ins.align(spec).get("src", 1)
+    align = 1 if callable(align) else align
     if spec.static_src is not None and spec.path != "general":
         return _dense_src(spec, ub, p)
     if spec.path == "general" or n % BLOCK or align % BLOCK or n < BLOCK:
@@ -360,7 +457,7 @@ def kernel(ins: Instruction, spec: Spec, ub, p: dict):
     note_compile()
     s, lanes, n = spec.size, spec.lanes, ub.shape[0]
     blk = p["src_blk_stride"] if ins.blk_stride else 1
-    lane_mask = masks.lane_bits(spec.mask_mode, p["mask"], lanes)
+    lane_mask = mask_lanes(p, lanes)
     active = addressing.repeat_valid(p["repeat"], spec.r_max)[:, None] & lane_mask[None, :]
     bits = _gather_src(ins, spec, ub, p, blk)
     eff = ins.effects(spec, p, bits, active)
@@ -640,16 +737,20 @@ def prepare(ins: Instruction, ub, tensors: dict, mask, params: dict, *, chip, op
         p[f"{name}.addr"] = _int_param(api, f"{name}.addr", t.addr, given)
         p[f"{name}.size"] = _int_param(api, f"{name}.size", t.size, given)
     p["mask"] = m.value
+    p["mask.count"] = np.bool_(m.mode == "count")
+    p.update(product_params(prof, dtype, option))
+    if ins.traced_options:              # the option is data: one compiled kernel for all
+        p["option"] = np.int32(ins.traced_options.index(option))
+        option = ""
     if ins.saturating:
         default = prof.saturate_default and itemsize(dtype) == 2   # half only
         p["saturate"] = _bool_param(api, "saturate", default if saturate is None else saturate)
     traced_repeat = not _is_concrete(p["repeat"])
     p["chip_ub"] = np.int32(prof.ub_bytes)
-    lo, hi = ins.repeat_range(Spec(api, dtype, prof.behaviour, m.mode, 1, option))
+    lo, hi = ins.repeat_range(Spec(api, dtype, 1, option))
     hi = repeat_hi or hi
     r_max = hi if traced_repeat else _bucket(np.clip(p["repeat"], 0, hi), hi)
-    spec = Spec(api, dtype, prof.behaviour, m.mode, r_max, option, traced_repeat, info,
-                _PATH.get())
+    spec = Spec(api, dtype, r_max, option, traced_repeat, info, _PATH.get())
     p["ub_len"] = np.int32(ub.shape[-1])
     p["ub_base"] = _int_param(api, "ub_base", ub_base)
     return Prepared(ins, spec, p, ub, prof.id, given)

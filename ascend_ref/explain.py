@@ -44,13 +44,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import addressing, mask as masks, numerics
+from . import addressing, numerics
 from . import registry
 from .case import JAX, Case
 from .chips import chip as get_chip
 from .constraints import Code, ConstraintError
 from .constraints import explain as explain_code
-from .engine import Spec
+from .engine import Spec, mask_lanes
 from .enums import ReduceOrder, ReduceType, parse_enum
 from .ub import dtype_name, itemsize
 
@@ -147,11 +147,12 @@ def make_case(api: str, *, chip: Optional[str] = None, dtype: str = "float16", m
 # ------------------------------------------------------------------ the instruction's plan --
 
 def _fields(case: Case, tensor: str, k: int) -> list:
-    """Names of the ``k`` words a write of ``tensor`` holds per row (the declared layout)."""
+    """Names of the words a write of ``tensor`` holds per row (the declared layout; at most
+    ``k``: a kernel may compile more words than a slot of this call's option holds)."""
     ins = case.instruction
     lay = ins.layout(case.dtype, ins.canonical_option(case.option))
     names = [f.name for f in (lay.work if tensor == "work_tensor" else lay.dst)] or ["value"]
-    return (names + [names[-1]] * k)[:k]
+    return names[:k]
 
 
 @dataclass
@@ -506,7 +507,7 @@ def access_map(case: Case) -> AccessMap:
 
     reads = addressing.read_table(p["src.addr"], p["src_rep_stride"], blk, r_max=spec.r_max,
                                   size=s)
-    lane_mask = masks.lane_bits(spec.mask_mode, p["mask"], lanes)
+    lane_mask = mask_lanes(p, lanes)
     active = addressing.repeat_valid(p["repeat"], spec.r_max)[:, None] & lane_mask[None, :]
     reads_np = np.asarray(reads)
     view = ub[: ub.size // s * s].view(f"uint{8 * s}")
@@ -528,9 +529,11 @@ def access_map(case: Case) -> AccessMap:
         if not per_repeat:
             addr = addr[None, :]
         shape = addr.shape
-        cut = slice(0, rows) if per_repeat else slice(None)
+        fields = _fields(case, tensor, shape[1])
+        # rows of the call's repeats; a slot may use fewer words than the kernel compiles
+        cut = (slice(0, rows) if per_repeat else slice(None), slice(0, len(fields)))
         writes.append(WriteTable(
-            tensor, _fields(case, tensor, shape[1]), addr[cut],
+            tensor, fields, addr[cut],
             np.broadcast_to(np.asarray(wbits), shape)[cut].copy(),
             np.broadcast_to(np.asarray(issued), shape)[cut].copy(),
             np.broadcast_to(np.asarray(final), shape)[cut].copy(), per_repeat))

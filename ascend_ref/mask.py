@@ -1,6 +1,7 @@
 """Vector masks: continuous and bit mode, Ascend C and TIK word orders (SPEC §1.2).
 
-A mask reaches the kernels as a *mode* (static: ``"count"`` or ``"bits"``) and a ``uint32[4]``
+A mask reaches the kernels as a *mode* (``"count"`` or ``"bits"``; a kernel reads it as the
+traced bool ``p["mask.count"]``, so one compiled kernel serves both) and a ``uint32[4]``
 value: for ``count`` the lane count in word 0; for ``bits`` the lane bits, lanes 0–31 in word
 0 (JAX without x64 truncates uint64, so 64-bit words are split on the way in).
 
@@ -14,7 +15,7 @@ value: for ``count`` the lane count in word 0; for ``bits`` the lane bits, lanes
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import List, Sequence, TypeGuard, Union
+from typing import Any, Callable, List, Optional, Sequence, TypeGuard, Union
 
 import jax
 import jax.numpy as jnp
@@ -23,6 +24,9 @@ from jax.typing import ArrayLike, DTypeLike
 
 from .constraints import Code, ConstraintError, Rule, in_range
 from .ub import itemsize
+
+#: a mask mode: ``"count"`` / ``"bits"``, or a bool (maybe traced; True: count mode)
+Mode = Union[str, ArrayLike]
 
 U64 = (1 << 64) - 1
 
@@ -120,19 +124,27 @@ def api_words(words: Sequence[int], word_order: str) -> List[int]:
     return list(words)
 
 
-def lane_bits(mode: str, value: ArrayLike, lanes: int) -> jax.Array:
-    """Boolean ``[lanes]``: which lanes of a repeat take part (inside jit)."""
+def lane_bits(mode: Mode, value: ArrayLike, lanes: int) -> jax.Array:
+    """Boolean ``[lanes]``: which lanes of a repeat take part (inside jit).
+
+    ``mode``: ``"count"`` / ``"bits"``, or a bool that may be traced (True: count mode), so
+    that one compiled kernel serves both modes."""
     i = jnp.arange(lanes, dtype=jnp.uint32)
     value = jnp.asarray(value, jnp.uint32)
-    if mode == "count":
-        return i < value[0]
-    return ((value[i // 32] >> (i % 32)) & 1).astype(bool)
+    counted = i < value[0]
+    bits = ((value[i // 32] >> (i % 32)) & 1).astype(bool)
+    if isinstance(mode, str):
+        return counted if mode == "count" else bits
+    return jnp.where(mode, counted, bits)
 
 
-def is_zero(mode: str, value: ArrayLike) -> jax.Array:
-    """True when no lane takes part (continuous 0 or all-zero bit words)."""
+def is_zero(mode: Mode, value: ArrayLike) -> jax.Array:
+    """True when no lane takes part (continuous 0 or all-zero bit words); ``mode`` as in
+    :func:`lane_bits`."""
     value = jnp.asarray(value, jnp.uint32)
-    return value[0] == 0 if mode == "count" else ~jnp.any(value != 0)
+    if isinstance(mode, str):
+        return value[0] == 0 if mode == "count" else ~jnp.any(value != 0)
+    return jnp.where(mode, value[0] == 0, ~jnp.any(value != 0))
 
 
 def to_words(mode: str, value: ArrayLike, lanes: int) -> jax.Array:
@@ -142,22 +154,38 @@ def to_words(mode: str, value: ArrayLike, lanes: int) -> jax.Array:
                    axis=1, dtype=jnp.uint32)
 
 
-def rules(mode: str, dtype: DTypeLike, zero_rule: str) -> List[Rule]:
-    """Mask rules over parameters ``p`` (``p["mask"]`` is the uint32[4] value)."""
+def rules(mode: Optional[str], dtype: DTypeLike,
+          zero_rule: Union[str, Callable[[Any], Any]]) -> List[Rule]:
+    """Mask rules over parameters ``p`` (``p["mask"]`` is the uint32[4] value).
+
+    ``mode``: ``"count"`` / ``"bits"`` (the rules of that mode), or None: the mode is data,
+    ``p["mask.count"]`` (maybe traced; True: continuous), and each mode's rules hold in the
+    other. ``zero_rule``: ``"error"`` / ``"ok"``, or a function of ``p`` saying whether a
+    zero mask is an error (the product's rule, as data)."""
     lanes = lanes_per_repeat(dtype)
+
+    def count(p: Any) -> Any:
+        return p["mask.count"] if mode is None else np.bool_(mode == "count")
+
+    def zero_error(p: Any) -> Any:
+        return zero_rule(p) if callable(zero_rule) else np.bool_(zero_rule == "error")
+
     out: List[Rule] = []
-    if mode == "count":
-        out.append(Rule(Code.MASK_RANGE, "mask", lambda p: in_range(p["mask"][0], 0, lanes),
+    if mode in (None, "count"):
+        out.append(Rule(Code.MASK_RANGE, "mask",
+                        lambda p: ~count(p) | in_range(p["mask"][0], 0, lanes),
                         lambda p: int(p["mask"][0]), lambda p: f"[1, {lanes}] (continuous mode)"))
-    elif lanes == 64:
-        out.append(Rule(Code.MASK_BITS, "mask", lambda p: (p["mask"][2] | p["mask"][3]) == 0,
+    if mode in (None, "bits") and lanes == 64:
+        out.append(Rule(Code.MASK_BITS, "mask",
+                        lambda p: count(p) | ((p["mask"][2] | p["mask"][3]) == 0),
                         lambda p: _hex_words(p["mask"]),
                         lambda p: "lanes 0-63 only for a 32-bit type (high word 0)"))
-    if zero_rule == "error":
-        out.append(Rule(Code.MASK_ZERO, "mask", lambda p: ~is_zero(mode, p["mask"]),
-                        lambda p: 0 if mode == "count" else _hex_words(p["mask"]),
+    if zero_rule != "ok":
+        out.append(Rule(Code.MASK_ZERO, "mask",
+                        lambda p: ~(zero_error(p) & is_zero(count(p), p["mask"])),
+                        lambda p: 0 if count(p) else _hex_words(p["mask"]),
                         lambda p: f"a non-zero mask ([1, {lanes}] or a non-zero "
-                                                   f"bit pattern)"))
+                                  f"bit pattern)"))
     return out
 
 

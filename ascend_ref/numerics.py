@@ -37,16 +37,24 @@ Add2 = Callable[[jax.Array, jax.Array], jax.Array]
 
 
 class Profile(Protocol):
-    """What the numerics read of a product profile (a :class:`~ascend_ref.chips.ChipProfile`
-    or its :class:`~ascend_ref.chips.Behaviour`)."""
+    """What the numerics' adds read of a product (a :class:`~ascend_ref.chips.ChipProfile`,
+    or a call's :class:`ascend_ref.engine.Product`, whose values may be traced)."""
 
     @property
-    def fp32_ftz(self) -> bool: ...
+    def fp32_ftz(self) -> ArrayLike: ...
+
+    def default_nan(self, dtype: str) -> ArrayLike: ...
+
+
+class MinMaxNan(Protocol):
+    """What :func:`nan_result` reads of a product: ``minmax_nan`` is the profile's rule
+    (``"payload"`` / ``"default"``) or, for a call's :class:`ascend_ref.engine.Product`,
+    whether it is ``"default"`` (a bool, maybe traced)."""
 
     @property
-    def minmax_nan(self) -> str: ...
+    def minmax_nan(self) -> Union[str, ArrayLike]: ...
 
-    def default_nan(self, dtype: str) -> int: ...
+    def default_nan(self, dtype: str) -> ArrayLike: ...
 
 _INT_MIN = -(2**31)
 _INT_MAX = 2**31 - 1
@@ -112,22 +120,28 @@ def _flush(x: Bits) -> jax.Array:
     return jnp.where((x & 0x7F800000) == 0, x & jnp.uint32(0x80000000), x)
 
 
-def add(a: Bits, b: Bits, dtype: DType, *, saturate: ArrayLike, default_nan: int,
-        ftz: bool = False) -> jax.Array:
+def add(a: Bits, b: Bits, dtype: DType, *, saturate: ArrayLike, default_nan: ArrayLike,
+        ftz: ArrayLike = False) -> jax.Array:
     """``a + b`` on raw bits of ``dtype`` (float16 / float32), every rule of SEMANTICS §D.
 
     ``saturate`` may be traced (half only: NaN → +0, ±inf → ±65504 after the add);
-    ``default_nan`` is the profile's NaN for inf − inf; ``ftz`` flushes float32 subnormals.
+    ``default_nan`` is the profile's NaN for inf − inf (may be traced); ``ftz`` flushes
+    float32 subnormals (a bool, or a traced bool: both adds are computed and one is chosen).
     """
     w = _width(a)
     ft, ut, sign, expo, quiet = _FMT[w]
     if w == 2:
         r = _plain_add(a, b)
-    elif ftz:
-        a, b = _flush(a), _flush(b)
-        r = _flush(_plain_add(a, b))
+    elif isinstance(ftz, (bool, np.bool_)):
+        if ftz:
+            a, b = _flush(a), _flush(b)
+            r = _flush(_plain_add(a, b))
+        else:
+            r = _f32_add_exact(a, b)
     else:
-        r = _f32_add_exact(a, b)
+        fa, fb = _flush(a), _flush(b)
+        r = jnp.where(ftz, _flush(_plain_add(fa, fb)), _f32_add_exact(a, b))
+        a, b = jnp.where(ftz, fa, a), jnp.where(ftz, fb, b)
     zero = ut(0)
     mag = ut(~sign & (2 ** (8 * w) - 1))
     both_zero = ((a & mag) == zero) & ((b & mag) == zero)
@@ -204,19 +218,28 @@ def select_extreme(bits: Bits, active: ArrayLike, kind: str,
     return value, index, jnp.any(active, axis=-1)
 
 
-def nan_result(value: jax.Array, dtype: DType, chip: Profile) -> jax.Array:
+def nan_result(value: jax.Array, dtype: DType, chip: MinMaxNan) -> jax.Array:
     """A min/max result under the profile's ``minmax_nan`` rule: ``"payload"`` keeps the
     winning NaN lane's own bits; ``"default"`` (Ascend 950 Reg Reduce page: "将该数据类型的nan
-    写入") replaces any NaN result by the profile's default NaN of the dtype."""
-    if chip.minmax_nan != "default" or not is_float(dtype):
+    写入") replaces any NaN result by the profile's default NaN of the dtype.
+
+    ``chip``: a profile, or the call's :class:`ascend_ref.engine.Product` (its rule and
+    default NaN may be traced)."""
+    if not is_float(dtype):
         return value
-    return jnp.where(is_nan(value), value.dtype.type(chip.default_nan(str(dtype))), value)
+    rule = chip.minmax_nan
+    default = np.bool_(rule == "default") if isinstance(rule, str) else rule
+    nan = jnp.asarray(chip.default_nan(str(dtype))).astype(value.dtype)
+    return jnp.where(default & is_nan(value), nan, value)
 
 
 def adder(dtype: DType, chip: Profile, saturate: ArrayLike) -> Add2:
-    """The two-operand add of ``dtype`` under ``chip``'s profile, for :func:`tree_sum`."""
+    """The two-operand add of ``dtype`` under ``chip``'s profile, for :func:`tree_sum`.
+
+    ``chip``: a profile, or the call's :class:`ascend_ref.engine.Product` whose values may
+    be traced."""
     nan = chip.default_nan(str(dtype))
-    ftz = bool(chip.fp32_ftz)
+    ftz = chip.fp32_ftz
 
     def add2(a: jax.Array, b: jax.Array) -> jax.Array:
         return add(a, b, dtype, saturate=saturate, default_nan=nan, ftz=ftz)

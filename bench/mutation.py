@@ -55,6 +55,12 @@ class Mutant:
     old: str           # exact snippet; must occur exactly once in ``file``
     new: str
     what: str
+    #: more ``(old, new)`` edits of the same bug in the same file (each snippet exactly once):
+    #: a bug in an algorithm that exists twice (the general path and a fast tree)
+    also: tuple = ()
+
+    def edits(self) -> list:
+        return [(self.old, self.new)] + [tuple(e) for e in self.also]
 
 
 MUTANTS: List[Mutant] = [
@@ -62,7 +68,15 @@ MUTANTS: List[Mutant] = [
     Mutant("tie_last_lane", "numerics", "ascend_ref/numerics.py",
            "index = jnp.min(jnp.where(active & (key == best), pos, n), axis=-1)",
            "index = jnp.maximum(jnp.max(jnp.where(active & (key == best), pos, -1), axis=-1), 0)",
-           "min/max ties pick the last lane instead of the first"),
+           "min/max ties pick the last lane instead of the first",
+           also=(  # the fast tree (the default path): 16-bit packed keys, 32-bit lexicographic
+               ("packed = _pad_pow2(k * (1 << lb) + lane, _SENT * (1 << lb))\n"
+                "        best = _halving(packed, jnp.minimum)\n"
+                "        index = best & ((1 << lb) - 1)",
+                "packed = _pad_pow2(k * (1 << lb) + (n - 1 - lane), _SENT * (1 << lb))\n"
+                "        best = _halving(packed, jnp.minimum)\n"
+                "        index = n - 1 - (best & ((1 << lb) - 1))"),
+               ("((kb == ka) & (lb_ < la))", "((kb == ka) & (lb_ > la))"))),
     Mutant("signed_zero_key", "numerics", "ascend_ref/numerics.py",
            "return jnp.where(x >= 0x8000, -1 - (x & 0x7FFF), x)",
            "return jnp.where(x >= 0x8000, -(x & 0x7FFF), x)",
@@ -70,7 +84,14 @@ MUTANTS: List[Mutant] = [
     Mutant("nan_loses_in_max", "numerics", "ascend_ref/numerics.py",
            "key = jnp.where(is_nan(bits), _INT_MIN if want_min else _INT_MAX, key)",
            "key = jnp.where(is_nan(bits), _INT_MIN, key)",
-           "a NaN lane loses in max instead of winning"),
+           "a NaN lane loses in max instead of winning",
+           also=(  # the fast tree (keys mirrored for max: the NaN key becomes the largest)
+               ("k = key if nan is None else jnp.where(nan, -_SENT, key)",
+                'k = key if nan is None else jnp.where(nan, -_SENT if kind == "min" else '
+                '_SENT - 1, key)'),
+               ("k = key if nan is None else jnp.where(nan, _INT_MIN, key)",
+                'k = key if nan is None else jnp.where(nan, _INT_MIN if kind == "min" else '
+                '_INT_MAX, key)'))),
     Mutant("saturate_final_only", "numerics", "ascend_ref/numerics.py",
            "return add(a, b, dtype, saturate=saturate, default_nan=nan, ftz=ftz)",
            "return add(a, b, dtype, saturate=jnp.logical_and(saturate, a.shape[-1] == 1), "
@@ -115,12 +136,12 @@ MUTANTS: List[Mutant] = [
            "        return [words[0], words[1]]\n",
            "TIK [mask_h, mask_l] read as [low, high]"),
     Mutant("count_mask_off_by_one", "masks", "ascend_ref/mask.py",
-           "return i < value[0]",
-           "return i <= value[0]",
+           "counted = i < value[0]",
+           "counted = i <= value[0]",
            "a continuous mask of n enables n + 1 lanes"),
     Mutant("mask32_lane64_allowed", "masks", "ascend_ref/mask.py",
-           'lambda p: (p["mask"][2] | p["mask"][3]) == 0,',
-           'lambda p: p["mask"][3] == 0,',
+           'lambda p: count(p) | ((p["mask"][2] | p["mask"][3]) == 0),',
+           'lambda p: count(p) | (p["mask"][3] == 0),',
            "32-bit types accept bit-mask lanes 64..95 (one past the last lane)"),
     # ---------------------------------------------------------------- constraints / boundaries
     Mutant("work_add_short", "constraints", "ascend_ref/tik/vec_reduce_add.py",
@@ -136,7 +157,7 @@ MUTANTS: List[Mutant] = [
            "lambda p, s=s: in_range(p[s], 0, U16_MAX + 1)",
            "strides accept 65536 (max + 1)"),
     Mutant("dst_align_element", "constraints", "ascend_ref/ascendc/_slots.py",
-           'align=lambda spec: {"src": 32, "dst": layout(spec.dtype, spec.option).slot_bytes},',
+           'align=lambda spec: {"src": 32, "dst": dst_align(spec)},',
            'align=lambda spec: {"src": 32, "dst": spec.size},',
            "Ascend C dst aligned to one element instead of one result slot"),
     Mutant("ub_one_past", "constraints", "ascend_ref/engine.py",
@@ -166,12 +187,12 @@ MUTANTS: List[Mutant] = [
            "has_lane = jnp.broadcast_to(jnp.all(lanes.reshape(BLOCKS, -1), -1), value.shape)",
            "a ReduceDataBlock block counts as empty unless every lane is active"),
     Mutant("dst_stride0_allowed", "products", "ascend_ref/engine.py",
-           'if "dst_rep_stride" in ins.strides and not spec.chip.dst_rep_stride_zero:',
-           'if "dst_rep_stride" in ins.strides and spec.chip.dst_rep_stride_zero is None:',
+           'lambda p: (p["dst_rep_stride"] != 0) | Product(p).dst_rep_stride_zero,',
+           'lambda p: (p["dst_rep_stride"] >= 0) | Product(p).dst_rep_stride_zero,',
            "dstRepStride 0 accepted on Atlas training"),
     Mutant("zero_mask_defined_950", "products", "ascend_ref/engine.py",
-           "undefined |= zero_mask\n",
-           "undefined |= zero_mask & zero_rep\n",
+           'undefined = (zero_mask & chip.zero_mask_is("undefined")) |',
+           'undefined = (zero_mask & zero_rep & chip.zero_mask_is("undefined")) |',
            "a zero mask on Ascend 950 is reported as a clean NOP (dst not undefined)"),
     # ---------------------------------------------------------------- TIK cascade
     Mutant("tik_ties_last_repeat", "tik", "ascend_ref/tik/vec_reduce_minmax.py",
@@ -231,11 +252,14 @@ def check_anchors(root: Path = ROOT) -> List[str]:
         if not p.exists():
             bad.append(f"{m.id}: {m.file} does not exist")
             continue
-        n = p.read_text().count(m.old)
-        if n != 1:
-            bad.append(f"{m.id}: snippet occurs {n} times in {m.file} (need exactly 1): {m.old!r}")
-        if m.old == m.new:
-            bad.append(f"{m.id}: replacement equals the original")
+        text = p.read_text()
+        for old, new in m.edits():
+            n = text.count(old)
+            if n != 1:
+                bad.append(f"{m.id}: snippet occurs {n} times in {m.file} (need exactly 1): "
+                           f"{old!r}")
+            if old == new:
+                bad.append(f"{m.id}: replacement equals the original")
     return bad
 
 
@@ -250,9 +274,11 @@ def make_copy(m: Optional[Mutant], dest: Path) -> Path:
     if m is not None:
         p = dest / m.file
         text = p.read_text()
-        if text.count(m.old) != 1:
-            raise RuntimeError(f"mutant {m.id}: snippet not found exactly once in {m.file}")
-        p.write_text(text.replace(m.old, m.new))
+        for old, new in m.edits():
+            if text.count(old) != 1:
+                raise RuntimeError(f"mutant {m.id}: snippet not found exactly once in {m.file}")
+            text = text.replace(old, new)
+        p.write_text(text)
     return dest
 
 

@@ -137,3 +137,33 @@ def test_sharding_over_four_cpu_devices_gives_the_same_bits(tmp_path):
                        timeout=300)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "SAME" in r.stdout
+
+
+def test_one_kernel_serves_every_product_mask_mode_and_order(monkeypatch):
+    """Product behaviour, mask mode and whole-reduce order are traced data: cases of every
+    behaviour group, both mask modes and several orders run on one executable, with the
+    oracle's bits."""
+    from ascend_ref import batch, engine
+    from ascend_ref.case import run_oracle
+    from ascend_ref.fuzz.generate import behaviour_group
+
+    monkeypatch.setattr(engine, "COMPILE_LIMIT", 10**9)
+    monkeypatch.setattr(batch, "EXECUTABLES", set())
+    cases, i = [], 0
+    while len(cases) < 40:
+        c = draw_case(RngDraw(31, i), apis=["whole_reduce_min"], invalid_rate=0.2, max_ub=1 << 14)
+        i += 1
+        if c.dtype == "float16":
+            cases.append(c)
+    groups = {behaviour_group(c.chip) for c in cases}
+    modes = {isinstance(c.mask, int) for c in cases}
+    orders = {str(c.option) for c in cases}
+    assert len(groups) >= 3 and modes == {True, False} and len(orders) >= 3
+    n = engine.ub_bucket(max(c.ub.size for c in cases))
+    for c in cases:                                  # one UB length: one compile bucket
+        c.ub = np.concatenate([c.ub, np.zeros(n - c.ub.size, np.uint8)])
+    got = ar.run_cases(cases, heights=())
+    kernels = {k for k in batch.EXECUTABLES if k[0] == "whole_reduce_min"}
+    assert len(kernels) == 1, kernels
+    for c, g in zip(cases, got):
+        assert diff(run_oracle(c), g) is None, c.describe()

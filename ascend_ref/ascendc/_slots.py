@@ -12,7 +12,7 @@ from typing import Any, Callable, Optional, Tuple
 import jax.numpy as jnp
 
 from .. import addressing, registry
-from ..engine import Instruction, Spec, Write
+from ..engine import Instruction, Spec, Write, option_value
 
 MAX_REPEAT = 255
 #: Every Ascend C reduction's numeric parameters (Case keys), and its public signature
@@ -20,12 +20,14 @@ PARAMS = ("repeat", "dst_rep_stride", "src_blk_stride", "src_rep_stride")
 SIGNATURE = ("dst", "src", "mask") + PARAMS
 
 
-def slot_write(spec: Spec, p: dict, words, runs, keep=None) -> Write:
+def slot_write(spec: Spec, p: dict, words, runs, keep=None, slot_words=None) -> Write:
     """The dst write of per-repeat slots. ``words``: ``(r_max, fields)`` bits; ``keep`` masks
-    fields that are not written at all (same shape)."""
+    fields that are not written at all (same shape); ``slot_words``: words per slot when
+    fewer than ``fields`` (may be traced: the dst stride unit)."""
     fields = words.shape[-1]
+    unit = fields if slot_words is None else slot_words
     addr, issued, final = addressing.write_table(
-        p["dst.addr"], p["dst_rep_stride"] * (fields * spec.size), p["repeat"],
+        p["dst.addr"], p["dst_rep_stride"] * (unit * spec.size), p["repeat"],
         r_max=spec.r_max, fields=fields, size=spec.size)
     issued = issued & runs if keep is None else issued & runs & keep
     final = final & issued
@@ -39,15 +41,22 @@ def repeat_range(option: Any = None, dtype: str = "") -> Tuple[int, int]:
 
 
 def instruction(api: str, effects: Callable, layout: Callable[[str, Any], registry.Layout], *,
-                saturating: bool = False) -> Instruction:
+                saturating: bool = False, traced_options: Tuple[str, ...] = ()) -> Instruction:
     """An Ascend C reduction over ``(dst, src)`` with the shared parameter set and rules;
-    dst's alignment is its slot (``layout``)."""
+    dst's alignment is its slot (``layout``). ``traced_options``: option values that travel
+    as data (``p["option"]``, :func:`ascend_ref.engine.option_value`): one kernel for all."""
+    def dst_align(spec: Spec) -> Any:
+        if not traced_options:
+            return layout(spec.dtype, spec.option).slot_bytes
+        sizes = [layout(spec.dtype, o).slot_bytes for o in traced_options]
+        return lambda p: option_value(p, sizes)
+
     return Instruction(
         api=api, operands=("dst", "src"), repeat_param="repeat_time",
         repeat_range=lambda spec: repeat_range(),
         strides=("dst_rep_stride", "src_blk_stride", "src_rep_stride"),
-        align=lambda spec: {"src": 32, "dst": layout(spec.dtype, spec.option).slot_bytes},
-        effects=effects, saturating=saturating)
+        align=lambda spec: {"src": 32, "dst": dst_align(spec)},
+        effects=effects, saturating=saturating, traced_options=tuple(traced_options))
 
 
 def declare(kernel: Instruction, *, kind: Callable[[Any], str],

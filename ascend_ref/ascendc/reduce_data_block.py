@@ -28,8 +28,8 @@ import jax.numpy as jnp
 
 from typing import Any
 
-from .. import mask as masks, numerics, registry
-from ..engine import Effects, UndefinedWords, gate
+from .. import numerics, registry
+from ..engine import Effects, Product, UndefinedWords, gate, mask_lanes
 from ..enums import ReduceType
 from ..ub import itemsize
 from ._slots import declare, instruction, params, slot_write
@@ -52,24 +52,24 @@ def _effects(spec, p, bits, active):
     if rt is ReduceType.SUM:
         (value,), diag["exact_ok"] = numerics.guarded_sums(
             lambda s: (numerics.tree_sum(s.enter(blocks, live), s.add),),
-            spec.dtype, spec.chip, p["saturate"], spec.path)
+            spec.dtype, Product(p), p["saturate"], spec.path)
     else:
         value, _, _ = numerics.extreme(blocks, live, rt.value.lower(), spec.dtype, spec.path)
-        value = numerics.nan_result(value, spec.dtype, spec.chip)
-    lanes = masks.lane_bits(spec.mask_mode, p["mask"], spec.lanes)     # same for every repeat
+        value = numerics.nan_result(value, spec.dtype, Product(p))
+    lanes = mask_lanes(p, spec.lanes)                                   # same for every repeat
     has_lane = jnp.broadcast_to(jnp.any(lanes.reshape(BLOCKS, -1), -1), value.shape)
     runs, undefined = gate(spec, p)
-    rule = spec.chip.block_fill
-    if rule == "fill":
-        fill = jnp.asarray(spec.chip.fill_bits(rt.value, spec.dtype), value.dtype)
-        return Effects([slot_write(spec, p, jnp.where(has_lane, value, fill), runs)], undefined,
-                       diag)
-    write = slot_write(spec, p, value, runs)
-    if rule == "keep":      # no write at all: not an access either
-        return Effects([slot_write(spec, p, value, runs, keep=has_lane)], undefined, diag)
-    # "undefined": the hardware writes something there; bounds and overlap apply to it
-    undefined.append(UndefinedWords(write.addr, spec.size, write.final & ~has_lane))
-    return Effects([dataclasses.replace(write, final=write.final & has_lane)], undefined, diag)
+    chip = Product(p)
+    fill, keep = chip.block_fill_is("fill"), chip.block_fill_is("keep")
+    # "fill": an empty block's result is the profile's fill value
+    value = jnp.where(fill & ~has_lane, chip.fill().astype(value.dtype), value)
+    # "keep": no write at all (not an access either); "undefined": the hardware writes
+    # something there, so bounds and overlap apply to it, but its value is undefined
+    write = slot_write(spec, p, value, runs, keep=has_lane | ~keep)
+    undefined.append(UndefinedWords(write.addr, spec.size,
+                                    write.final & ~has_lane & chip.block_fill_is("undefined")))
+    return Effects([dataclasses.replace(write, final=write.final & (has_lane | fill))],
+                   undefined, diag)
 
 
 _RDB = declare(instruction("reduce_data_block", _effects, layout, saturating=True),

@@ -38,7 +38,7 @@ import jax.numpy as jnp
 
 from .. import numerics, registry
 from ..constraints import Code, ConstraintError
-from ..engine import Effects, gate
+from ..engine import Effects, Product, gate, option_value
 from ..enums import ReduceOrder
 from ..ub import itemsize
 from ._slots import declare, instruction, params, slot_write
@@ -74,16 +74,26 @@ def sum_layout(dtype: Any, option: Any = None) -> registry.Layout:
                            per_repeat=True)
 
 
+#: the orders as the kernel parameter ``p["option"]`` indexes them: the order is data, so one
+#: compiled kernel serves all four slot layouts
+ORDERS = tuple(o.value for o in SLOTS)
+
+
 def _minmax(kind: str):
     def effects(spec, p, bits, active):
-        order = ReduceOrder(spec.option)
         value, index, _ = numerics.extreme(bits, active, kind, spec.dtype, spec.path)
-        value = numerics.nan_result(value, spec.dtype, spec.chip)
+        value = numerics.nan_result(value, spec.dtype, Product(p))
         ut = value.dtype
         parts = {"value": value, "index": index.astype(ut), "zero": jnp.zeros_like(value)}
-        words = jnp.stack([parts[w] for w in _slot_words(order, spec.size)], axis=-1)
+        names = [_slot_words(ReduceOrder(o), spec.size) for o in ORDERS]
+        # a slot of up to two words: word f of the call's order, where that order has one
+        words = jnp.stack([
+            option_value(p, [parts[n[f]] if f < len(n) else parts["zero"] for n in names])
+            for f in range(2)], axis=-1)
+        nf = option_value(p, [len(n) for n in names])
+        keep = jnp.broadcast_to(jnp.arange(2) < nf, words.shape)
         runs, undefined = gate(spec, p)
-        return Effects([slot_write(spec, p, words, runs)], undefined)
+        return Effects([slot_write(spec, p, words, runs, keep, slot_words=nf)], undefined)
 
     return effects
 
@@ -91,7 +101,7 @@ def _minmax(kind: str):
 def _sum_effects(spec, p, bits, active):
     (total,), ok = numerics.guarded_sums(
         lambda s: (numerics.tree_sum(s.enter(bits, active), s.add),),
-        spec.dtype, spec.chip, p["saturate"], spec.path)
+        spec.dtype, Product(p), p["saturate"], spec.path)
     runs, undefined = gate(spec, p)
     return Effects([slot_write(spec, p, total[:, None], runs)], undefined, {"exact_ok": ok})
 
@@ -109,10 +119,12 @@ def _order_on_product(ins: registry.Instruction, prof: Any, tensors: Mapping[str
                               chip=prof.id)
 
 
-_WR_MIN = declare(instruction("whole_reduce_min", _minmax("min"), minmax_layout),
+_WR_MIN = declare(instruction("whole_reduce_min", _minmax("min"), minmax_layout,
+                              traced_options=ORDERS),
                   kind=lambda o: "min", layout=minmax_layout, option=registry.ORDER,
                   checks=(_order_on_product,), summary="WholeReduceMin (ReduceRepeat<MIN>)")
-_WR_MAX = declare(instruction("whole_reduce_max", _minmax("max"), minmax_layout),
+_WR_MAX = declare(instruction("whole_reduce_max", _minmax("max"), minmax_layout,
+                              traced_options=ORDERS),
                   kind=lambda o: "max", layout=minmax_layout, option=registry.ORDER,
                   checks=(_order_on_product,), summary="WholeReduceMax (ReduceRepeat<MAX>)")
 _WR_SUM = declare(instruction("whole_reduce_sum", _sum_effects, sum_layout, saturating=True),

@@ -222,7 +222,7 @@ class Campaign:
                                  self.dist, also_on=other)
 
     def pool(self) -> list:
-        """The campaign's static configurations (cached)."""
+        """The campaign's case templates (cached; many share one compiled kernel)."""
         if getattr(self, "_pool", None) is None:
             extra = None
             if self.dist.invalid_rate > 0:       # cover every rule a case can be drawn to break
@@ -256,7 +256,7 @@ class Campaign:
     def summary(self) -> str:
         return (f"campaign {self.name} ({self.id}): {self.cases} cases, seed {self.seed}, "
                 f"{len(self.apis)} API(s) x {len(self.products)} product(s), "
-                f"{len(self.pool())} static configurations; {self.compare.describe()}")
+                f"{len(self.pool())} case templates; {self.compare.describe()}")
 
 
 #: bump when the campaign generator changes which case a (seed, case id) gives

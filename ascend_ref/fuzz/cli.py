@@ -155,9 +155,8 @@ def _results_error(e: BaseException, args) -> "str | None":
 
 
 def compile_cache() -> Optional[str]:
-    """Keep compiled kernels on disk between campaign runs: the default campaign's covering
-    pool compiles one kernel per static configuration (about 260), which dominates a cold
-    run. ``$ASCEND_REF_COMPILE_CACHE``: the folder (default ``~/.cache/ascend_ref/jax``) or
+    """Keep compiled kernels on disk between campaign runs: compiling the default campaign's
+    34 kernels dominates a cold run. ``$ASCEND_REF_COMPILE_CACHE``: the folder (default ``~/.cache/ascend_ref/jax``) or
     ``off``; a ``JAX_COMPILATION_CACHE_DIR`` already set wins. Returns the folder used."""
     import os
 

@@ -23,40 +23,20 @@ from .worker import Workers, oracle_many
 from .signature import signature as bit_signature
 
 
-#: at most this many cases of one static configuration per :func:`run_cases` call: the batch
-#: executor compiles one kernel per (configuration, batch size bucket), so a bounded group
-#: size keeps one executable per configuration for the whole campaign (and its shrinking)
-GROUP = 8
-
-
-def _config_key(c: Case):
-    t = c.tags.get("template")
-    if t is not None and not c.tags.get("shrunk"):
-        return ("t", t)
-    return (c.api, c.chip, c.dtype, str(c.option), isinstance(c.mask, int), c.ub.size)
-
-
 def run_jax_batch(cases: Sequence[Case]) -> List[Outcome]:
-    """JAX outcomes of ``cases`` (in order) through :func:`ascend_ref.batch.run_cases`, in
-    rounds holding at most :data:`GROUP` cases of each static configuration."""
-    cases = list(cases)
-    groups: dict = {}
-    for i, c in enumerate(cases):
-        groups.setdefault(_config_key(c), []).append(i)
-    out: List[Optional[Outcome]] = [None] * len(cases)
-    rounds = max((len(v) for v in groups.values()), default=0)
-    for r in range(0, rounds, GROUP):
-        idx = [i for v in groups.values() for i in v[r:r + GROUP]]
-        for i, o in zip(idx, _run_cases_safe([cases[i] for i in idx])):
-            out[i] = o
-    return out  # type: ignore[return-value]
+    """JAX outcomes of ``cases`` (in order) through :func:`ascend_ref.batch.run_cases`: one
+    table height per (API, dtype, option) and fixed batch sizes, so a whole campaign (and its
+    shrinking) compiles about one executable per (API, dtype, option), whatever the mix of
+    products, mask modes, orders and repeat counts; a batch that raises is rerun case by
+    case."""
+    return _run_cases_safe(list(cases))
 
 
 def _run_cases_safe(cases: Sequence[Case]) -> List[Outcome]:
     from ..batch import run_cases
 
     try:
-        return list(run_cases(list(cases)))
+        return list(run_cases(list(cases), heights=()))
     except Exception:  # noqa: BLE001 - isolate the case that breaks the batch
         out = []
         for c in cases:

@@ -6,7 +6,7 @@ seeded fuzz campaigns (``RngDraw``: numpy, replayable from ``(seed, case_id)``).
 parameters, tensors and the UB bytes before the call.
 
 :func:`draw_case` draws over the whole parameter space (hypothesis tests);
-:func:`draw_campaign_case` draws one case of a campaign's static configuration
+:func:`draw_campaign_case` draws one case of a campaign's case template
 (:class:`Template`) with the campaign's :class:`Distributions` — see the "campaigns" section
 below and ``docs/fuzz.md``.
 
@@ -313,13 +313,14 @@ def draw_case(d, *, apis: Optional[Sequence[str]] = None, chips: Optional[Sequen
 
 # ------------------------------------------------------------------ campaigns --------------
 #
-# A campaign draws its cases in two levels. First a *pool* of static configurations
-# (:class:`Template`: API, a group of products that share compiled code, dtype, option, mask
-# mode and a repeat bucket — one jit shape each) is built from ``(seed, distributions)``,
-# covering every (API, product / dtype / option / mask mode / repeat class) pair before it
+# A campaign draws its cases in two levels. First a *pool* of templates (:class:`Template`:
+# API, a group of products with the same behaviour, dtype, option, mask mode and a repeat
+# bucket) is built from ``(seed, distributions)``, covering every combination bin before it
 # repeats one. Then case ``i`` draws, from ``RngDraw(seed, i)`` alone, one template and every
 # dynamic parameter (repeat inside the bucket, strides, placement, mask bits, data, validity).
-# Compilation cost is bounded by the pool size, and any case replays from (seed, case id).
+# Templates are units of coverage, not of compilation: the batch executor compiles one kernel
+# per (API, dtype, option) for all of them (product behaviour, mask mode and whole-reduce
+# order are traced data), and any case replays from (seed, case id).
 
 REPEAT_CLASSES = ["zero", "one", "small", "mid", "max"]
 #: share of illegal draws that land exactly one step past the limit (repeat max + 1, mask
@@ -470,8 +471,8 @@ def _supports(prof, api: str, dtype: str, option) -> bool:
 
 
 def behaviour_group(chip_id: str) -> str:
-    """Name of the products that share ``chip_id``'s compiled behaviour (jit cache key
-    :class:`~ascend_ref.chips.Behaviour`): the first member and how many more, e.g.
+    """Name of the products that share ``chip_id``'s behaviour
+    (:class:`~ascend_ref.chips.Behaviour`): the first member and how many more, e.g.
     ``atlas_a2+1`` (Atlas A2 and A3)."""
     return _groups()[chip_id]
 
@@ -502,8 +503,8 @@ def combo_name(api: str, group: str, dtype: str, option, mask_mode: str) -> str:
 
 @dataclass(frozen=True)
 class Template:
-    """One static configuration of a campaign (one jit shape): every case drawn from it shares
-    API, dtype, option, mask mode, repeat bucket, UB length and compiled product behaviour."""
+    """One case template of a campaign (a unit of coverage): every case drawn from it shares
+    API, dtype, option, mask mode, repeat bucket, UB length and product behaviour."""
 
     api: str
     chips: tuple
@@ -553,11 +554,11 @@ class Template:
 
 def template_universe(apis: Sequence[str], chips: Sequence[str], dtypes: Optional[Sequence[str]],
                       ub_bytes, dist: Distributions, also_on: Optional[str] = None) -> list:
-    """Every static configuration of a campaign with its draw weight: ``[(Template, w)]``.
+    """Every template of a campaign with its draw weight: ``[(Template, w)]``.
 
     ``ub_bytes``: an int, or ``"product"`` (each product's own UB size). ``also_on``: a second
     product every case must also be valid API/dtype/option on (product-diff campaigns).
-    Products whose compiled behaviour is identical share templates.
+    Products whose behaviour is identical share templates.
     """
     other = get_chip(also_on) if also_on else None
     groups: dict = {}
@@ -963,18 +964,24 @@ def _b_align(b: _Break) -> None:
     c, s = b.case, b.s
     tn = c.tensors
     key = b.d.choice(["src", "dst"] + (["work_tensor"] if "work_tensor" in tn else []))
-    align = b.ins.kernel.align(_align_spec(c)).get(key, 1)
+    align = _alignment(c, key)
     a, n = tn[key]
     step = s if align > s else 1            # the smallest step that breaks the alignment
     tn[key] = (a + (step if b.edge else max(1, align // 2)), n)
 
 
-def _align_spec(c: Case) -> Any:
-    """The engine's static spec fields an alignment rule reads (dtype and option)."""
+def _alignment(c: Case, operand: str) -> int:
+    """The byte alignment the kernel's rule requires of ``operand`` for case ``c`` (its
+    dtype and option; an option the kernel takes as data, ``p["option"]``, included)."""
     from ..engine import Spec
 
-    ins = c.instruction
-    return Spec(c.api, c.dtype, None, "count", 1, ins.engine_option(c.option))  # type: ignore[arg-type]
+    kern = c.instruction.kernel
+    opt = c.instruction.engine_option(c.option)
+    traced = opt in kern.traced_options
+    align = kern.align(Spec(c.api, c.dtype, 1, "" if traced else opt)).get(operand, 1)
+    if callable(align):
+        align = align({"option": np.int32(kern.traced_options.index(opt))})
+    return int(align)
 
 
 def _b_tensor_small(b: _Break) -> None:

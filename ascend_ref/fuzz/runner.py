@@ -151,6 +151,9 @@ def run_campaign(camp: Campaign, db: Optional[str] = None, *, fresh: bool = Fals
     mism = start[1]
     prog = _Progress(camp.cases, camp.cases - len(todo), quiet or not lead, camp.name)
     ran = 0
+    from .. import batch
+
+    kernels_before = set(batch.EXECUTABLES)
     try:
         for ids in chunk_ids(todo, camp.chunk * nproc):
             mine = ids[me::nproc]
@@ -178,7 +181,8 @@ def run_campaign(camp: Campaign, db: Optional[str] = None, *, fresh: bool = Fals
     store.finish_run(run_id, time.time() - t0)
     cmp.close()
     summary = {"campaign": camp.id, "db": db, "ran": ran, "seconds": run_seconds,
-               "total_seconds": time.time() - t0, **store.counts(camp.id)}
+               "total_seconds": time.time() - t0,
+               "kernels": len(batch.EXECUTABLES - kernels_before), **store.counts(camp.id)}
     print(report(camp, store, session=summary, note=shrink_note), file=out, flush=True)
     store.close()
     return summary
@@ -277,7 +281,8 @@ def report(camp: Campaign, store: Store, session: Optional[dict] = None, note: s
         rate = session["ran"] / session["seconds"] if session["seconds"] > 0 else 0.0
         lines.append(f"this run: {session['ran']} cases in {session['seconds']:.1f} s "
                      f"({rate:.1f} cases/s, JAX compilation included; "
-                     f"{len(camp.pool())} static configurations), "
+                     f"{len(camp.pool())} case templates on "
+                     f"{session.get('kernels', '?')} compiled kernels), "
                      f"total {session['total_seconds']:.1f} s")
     lines.append("")
     lines.append(coverage.table(store.coverage(camp.id), coverage.model(camp), detail=detail))

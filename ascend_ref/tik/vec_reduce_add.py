@@ -37,7 +37,7 @@ from typing import Any
 
 from .. import numerics, registry
 from ..constraints import Code, Rule
-from ..engine import Effects, Region, gate
+from ..engine import Effects, Product, Region, gate
 from ..ub import itemsize
 from ._common import (GENERAL_ALIGN, MAX_REPEAT, declare, element_write, instruction, params,
                       stage1_write)
@@ -102,30 +102,29 @@ def _odd_even_order(spec, p, vectors, add, zero):
 
 
 def _effects(spec, p, bits, active):
-    add = numerics.adder(spec.dtype, spec.chip, p["saturate"])
+    chip = Product(p)                                # the order is data: every one is computed
+    add = numerics.adder(spec.dtype, chip, p["saturate"])
     zero = jnp.zeros((), bits.dtype)
     vectors = jnp.where(active, bits, zero)          # masked lanes are +0
     stage1 = numerics.tree_sum(vectors, add)
-    order = spec.chip.add_order
     work, size = p["work_tensor.addr"], p["work_tensor.size"] * spec.size
     runs, gated = gate(spec, p)                      # mask 0: a NOP where allowed (§C)
-    if order == "tree":
-        total = _tree_order(spec, p, stage1, add, zero)
-        # work_tensor after the call (issue 12 finding 6): seed 003 shows the stage-1 sums
-        # there; Huawei's TIK code leaves work untouched for R = 1 and runs the later stages
-        # in place (work[0] = the final sum for 2 <= R <= L; chunk sums in front for R > L).
-        # Where the two disagree the bytes are undefined: work[0] always, all of it if R > L.
-        many = p["repeat"] > spec.lanes
-        kept = jnp.where(many, 0, p["repeat"] * spec.size)
-        writes = [stage1_write(spec, p, stage1[:, None], runs)]
-        undefined = [Region(work + kept, size - kept, runs),
-                     Region(work, jnp.minimum(size, spec.size), runs)]
-    else:
-        total = (_group255_order if order == "group255" else _odd_even_order)(
-            spec, p, stage1 if order == "group255" else vectors, add, zero)
-        # the page documents the order only: nothing about what work_tensor holds after
-        writes = []
-        undefined = [Region(work, size, runs)]
+    tree = chip.add_order_is("tree")
+    total = jnp.where(tree, _tree_order(spec, p, stage1, add, zero),
+                      jnp.where(chip.add_order_is("group255"),
+                                _group255_order(spec, p, stage1, add, zero),
+                                _odd_even_order(spec, p, vectors, add, zero)))
+    # "tree": work_tensor after the call (issue 12 finding 6): seed 003 shows the stage-1
+    # sums there; Huawei's TIK code leaves work untouched for R = 1 and runs the later stages
+    # in place (work[0] = the final sum for 2 <= R <= L; chunk sums in front for R > L).
+    # Where the two disagree the bytes are undefined: work[0] always, all of it if R > L.
+    many = p["repeat"] > spec.lanes
+    kept = jnp.where(many, 0, p["repeat"] * spec.size)
+    writes = [stage1_write(spec, p, stage1[:, None], runs & tree)]
+    undefined = [Region(work + kept, size - kept, runs & tree),
+                 Region(work, jnp.minimum(size, spec.size), runs & tree),
+                 # the other orders' pages document the order only: nothing about work_tensor
+                 Region(work, size, runs & ~tree)]
     return Effects(writes + [element_write("dst", spec, p, total[None], runs)],
                    undefined + gated)
 
