@@ -33,12 +33,11 @@ batched status code (:func:`ascend_ref.constraints.explain`).
 from __future__ import annotations
 
 import functools
-import importlib
 import sys
 import types
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, List, Optional, Sequence
+from typing import List, Optional, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -48,10 +47,10 @@ from . import addressing, numerics
 from . import registry
 from .case import JAX, Case
 from .chips import chip as get_chip
-from .constraints import Code, ConstraintError
+from .constraints import ConstraintError
 from .constraints import explain as explain_code
 from .engine import Spec, mask_lanes
-from .enums import ReduceOrder, ReduceType, parse_enum
+from .enums import ReduceOrder, ReduceType
 from .ub import dtype_name, itemsize
 
 BLOCK = 32

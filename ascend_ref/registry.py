@@ -283,6 +283,11 @@ class Instruction:
     instruction shares (``engine.rules``, ``mask.rules``): what a fuzz breaker may aim at.
     ``profile_fields``: :class:`ProfileField` s -- product rules only this instruction has,
     kept in the profiles as instruction facts (``chip.fact(name)``).
+    ``aliases``: other public names of the same instruction (:func:`lookup` finds it by
+    them); an alias may fix the option (``block_reduce_sum`` = ReduceDataBlock<SUM>), so a
+    :class:`~ascend_ref.case.Case` always names the instruction itself. ``family``:
+    ``"ascendc"`` or ``"tik"``, the namespace of the public function (``ar.<family>.<name>``,
+    ``ascend_ref.oracle.<name>``).
     """
 
     name: str
