@@ -6,8 +6,9 @@ One TOML file per product lives in ``configs/chips/``; :func:`chip` loads it int
 
 A top-level key that is not one of the shared fields below is a *fact* of one instruction:
 the instruction declares it (:class:`ascend_ref.registry.ProfileField`, with its allowed
-values; the registry rejects an undeclared key or a value outside them) and reads it as
-``chip.fact(name)`` -- or as an attribute, ``chip.<name>``, like a shared field.
+values; the registry rejects an undeclared key or a value outside them); host code reads it
+as ``chip.fact(name)`` -- or as an attribute, ``chip.<name>``, like a shared field -- and a
+kernel as a traced parameter (``ProfileField.holds(p, value)``).
 
 >>> import ascend_ref as ar
 >>> p = ar.chip("atlas_a2")

@@ -119,16 +119,22 @@ class Effects:
     diag: dict = field(default_factory=dict)
 
 
-def product_params(prof: ChipProfile, dtype: str, option="") -> dict:
+def product_params(prof: ChipProfile, dtype: str, option="", fields: Sequence = ()) -> dict:
     """A product's behaviour (:class:`~ascend_ref.chips.Behaviour`) as kernel parameters.
 
     Numbers, not compiled code: under ``jit`` / ``vmap`` / a batch they are traced like every
     other parameter, so one kernel serves every product. Rules are indices into
     :data:`~ascend_ref.chips.ZERO_RULES`, :data:`~ascend_ref.chips.FILL_RULES` and
     :data:`~ascend_ref.chips.ADD_ORDERS`; the default NaN and the empty-block fill are the
-    bits for this call's ``dtype`` (and ReduceDataBlock ``option``)."""
+    bits for this call's ``dtype`` (and ReduceDataBlock ``option``). ``fields``: the calling
+    instruction's :class:`~ascend_ref.registry.ProfileField` s, each as ``p["chip.<name>"]``,
+    the index of the product's value in the field's ``choices`` (read with
+    ``ProfileField.holds(p, value)``)."""
     fills = prof.block_fill_values.get(str(option), {}) if prof.block_fill == "fill" else {}
-    return {
+    facts = {f"chip.{f.name}": np.int32(list(f.choices).index(prof.facts.get(f.name,
+                                                                             f.choices[0])))
+             for f in fields}
+    return {**facts, 
         "chip.zero_mask": np.int32(ZERO_RULES.index(prof.zero_mask)),
         "chip.zero_repeat": np.int32(ZERO_RULES.index(prof.zero_repeat)),
         "chip.dst_rep_stride_zero": np.bool_(prof.dst_rep_stride_zero),
@@ -704,8 +710,9 @@ def execute(prep: Prepared):
 
 def prepare(ins: Instruction, ub, tensors: dict, mask, params: dict, *, chip, option: str = "",
             saturate=None, info: bool = False, repeat_hi: Optional[int] = None,
-            ub_base=0) -> Prepared:
-    """Structural checks in Python and the kernel's parameters (raises ConstraintError)."""
+            ub_base=0, fields: Sequence = ()) -> Prepared:
+    """Structural checks in Python and the kernel's parameters (raises ConstraintError).
+    ``fields``: the instruction's declared profile fields (:func:`product_params`)."""
     prof = get_chip(chip)
     api = ins.api
     ub = as_ub(ub)
@@ -738,7 +745,7 @@ def prepare(ins: Instruction, ub, tensors: dict, mask, params: dict, *, chip, op
         p[f"{name}.size"] = _int_param(api, f"{name}.size", t.size, given)
     p["mask"] = m.value
     p["mask.count"] = np.bool_(m.mode == "count")
-    p.update(product_params(prof, dtype, option))
+    p.update(product_params(prof, dtype, option, fields))
     if ins.traced_options:              # the option is data: one compiled kernel for all
         p["option"] = np.int32(ins.traced_options.index(option))
         option = ""

@@ -28,7 +28,8 @@ How to add an instruction
 3. Give the products that have it a row under ``[apis]`` in ``configs/chips/*.toml``. A
    per-product rule only this instruction has is a :class:`ProfileField` it declares
    (``profile_fields=``): a top-level key of every profile that lists the instruction, read
-   in the effects as ``spec.chip.fact(name)``; if a profile marks it ``assumed``, ``verify
+   in the effects as ``field.holds(p, value)`` (traced data, like every product rule); if a
+   profile marks it ``assumed``, ``verify
    --audit`` checks it by counterfactual (the reference rerun with each other choice).
 4. Write its oracle function (``oracle/_api.py``, independently, from the documentation),
    tests and docs. Batch, fuzz, verify, golden and explain need no edit.
@@ -260,6 +261,11 @@ class ProfileField:
     choices: Tuple[Any, ...]
     doc: str = ""
 
+    def holds(self, p: Mapping[str, Any], value: Any) -> Any:
+        """Inside an instruction's effects: the call's product has ``value`` (a traced bool:
+        the kernel parameter ``p["chip.<name>"]`` holds the index of the product's choice)."""
+        return p[f"chip.{self.name}"] == list(self.choices).index(value)
+
 
 # ------------------------------------------------------------------ the declaration ---------
 
@@ -427,7 +433,7 @@ class Instruction:
             check(self, chip, tensors, option)
         return engine.prepare(self.kernel, ub, dict(tensors), mask, dict(params), chip=chip,
                               option=self.engine_option(option), saturate=saturate, info=info,
-                              repeat_hi=repeat_hi)
+                              repeat_hi=repeat_hi, fields=self.profile_fields)
 
     def prepare(self, ub: Any, tensors: Mapping[str, Any], mask: Any, params: Mapping[str, Any],
                 *, chip: Any, option: Any = None, saturate: Any = None, info: bool = False,

@@ -75,3 +75,22 @@ def test_the_shipped_profiles_pass():
         assert not set(ar.chip(c).facts) & set(SHARED_KEYS)
     for name, f in registry.declared_fields().items():
         assert f.name == name and len(f.choices) >= 2 and f.doc
+
+
+def test_a_declared_field_is_traced_kernel_data(tmp_path):
+    """Kernels read a declared field as ``p["chip.<name>"]`` (the index of the product's
+    choice), like every product rule: no recompilation per product."""
+    import jax
+    import jax.numpy as jnp
+
+    from ascend_ref.engine import product_params
+
+    zero = profile(tmp_path, 'widget_rule = "zero"')
+    keep = profile(tmp_path, 'widget_rule = "keep"', pid="p2")
+    pz = product_params(zero, "float16", "", [FIELD])
+    pk = product_params(keep, "float16", "", [FIELD])
+    assert int(pz["chip.widget_rule"]) == 1 and int(pk["chip.widget_rule"]) == 0
+    assert "chip.widget_rule" not in product_params(zero, "float16")
+    f = jax.jit(lambda p: jnp.where(FIELD.holds(p, "zero"), 7, 3))
+    assert int(f({"chip.widget_rule": pz["chip.widget_rule"]})) == 7
+    assert int(f({"chip.widget_rule": pk["chip.widget_rule"]})) == 3
