@@ -51,6 +51,7 @@ if TYPE_CHECKING:  # pragma: no cover
 MODULES = (
     "ascend_ref.ascendc.whole_reduce",
     "ascend_ref.ascendc.reduce_data_block",
+    "ascend_ref.ascendc.pair_reduce_sum",
     "ascend_ref.tik.vec_reduce_minmax",
     "ascend_ref.tik.vec_reduce_add",
 )

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 import ascend_ref as ar
+from ascend_ref import registry
 from ascend_ref.chips import API_NAMES
 from ascend_ref.oracle._products import PRODUCTS, product
 
@@ -27,6 +28,12 @@ def differences(prof, row) -> list:
     for api in API_NAMES:
         if tuple(prof.dtypes(api)) != tuple(row.dtypes(api)):
             out.append((f"apis.{api}", prof.dtypes(api), row.dtypes(api)))
+    # instruction-declared fields: set exactly on the products that have the instruction
+    for name, f in registry.declared_fields().items():
+        ins = [i for i in registry.all() if f in i.profile_fields][0]
+        if prof.dtypes(ins.name) or name in prof.facts:
+            if prof.facts.get(name) != getattr(row, name):
+                out.append((name, prof.facts.get(name), getattr(row, name)))
     toml_fill = {rt: dict(v) for rt, v in prof.block_fill_values.items()}
     row_fill = {rt: dict(v) for rt, v in row.fill_values.items()}
     if toml_fill != row_fill:
@@ -48,7 +55,8 @@ def test_every_row_names_its_sources(chip_id):
     row = PRODUCTS[chip_id]
     for f in ("apis", "orders", "zero_mask", "zero_repeat", "dst_rep_stride_zero", "block_fill",
               "ub_bytes", "saturate_default", "fp32_ftz", "default_nan_f16", "default_nan_f32",
-              "saturate_only", "add_order", "minmax_nan", "pair_masked_pair"):
+              "saturate_only", "add_order", "minmax_nan", "pair_masked_pair",
+              "pair_masked_lane"):
         assert row.sources.get(f, "").strip(), (chip_id, f)
 
 
@@ -60,6 +68,8 @@ def test_every_row_names_its_sources(chip_id):
                            "MIN": {"float16": 0x7BFF, "float32": 0x7F800001}}},
     {"apis": {**{a: ar.chip("atlas_200i_500_a2").dtypes(a) for a in API_NAMES},
               "reduce_data_block": ("float32",)}},
+    {"facts": {**ar.chip("atlas_200i_500_a2").facts, "pair_masked_pair": "keep"}},
+    {"facts": {**ar.chip("atlas_200i_500_a2").facts, "pair_masked_lane": "passthrough"}},
 ])
 def test_a_wrong_profile_value_is_caught(change):
     prof = dataclasses.replace(ar.chip("atlas_200i_500_a2"), **change)

@@ -14,7 +14,7 @@ import ascend_ref as ar
 from ascend_ref import oracle
 from ascend_ref.constraints import Code
 
-IMPLS = ["oracle"]
+IMPLS = ["oracle", "jax"]
 
 F16, F32 = "float16", "float32"
 #: ReducePairElem.md (asc-devkit, current) 产品支持情况 / 数据类型
@@ -346,3 +346,300 @@ def test_zero_repeat(impl, chip, undefined):
     assert (out.ub == ub).all() and not out.written.any()
     assert out.undefined[1024:1024 + 128].all() == undefined
     assert out.undefined.sum() == (128 if undefined else 0)
+
+
+# ------------------------------------------------------------------ JAX vs the oracle -------
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+SETTINGS = dict(deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+SPECIALS = {
+    F16: [0x0000, 0x8000, 0x7C00, 0xFC00, 0x7E00, 0x7C01, 0xFE3F, 0x7D55, 0x0001, 0x8001,
+          0x03FF, 0x83FF, 0x7BFF, 0xFBFF, 0x7B53, 0xFB53, 0x3C00, 0xBC00],   # 0x7B53 = 60000
+    F32: [0x00000000, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0x7F800001, 0xFFC0ABCD,
+          0x00000001, 0x80000001, 0x007FFFFF, 0x807FFFFF, 0x00800000, 0x7F7FFFFF, 0xFF7FFFFF,
+          0x3F800000, 0xBF800000],
+}
+
+
+def _data(draw, dtype, n):
+    """Element bits: random, specials (NaN payloads, +-0, +-inf, subnormals, near-max),
+    or a mix; the mix pairs specials with ordinary values."""
+    ut = np.uint16 if dtype == F16 else np.uint32
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    kind = draw(st.sampled_from(["random", "specials", "mixed", "small"]))
+    nb = 16 if dtype == F16 else 32
+    rnd = rng.integers(0, 2**nb, n, dtype=np.uint64).astype(ut)
+    sp = np.asarray(SPECIALS[dtype], ut)[rng.integers(0, len(SPECIALS[dtype]), n)]
+    small = np.asarray(rng.integers(-8, 9, n), dtype).view(ut)
+    if kind == "random":
+        return rnd
+    if kind == "specials":
+        return sp
+    if kind == "small":
+        return small
+    return np.where(rng.random(n) < 0.5, sp, small)
+
+
+def _mask(draw, L):
+    kind = draw(st.sampled_from(["count", "pairs", "words"]))
+    if kind == "count":
+        return draw(st.integers(0, L))
+    if kind == "pairs":      # each pair: both / first / second / none active
+        states = draw(st.lists(st.sampled_from([3, 1, 2, 0]), min_size=L // 2, max_size=L // 2))
+        v = sum(s << (2 * j) for j, s in enumerate(states))
+    else:
+        v = draw(st.integers(0, 2**L - 1))
+    words = [v & (2**64 - 1), v >> 64]
+    return words if L == 128 else words[:1] + ([0] if draw(st.booleans()) else [])
+
+
+BREAKS = ["chip", "dtype_mismatch", "dst_align", "dst_short", "src_short", "repeat", "mask",
+          "stride", "training_drs0", "saturate_float", "ub"]
+
+
+@st.composite
+def pair_calls(draw, invalid=False):
+    """A call on a supported product (``invalid``: with one documented rule broken)."""
+    brk = draw(st.sampled_from(BREAKS)) if invalid else None
+    chip = draw(st.sampled_from(UNSUPPORTED if brk == "chip" else sorted(SUPPORTED)))
+    if brk == "training_drs0":
+        chip = "atlas_training"
+    dtype = draw(st.sampled_from([F16, F32]))
+    if brk == "saturate_float":
+        dtype = F32
+    if brk == "training_drs0":
+        dtype = F16
+    s = np.dtype(dtype).itemsize
+    L = 256 // s
+    mask = _mask(draw, L)
+    repeat = draw(st.sampled_from([0, 1, 2, 3, 5]))
+    drs = draw(st.sampled_from([0, 1, 1, 2, 3]))
+    sbs = draw(st.sampled_from([0, 1, 1, 2, 9]))
+    srs = draw(st.sampled_from([0, 1, 4, 8, 8, 9]))
+    if brk in ("dst_short", "src_short", "training_drs0"):
+        repeat, mask = max(repeat, 1), L          # every pair written, every lane read
+    if brk == "training_drs0":
+        drs = 0
+    src_span = 32 * ((max(repeat, 1) - 1) * srs + 7 * sbs + 1)
+    dst_span = 128 * ((max(repeat, 1) - 1) * drs + 1)
+    layout = draw(st.sampled_from(["apart", "apart", "in_place", "dst_inside", "dst_first"]))
+    src_addr = 32 * draw(st.integers(0, 2))
+    if layout == "apart":
+        dst_addr = src_addr + src_span + 32 * draw(st.integers(0, 2))
+    elif layout == "in_place":
+        dst_addr = src_addr
+    elif layout == "dst_inside":
+        dst_addr = src_addr + 32 * draw(st.integers(1, 8))
+    else:
+        dst_addr = max(0, src_addr - 128)
+    dsize = dst_span // s
+    ssize = max(src_span, dst_addr + dst_span - src_addr if layout != "apart" else 0) // s
+    dtype_d = dtype
+    sat = draw(st.sampled_from([None, None, True, False]))
+    if brk == "dtype_mismatch":
+        dtype_d = F32 if dtype == F16 else F16
+    elif brk == "dst_align":
+        dst_addr += draw(st.sampled_from([2, 4, 8, 16]))
+    elif brk == "dst_short":
+        dsize -= draw(st.integers(1, 2))
+    elif brk == "src_short":
+        ssize = src_span // s - draw(st.integers(1, 2))
+    elif brk == "repeat":
+        repeat = draw(st.sampled_from([256, 1000, -1]))
+    elif brk == "mask":
+        mask = draw(st.sampled_from([L + 1, -1, [1, 2, 3], [2**64, 0], [] if L == 64 else [1]]))
+    elif brk == "stride":
+        drs = draw(st.sampled_from([65536, -1]))
+    elif brk == "saturate_float":
+        sat = True
+    end = max(src_addr + ssize * s, dst_addr + max(dsize, 0) * np.dtype(dtype_d).itemsize)
+    nbytes = (end + 64 + 31) // 32 * 32
+    words = _data(draw, dtype, nbytes // s)
+    ub = words.view(np.uint8).copy()
+    if brk == "ub":
+        ub = ub[:end - draw(st.integers(1, 32))]
+    args = (T(dst_addr, dtype_d, max(dsize, 0)), T(src_addr, dtype, max(ssize, 0)), repeat, mask,
+            drs, sbs, srs)
+    return ub, args, dict(chip=chip, saturate=sat)
+
+
+def _same(ub, args, kw):
+    a = call("jax", "pair_reduce_sum", ub, *args, **kw)
+    b = call("oracle", "pair_reduce_sum", ub, *args, **kw)
+    if isinstance(a, Code) or isinstance(b, Code):
+        assert a == b, (args, kw, a, b)
+        return a
+    assert (a.written == b.written).all(), (args, kw, np.flatnonzero(a.written != b.written))
+    assert (a.undefined == b.undefined).all(), (args, kw)
+    diff = np.flatnonzero((a.ub != b.ub) & ~b.undefined)
+    assert diff.size == 0, (args, kw, diff[:8], a.ub[diff[:8]], b.ub[diff[:8]])
+    return None
+
+
+@settings(max_examples=80, **SETTINGS)
+@given(pair_calls())
+def test_valid_calls_match_the_oracle(call_):
+    _same(*call_)
+
+
+@settings(max_examples=60, **SETTINGS)
+@given(pair_calls(invalid=True))
+def test_invalid_calls_raise_the_oracles_code(call_):
+    _same(*call_)
+
+
+# ------------------------------------------------------------------ the shared tools -------
+# (nothing below edits batch / fuzz / verify / golden / explain for this instruction: they
+# read its registry declaration)
+
+from ascend_ref.case import Case, run_jax, run_oracle  # noqa: E402
+from ascend_ref.fuzz.compare import diff  # noqa: E402
+from ascend_ref.fuzz.generate import HypothesisDraw, draw_case  # noqa: E402
+
+
+def _agree(case):
+    a, b = run_jax(case), run_oracle(case)
+    d = diff(a, b)
+    assert d is None, f"{case.describe()}: {d} (jax {a}, oracle {b})"
+    return a
+
+
+@settings(max_examples=40, **SETTINGS)
+@given(st.data())
+def test_shared_generator_valid_and_invalid_calls_match_the_oracle(data):
+    _agree(draw_case(HypothesisDraw(data), apis=["pair_reduce_sum"],
+                     invalid_rate=data.draw(st.sampled_from([0.0, 1.0]))))
+
+
+@pytest.mark.parametrize("chip", sorted(SUPPORTED))
+def test_the_default_campaign_covers_it_on_every_product(chip):
+    from ascend_ref.fuzz.campaign import Campaign
+
+    c = Campaign.load("default")
+    assert "pair_reduce_sum" in c.apis
+    mine = [t for t in c.pool() if t.api == "pair_reduce_sum"]
+    assert {t.dtype for t in mine if chip in t.chips} == set(SUPPORTED[chip])
+    assert {t.mask_mode for t in mine} == {"count", "bits"}
+
+
+def _pair_case(chip, dtype, mask, repeat=1, x=None, drs=1):
+    s = np.dtype(dtype).itemsize
+    L = 256 // s
+    if x is None:
+        x = np.random.default_rng(7).uniform(-4, 4, L * repeat).astype(dtype)
+    ub = np.zeros(1 << 15, np.uint8)
+    ub[:x.nbytes] = x.view(np.uint8)
+    return Case("pair_reduce_sum", chip, dtype, None, mask,
+                {"repeat": repeat, "dst_rep_stride": drs, "src_blk_stride": 1,
+                 "src_rep_stride": 8}, {"src": (0, x.size), "dst": (16384, 4096 // s)}, ub)
+
+
+def test_golden_kernel_is_the_samples_numpy_golden(tmp_path):
+    """configs/kernels/pair_reduce_sum_half.toml (the asc-devkit reduce_pair_elem sample):
+    the golden equals the sample's gen_data.py golden, x[2i] + x[2i+1] in numpy float16."""
+    from ascend_ref.golden import generate
+
+    g = generate("pair_reduce_sum_half", tmp_path)
+    x = np.fromfile(tmp_path / "input" / "input_x.bin", np.float16)
+    np.random.seed(128)
+    assert (x == np.random.uniform(-1000, 1000, [128]).astype(np.float16)).all()
+    golden = np.fromfile(tmp_path / "output" / "golden.bin", np.float16)
+    want = np.array([x[2 * i] + x[2 * i + 1] for i in range(64)], np.float16)
+    assert bits(golden, F16).tolist() == bits(want, F16).tolist()
+    assert g.golden.shape == (64,)
+
+
+def test_dump_round_trip(tmp_path):
+    """verify: a device dump that agrees passes; one wrong pair sum is a mismatch."""
+    from ascend_ref.verify import verify, write_dump
+
+    cases = [_pair_case("atlas_a2", F16, 100, 2), _pair_case("ascend950", F32, [2**40 - 1])]
+    outs = [run_jax(c) for c in cases]
+    (tmp_path / "ok").mkdir()
+    (tmp_path / "bad").mkdir()
+    for i, (c, o) in enumerate(zip(cases, outs)):
+        write_dump(tmp_path / "ok" / f"{i}.npz", c, ub_after=o.ub)
+        bad = o.ub.copy()
+        bad[16384 + 2] ^= 0x01
+        write_dump(tmp_path / "bad" / f"{i}.npz", c, ub_after=bad)
+    assert verify(tmp_path / "ok", progress=False).ok
+    r = verify(tmp_path / "bad", progress=False)
+    assert not r.ok and "pair_reduce_sum" in r.format()
+
+
+@pytest.mark.parametrize("name, chip, mask, alternative", [
+    # training: both lanes of pair 1 masked -> kept (the alternative writes 0)
+    ("pair_masked_pair", "atlas_training", [0b11 | 0b110000, 0], "zero"),
+    # one lane of pair 0 active and -0: -0 + +0 = +0 (the alternative keeps -0)
+    ("pair_masked_lane", "atlas_a2", [0b01, 0], "passthrough"),
+])
+def test_audit_checks_the_pair_fields_by_counterfactual(tmp_path, name, chip, mask,
+                                                        alternative):
+    """A dump that agrees confirms the assumed field; a device that behaves like the other
+    choice refutes it ("follows the alternative")."""
+    import copy
+    import dataclasses
+
+    from ascend_ref.verify import verify, write_dump
+
+    x = np.random.default_rng(3).uniform(-4, 4, 128).astype(np.float16)
+    x[0] = -0.0
+    c = _pair_case(chip, F16, mask, 1, x)
+    c.ub[16384:16384 + 128] = 0x11                       # dst before: not a sum, not 0
+    ref = run_jax(c)
+    prof = ar.chip(chip)
+    other = copy.copy(c)
+    other.chip = dataclasses.replace(prof, facts={**prof.facts, name: alternative})
+    alt = run_jax(other)
+    assert ref.code is None and alt.code is None and (alt.ub != ref.ub).any()
+    (tmp_path / "agree").mkdir()
+    (tmp_path / "disagree").mkdir()
+    write_dump(tmp_path / "agree" / "a.npz", c, ub_after=ref.ub)
+    write_dump(tmp_path / "disagree" / "a.npz", c, ub_after=alt.ub)
+    rows = {(r.chip, r.assumption): r for r in verify(tmp_path / "agree", audit=True,
+                                                      progress=False).audit.sorted_rows()}
+    assert rows[(chip, name)].verdict == "confirmed", rows[(chip, name)]
+    rows = {(r.chip, r.assumption): r for r in verify(tmp_path / "disagree", audit=True,
+                                                      progress=False).audit.sorted_rows()}
+    row = rows[(chip, name)]
+    assert row.verdict.startswith("REFUTED") and row.alternative == 1, row
+
+
+@pytest.mark.parametrize("chip", ["atlas_a2", "ascend950"])
+def test_the_audit_alternatives_agree_with_the_oracle(chip):
+    """The counterfactual profiles the audit runs (the other choice of each field) are
+    computed the same way by the JAX path and the oracle."""
+    import dataclasses
+
+    prof = ar.chip(chip)
+    h = np.zeros(128, np.uint16)
+    h[:8] = [0x8000, 0x3C00, 0x7C01, 0x4000, 0x7C00, 0x3C00, 0xBC00, 0x8000]
+    for field, value in (("pair_masked_pair", "keep" if chip == "ascend950" else "zero"),
+                         ("pair_masked_lane", "passthrough")):
+        alt = dataclasses.replace(prof, id=f"{chip}~{field}", facts={**prof.facts, field: value})
+        for saturate in (None, True):
+            ub = make_ub(h.view(np.float16), F16)
+            args = (T(1024, F16, 64), T(0, F16, 128), 1, [0b1001_0110_0101, 0], 1, 1, 8)
+            a = call("jax", "pair_reduce_sum", ub, *args, chip=alt, saturate=saturate)
+            b = call("oracle", "pair_reduce_sum", ub, *args, chip=alt, saturate=saturate)
+            assert (a.ub == b.ub).all() and (a.written == b.written).all(), (field, saturate)
+    # passthrough keeps the lone lane's bits: -0 stays -0, the signalling NaN stays signalling
+    alt = dataclasses.replace(prof, facts={**prof.facts, "pair_masked_lane": "passthrough"})
+    out = call("oracle", "pair_reduce_sum", make_ub(h.view(np.float16), F16), T(1024, F16, 64),
+               T(0, F16, 128), 1, [0b0101, 0], 1, 1, 8, chip=alt)
+    assert bits(out.load(1024, F16, 2), F16).tolist() == [0x8000, 0x7C01]
+
+
+def test_explain_shows_one_pair():
+    from ascend_ref.explain import access_map, rounding_tree
+
+    x = np.arange(128, dtype=np.float16)
+    c = _pair_case("ascend950", F16, 5, 1, x)
+    text = access_map(c).text()
+    assert "pair_reduce_sum<float16> on ascend950" in text and "[1.0, 5.0, 4.0, 0.0" in text
+    tree = rounding_tree(c, repeat=0, block=2)           # pair 2: lane 4 + lane 5 (masked)
+    assert float(tree.result) == 4.0 and len(tree.leaves) == 2
+    assert "lanes 4-5" in tree.title

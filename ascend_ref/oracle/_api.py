@@ -430,10 +430,15 @@ def _ascendc(api: str, kind: str, ub, dst, src, mask, repeat_time, dst_rep_strid
                         out.write(addr, n, 0)
                         continue
                     # a masked lane of the pair counts as +0 (Reg PairReduceElem page: "不参与
-                    # 计算的元素，被当作0进行累加"; elsewhere assumed): one add, a = lane 2j
+                    # 计算的元素，被当作0进行累加"; elsewhere assumed): one add, a = lane 2j;
+                    # "passthrough" (the audit's alternative): the active lane's bits
                     a = lane_val.get(2 * j, 0)
                     b = lane_val.get(2 * j + 1, 0)
-                    out.write(addr, n, _fp.add(a, b, fmt, **kw))
+                    alone = (2 * j in lane_val) != (2 * j + 1 in lane_val)
+                    if alone and prof.pair_masked_lane == "passthrough":
+                        out.write(addr, n, a if 2 * j in lane_val else b)
+                    else:
+                        out.write(addr, n, _fp.add(a, b, fmt, **kw))
             else:  # block
                 for addr, n, what in pieces:
                     b = what[1]

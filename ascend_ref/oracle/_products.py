@@ -58,6 +58,7 @@ class Product:
     add_order: str = "tree"
     minmax_nan: str = "payload"
     pair_masked_pair: str = "keep"
+    pair_masked_lane: str = "add_zero"
     sources: Mapping[str, str] = field(default_factory=dict)
 
     def dtypes(self, api: str) -> Tuple[str, ...]:
@@ -83,6 +84,9 @@ _COMMON_SOURCES = {
     "minmax_nan": "SEMANTICS §D: a NaN min/max result keeps the first NaN lane's bits",
     "pair_masked_pair": "RPE 约束说明 id20-id27 does not list this product (PairReduceSum is "
                         "not supported here, or the page is silent)",
+    "pair_masked_lane": "SEMANTICS §L: a masked lane of a pair counts as +0 in the pair's add "
+                        "(the Ascend 950 Reg page PairReduceElem.md: 不参与计算的元素，被当作0进行"
+                        "累加; no page for the other products; assumed)",
 }
 _RPE = "RPE (ReducePairElem, current)"
 _RPE_T = f"{_RPE} 数据类型"

@@ -1,0 +1,125 @@
+"""PairReduceSum / ReducePairElem<ReduceType::SUM> — asc-devkit ReducePairElem.md, SEMANTICS §L.
+
+Each repeat reads its L lanes (128 half / 64 float; ``src_blk_stride`` in DataBlocks,
+``src_rep_stride`` in DataBlocks) and adds adjacent pairs: output ``j`` is
+``lane[2j] + lane[2j+1]``, one add rounded to the type (saturating half if ``saturate``).
+The L/2 outputs of repeat ``r`` fill the 128-byte slot at ``dst + r * dst_rep_stride * 128``
+(the unit is 128 bytes for half and float); dst and src are 32-byte aligned.
+
+Masked lanes, per product (profile fields this instruction declares):
+
+* ``pair_masked_pair`` — both lanes of a pair masked: ``"keep"`` (Atlas A2 / A3, inference AI
+  Core; Atlas training assumed): that dst element is not written; ``"zero"`` (Ascend 950,
+  Atlas 200I/500 A2): written as 0, so every repeat writes its whole slot.
+* ``pair_masked_lane`` — one lane masked: ``"add_zero"`` (assumed everywhere; the 950
+  register page counts a masked element as 0): the active lane + (+0), the same add as any
+  pair; ``"passthrough"``: the active lane's bits unchanged (what ``verify --audit`` reruns
+  with).
+
+The older name ``PairReduceSum(dst, src, repeatTime, mask, ...)`` puts the repeat count before
+the mask; ``ReducePairElem<SUM>(dst, src, mask, repeatTime, ...)`` after it.
+
+Example (ReducePairElem.md):
+
+>>> import numpy as np, ascend_ref as ar
+>>> x = np.zeros(128, np.float16); x[:16] = [1, 1, 1, -1, 2, 2, -1, 2, 3, 3, 3, -1, 4, 4, -2, 4]
+>>> ub = ar.store(ar.new_ub("atlas_a2"), 0, x)
+>>> ub = ar.ascendc.pair_reduce_sum(ub, ar.Tensor(256, "half", 64), ar.Tensor(0, "half", 128),
+...                                 1, 128, 1, 1, 8, chip="atlas_a2")
+>>> ar.load(ub, 256, "float16", 8).tolist()
+[2.0, 0.0, 4.0, 1.0, 6.0, 2.0, 8.0, 2.0]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax.numpy as jnp
+
+from .. import numerics, registry
+from ..constraints import Code, ConstraintError
+from ..engine import Effects, Instruction as Kernel, Product, Spec, gate, mask_lanes
+from ..enums import ReduceType, parse_enum
+from ..ub import itemsize
+from ._slots import PARAMS, params, repeat_range, slot_write
+
+SLOT_BYTES = registry.REPEAT_BYTES // 2      # one repeat's L/2 sums; dstRepStride's unit
+MASKED_PAIR = registry.ProfileField(
+    "pair_masked_pair", ("keep", "zero"),
+    "PairReduceSum: a pair whose two lanes are masked -- its dst element kept or written 0")
+MASKED_LANE = registry.ProfileField(
+    "pair_masked_lane", ("add_zero", "passthrough"),
+    "PairReduceSum: a pair with one lane masked -- the active lane + (+0), or its bits")
+
+
+def layout(dtype: Any, option: Any = None) -> registry.Layout:
+    """L/2 pair sums per repeat: a 128-byte slot of ``s``-byte words, pair j at ``+ j·s``."""
+    s = itemsize(dtype)
+    return registry.Layout(
+        registry.fields(*[(f"p{j}", "value") for j in range(SLOT_BYTES // s)], nbytes=s),
+        per_repeat=True)
+
+
+def _effects(spec: Spec, p: dict, bits: Any, active: Any) -> Effects:
+    def pair_sums(s: numerics.Summation) -> tuple:
+        x = s.enter(bits, active)                 # masked lanes: +0
+        return (s.add(x[:, 0::2], x[:, 1::2]),)
+
+    (sums,), ok = numerics.guarded_sums(pair_sums, spec.dtype, Product(p), p["saturate"],
+                                        spec.path)
+    lanes = mask_lanes(p, spec.lanes)                                 # same for every repeat
+    even, odd = lanes[0::2], lanes[1::2]
+    # the product's rules are data (one kernel for every product): both choices computed
+    alone = jnp.where(even, bits[:, 0::2], bits[:, 1::2])
+    sums = jnp.where(MASKED_LANE.holds(p, "passthrough") & (even ^ odd), alone, sums)
+    has_lane = jnp.broadcast_to(even | odd, sums.shape)
+    zero = MASKED_PAIR.holds(p, "zero")
+    words = jnp.where(has_lane, sums, jnp.zeros_like(sums))
+    runs, undefined = gate(spec, p)
+    # "keep": an empty pair is not written at all (not an access either); "zero": written 0
+    return Effects([slot_write(spec, p, words, runs, keep=has_lane | zero)], undefined,
+                   {"exact_ok": ok})
+
+
+_KERNEL = Kernel(
+    api="pair_reduce_sum", operands=("dst", "src"), repeat_param="repeat_time",
+    repeat_range=lambda spec: repeat_range(),
+    strides=("dst_rep_stride", "src_blk_stride", "src_rep_stride"),
+    align=lambda spec: {"src": registry.BLOCK, "dst": registry.BLOCK},   # "需要32字节对齐"
+    effects=_effects, saturating=True)
+
+_PRS = registry.register(registry.Instruction(
+    name="pair_reduce_sum", family="ascendc", kernel=_KERNEL,
+    signature=("dst", "src", "repeat", "mask") + PARAMS[1:], params=PARAMS,
+    kind=lambda option: "sum", layout=layout, repeat_range=repeat_range,
+    aliases=("reduce_pair_elem",), profile_rules=(MASKED_PAIR.name, MASKED_LANE.name),
+    profile_fields=(MASKED_PAIR, MASKED_LANE),
+    summary="PairReduceSum (ReducePairElem<SUM>): adjacent pairs summed per repeat"))
+
+
+def pair_reduce_sum(ub, dst, src, repeat_time, mask, dst_rep_stride, src_blk_stride,
+                    src_rep_stride, *, chip, saturate=None, return_info=False):
+    """PairReduceSum: per repeat, ``lane[2j] + lane[2j+1]`` into its 128-byte dst slot.
+
+    Ascend C argument order (repeat before mask). ``saturate`` (half only) defaults to the
+    profile. ``ub`` → new ``ub``; ``return_info=True`` → ``(ub, CallInfo)``.
+    """
+    return _PRS.run(ub, {"dst": dst, "src": src}, mask,
+                    params(repeat_time, dst_rep_stride, src_blk_stride, src_rep_stride),
+                    chip=chip, saturate=saturate, return_info=return_info)
+
+
+def reduce_pair_elem(ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_stride,
+                     src_rep_stride, *, chip, reduce_type="SUM", saturate=None,
+                     return_info=False):
+    """ReducePairElem<reduceType> (the newer name, CANN 9.1.0), in its documented order: mask
+    before repeat. ``reduce_type``: only ``"SUM"`` / ``ReduceType.SUM`` ("当前仅支持求和操作")."""
+    rt = parse_enum(ReduceType, reduce_type, api="reduce_pair_elem", param="reduce_type",
+                    code=Code.REDUCE_TYPE, chip=chip)
+    if rt is not ReduceType.SUM:
+        raise ConstraintError(Code.REDUCE_TYPE, api="reduce_pair_elem", param="reduce_type",
+                              value=rt.value, allowed="SUM (ReducePairElem supports only "
+                              "ReduceType::SUM)")
+    return pair_reduce_sum(ub, dst, src, repeat_time, mask, dst_rep_stride, src_blk_stride,
+                           src_rep_stride, chip=chip, saturate=saturate,
+                           return_info=return_info)
