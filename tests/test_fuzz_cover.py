@@ -209,3 +209,25 @@ def test_a_small_pool_cuts_the_cover_and_a_cover_pool_is_exactly_the_cover():
     d = Campaign.load("default")
     assert d.static_configs == "cover"
     assert len(d.pool()) == len(coverage.model(d)["combination"])   # one template per combo
+
+
+def test_a_broken_ascendc_dst_alignment_is_one_element_off_its_slot(plan_cases):
+    """At the edge an Ascend C dst of a multi-word slot lands one element past a slot
+    boundary (element-aligned: what a rule aligning dst to one element would accept) and the
+    oracle rejects it. The breaker reads the slot from the declared layout, not from the
+    kernel's rule under test (mutant ``dst_align_element`` survived the campaign while it did:
+    ``bench/mutation.py --only dst_align_element`` checks that part)."""
+    from ascend_ref import registry
+
+    hits = []
+    for c in plan_cases:
+        ins = registry.lookup(c.api)
+        if c.tags.get("validity") != "align" or ins.family != "ascendc":
+            continue
+        slot = ins.layout(c.dtype, ins.canonical_option(c.option)).slot_bytes
+        s = np.dtype(c.dtype).itemsize
+        a = c.tensors["dst"][0]
+        if slot > s and a % slot:
+            hits.append((c, a % slot == s))
+    assert hits and all(edge for _, edge in hits), [c.describe() for c, e in hits if not e]
+    assert all(run_oracle(c).code == ar.Code.ALIGN for c, _ in hits[:8])

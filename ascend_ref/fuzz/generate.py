@@ -971,10 +971,16 @@ def _b_align(b: _Break) -> None:
 
 
 def _alignment(c: Case, operand: str) -> int:
-    """The byte alignment the kernel's rule requires of ``operand`` for case ``c`` (its
-    dtype and option; an option the kernel takes as data, ``p["option"]``, included)."""
+    """The byte alignment the documentation requires of ``operand`` for case ``c``: an Ascend
+    C dst is aligned to its result slot, read from the declared layout (not from the kernel's
+    rule, which is what the campaign tests); other operands by the instruction's declared
+    alignment (its dtype and option; an option the kernel takes as data included)."""
     from ..engine import Spec
 
+    ins = c.instruction
+    lay = ins.layout(c.dtype, ins.canonical_option(c.option))
+    if operand == "dst" and lay.per_repeat:
+        return int(lay.slot_bytes)
     kern = c.instruction.kernel
     opt = c.instruction.engine_option(c.option)
     traced = opt in kern.traced_options
