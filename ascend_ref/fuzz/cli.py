@@ -156,8 +156,9 @@ def _results_error(e: BaseException, args) -> "str | None":
 
 def compile_cache() -> Optional[str]:
     """Keep compiled kernels on disk between campaign runs: compiling the default campaign's
-    34 kernels dominates a cold run. ``$ASCEND_REF_COMPILE_CACHE``: the folder (default ``~/.cache/ascend_ref/jax``) or
-    ``off``; a ``JAX_COMPILATION_CACHE_DIR`` already set wins. Returns the folder used."""
+    36 kernels dominates a cold run. ``$ASCEND_REF_COMPILE_CACHE``: the folder (default
+    ``~/.cache/ascend_ref/jax``) or ``off``; a ``JAX_COMPILATION_CACHE_DIR`` already set
+    wins. Returns the folder used."""
     import os
 
     import jax
