@@ -1006,7 +1006,8 @@ def _b_ub(b: _Break) -> None:
     key = b.d.choice(list(tn))
     a, n = tn[key]
     limit = min(b.ub_len, b.prof.ub_bytes)
-    tn[key] = (a, (limit - a) // s + (1 if b.edge else b.d.integers(2, 64)))
+    # past the UB's end (a tensor that starts past it already is: a few elements there)
+    tn[key] = (a, max(limit - a, 0) // s + (1 if b.edge else b.d.integers(2, 64)))
 
 
 def _b_overlap(b: _Break) -> None:
