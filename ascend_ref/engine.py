@@ -253,6 +253,9 @@ class Instruction:
     #: option values that are data, not compiled in: ``p["option"]`` is the index of the
     #: call's option here and ``Spec.option`` is ``""`` (:func:`option_value` reads it)
     traced_options: tuple = ()
+    #: the documented dst alignment is the result slot (the per-repeat slot reductions): the
+    #: fuzz alignment breaker aims there, from the layout, not from the ``align`` rule
+    dst_align_slot: bool = False
 
     def __hash__(self) -> int:
         return id(self)

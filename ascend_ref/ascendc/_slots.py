@@ -56,7 +56,8 @@ def instruction(api: str, effects: Callable, layout: Callable[[str, Any], regist
         repeat_range=lambda spec: repeat_range(),
         strides=("dst_rep_stride", "src_blk_stride", "src_rep_stride"),
         align=lambda spec: {"src": 32, "dst": dst_align(spec)},
-        effects=effects, saturating=saturating, traced_options=tuple(traced_options))
+        effects=effects, saturating=saturating, traced_options=tuple(traced_options),
+        dst_align_slot=True)
 
 
 def declare(kernel: Instruction, *, kind: Callable[[Any], str],

@@ -971,17 +971,17 @@ def _b_align(b: _Break) -> None:
 
 
 def _alignment(c: Case, operand: str) -> int:
-    """The byte alignment the documentation requires of ``operand`` for case ``c``: an Ascend
-    C dst is aligned to its result slot, read from the declared layout (not from the kernel's
-    rule, which is what the campaign tests); other operands by the instruction's declared
-    alignment (its dtype and option; an option the kernel takes as data included)."""
+    """The byte alignment the documentation requires of ``operand`` for case ``c``: the dst
+    of a slot reduction (``dst_align_slot``) is aligned to its result slot, read from the
+    declared layout (not from the kernel's rule, which is what the campaign tests); other
+    operands by the instruction's declared alignment (its dtype and option; an option the
+    kernel takes as data included)."""
     from ..engine import Spec
 
     ins = c.instruction
-    lay = ins.layout(c.dtype, ins.canonical_option(c.option))
-    if operand == "dst" and lay.per_repeat:
-        return int(lay.slot_bytes)
-    kern = c.instruction.kernel
+    kern = ins.kernel
+    if operand == "dst" and kern.dst_align_slot:
+        return int(ins.layout(c.dtype, ins.canonical_option(c.option)).slot_bytes)
     opt = c.instruction.engine_option(c.option)
     traced = opt in kern.traced_options
     align = kern.align(Spec(c.api, c.dtype, 1, "" if traced else opt)).get(operand, 1)
