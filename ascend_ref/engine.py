@@ -29,7 +29,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import addressing, mask as masks
+from . import addressing, mask as masks, numerics
 from .chips import ADD_ORDERS, FILL_RULES, ZERO_RULES, ChipProfile, chip as get_chip
 from .constraints import Code, ConstraintError, Rule, first_failure, in_range, status_of
 from .ub import Tensor, as_ub, element_view, itemsize, mark, scatter_bytes, to_bytes
@@ -232,8 +232,10 @@ def gate(spec: Spec, p: dict, dst: str = "dst"):
 class Instruction:
     """Declarative description of one instruction (one per public function).
 
-    ``effects(spec, p, bits, active)`` receives the source bits ``(r_max, L)`` gathered from
-    the read table and which of them take part; it returns :class:`Effects`.
+    ``effects(spec, p, bits, active, arith)`` receives the source bits ``(r_max, L)`` gathered
+    from the read table, which of them take part and the arithmetic to compute in
+    (:func:`arithmetic`: :class:`ascend_ref.numerics.Exact` in the kernels; :mod:`ascend_ref.grad`
+    passes a differentiable one); it returns :class:`Effects`.
     """
 
     api: str
@@ -469,7 +471,49 @@ def kernel(ins: Instruction, spec: Spec, ub, p: dict):
     lane_mask = mask_lanes(p, lanes)
     active = addressing.repeat_valid(p["repeat"], spec.r_max)[:, None] & lane_mask[None, :]
     bits = _gather_src(ins, spec, ub, p, blk)
-    eff = ins.effects(spec, p, bits, active)
+    eff, status, diag = _evaluate(ins, spec, p, bits, active, lane_mask, blk,
+                                  arithmetic(numerics.Exact, spec, p))
+    ok = status == 0
+    if spec.compact:
+        return (tuple((w.addr, w.bits, w.final & ok) for w in eff.writes), status, diag,
+                None, None)
+
+    out = ub
+    written = jnp.zeros((n,), bool) if spec.info else None
+    for w in eff.writes:
+        byte_addr = w.addr[..., None] + jnp.arange(w.size, dtype=jnp.int32)
+        valid = jnp.broadcast_to((w.final & ok)[..., None], byte_addr.shape)
+        out = scatter_bytes(out, byte_addr, to_bytes(w.bits, w.size), valid)
+        if spec.info:
+            assert written is not None
+            written = written | mark(n, byte_addr, valid)
+    undefined = None
+    if spec.info:
+        pos = jnp.arange(n, dtype=jnp.int32)
+        undefined = jnp.zeros((n,), bool)
+        for r in eff.undefined:
+            if isinstance(r, UndefinedWords):
+                byte_addr = r.addr[..., None] + jnp.arange(r.size, dtype=jnp.int32)
+                when = jnp.broadcast_to((r.when & ok)[..., None], byte_addr.shape)
+                undefined |= mark(n, byte_addr, when)
+            else:
+                undefined |= (pos >= r.start) & (pos < r.start + r.nbytes) & r.when & ok
+        assert written is not None
+        written &= ~undefined
+    return out, status, diag, written, undefined
+
+
+def arithmetic(cls: Any, spec: Spec, p: dict) -> Any:
+    """The arithmetic ``cls`` (:class:`ascend_ref.numerics.Exact` or a subclass) of one call:
+    its dtype, product behaviour, saturate flag and path."""
+    return cls(spec.dtype, Product(p), p.get("saturate", False), spec.path)
+
+
+def _evaluate(ins: Instruction, spec: Spec, p: dict, x, active, lane_mask, blk, arith):
+    """The instruction's effects over the gathered source ``x`` in arithmetic ``arith``, the
+    values its rules read and the call's status: ``(Effects, status, diag)``."""
+    s = spec.size
+    eff = ins.effects(spec, p, x, active, arith)
 
     diag = dict(eff.diag)
     need_exact = ~diag.pop("exact_ok", jnp.bool_(True))
@@ -509,34 +553,54 @@ def kernel(ins: Instruction, spec: Spec, ub, p: dict):
                 diag["raw_conflict"] = jax.lax.cond(cand, table, lambda: jnp.bool_(False))
     diag["need_exact"] = need_exact
     status = status_of(rules(ins, spec), {**p, **diag})
-    ok = status == 0
-    if spec.compact:
-        return (tuple((w.addr, w.bits, w.final & ok) for w in eff.writes), status, diag,
-                None, None)
+    return eff, status, diag
 
-    out = ub
-    written = jnp.zeros((n,), bool) if spec.info else None
+
+def source_elements(ins: Instruction, spec: Spec, p: dict):
+    """``(index, active)``, both ``(r_max, L)``: the source element (counted from ``src``'s
+    first element) each lane of each repeat reads, and which lanes take part."""
+    blk = p["src_blk_stride"] if ins.blk_stride else 1
+    reads = addressing.read_table(p["src.addr"], p["src_rep_stride"], blk, r_max=spec.r_max,
+                                  size=spec.size)
+    lane_mask = mask_lanes(p, spec.lanes)
+    active = addressing.repeat_valid(p["repeat"], spec.r_max)[:, None] & lane_mask[None, :]
+    return (reads - p["src.addr"]) // spec.size, active
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1, 2))
+def _evaluate_values(ins: Instruction, spec: Spec, cls: Any, src, p: dict):
+    note_compile()
+    blk = p["src_blk_stride"] if ins.blk_stride else 1
+    lane_mask = mask_lanes(p, spec.lanes)
+    index, active = source_elements(ins, spec, p)
+    x = jnp.take(src, jnp.clip(index, 0, src.shape[0] - 1), axis=0)
+    eff, status, diag = _evaluate(ins, spec, p, x, active, lane_mask, blk,
+                                  arithmetic(cls, spec, p))
+    ok = status == 0
+    writes: dict = {}
     for w in eff.writes:
-        byte_addr = w.addr[..., None] + jnp.arange(w.size, dtype=jnp.int32)
-        valid = jnp.broadcast_to((w.final & ok)[..., None], byte_addr.shape)
-        out = scatter_bytes(out, byte_addr, to_bytes(w.bits, w.size), valid)
-        if spec.info:
-            assert written is not None
-            written = written | mark(n, byte_addr, valid)
-    undefined = None
-    if spec.info:
-        pos = jnp.arange(n, dtype=jnp.int32)
-        undefined = jnp.zeros((n,), bool)
-        for r in eff.undefined:
-            if isinstance(r, UndefinedWords):
-                byte_addr = r.addr[..., None] + jnp.arange(r.size, dtype=jnp.int32)
-                when = jnp.broadcast_to((r.when & ok)[..., None], byte_addr.shape)
-                undefined |= mark(n, byte_addr, when)
-            else:
-                undefined |= (pos >= r.start) & (pos < r.start + r.nbytes) & r.when & ok
-        assert written is not None
-        written &= ~undefined
-    return out, status, diag, written, undefined
+        if w.size != spec.size:
+            raise NotImplementedError(f"{ins.api}: a write of {w.size}-byte words")
+        writes.setdefault(w.tensor, []).append((w.addr, w.bits, w.final & ok))
+    return writes, status, diag
+
+
+def evaluate(prep: "Prepared", src, cls: Any):
+    """Run a prepared call over a typed source array in the arithmetic ``cls``.
+
+    ``src`` holds the source tensor's elements from its first (``src[k]`` is the element at
+    byte ``src.addr + k * itemsize``); ``cls`` is :class:`ascend_ref.numerics.Exact` (then
+    ``src`` holds raw bits) or a subclass over other values (:class:`ascend_ref.grad.
+    Differentiable`). The same gather table, effects and rules as :func:`kernel`, no UB:
+    returns ``(writes, status, diag)`` with ``writes[tensor]`` a list of ``(byte addr, words,
+    written)`` (words in the arithmetic's domain; nothing is written when ``status`` is not
+    0). A concrete call that breaks a rule raises its :class:`ConstraintError`.
+    """
+    if _is_concrete(src):
+        release_if_needed()
+    writes, status, diag = _evaluate_values(prep.ins, prep.spec, cls, src, prep.p)
+    check(prep, status, diag)
+    return writes, status, diag
 
 
 def batched(ins: Instruction, spec: Spec, ubs, ps: dict):
@@ -685,16 +749,20 @@ def run_prepared(prep: Prepared, return_info: bool = False):
     """Run a prepared call (:meth:`ascend_ref.registry.Instruction.run`, the body of every
     public instruction function); a concrete call that breaks a rule raises its
     ConstraintError."""
-    ins = prep.ins
     out, status, diag, written, undefined = execute(prep)
-    p = prep.p
-    concrete = all(_is_concrete(v) for v in jax.tree_util.tree_leaves(p))
-    if concrete and _is_concrete(status) and int(status) != 0:
-        _raise_if(ins, prep.spec, p, data=diag, status=int(status), chip_id=prep.chip_id,
-                  given=prep.given)
+    check(prep, status, diag)
     if return_info:
         return out, CallInfo(status, written, undefined)
     return out
+
+
+def check(prep: Prepared, status, diag: dict) -> None:
+    """Raise the call's :class:`ConstraintError` when everything is concrete and the status
+    says a rule failed (a traced call keeps its status)."""
+    concrete = all(_is_concrete(v) for v in jax.tree_util.tree_leaves(prep.p))
+    if concrete and _is_concrete(status) and int(status) != 0:
+        _raise_if(prep.ins, prep.spec, prep.p, data=diag, status=int(status),
+                  chip_id=prep.chip_id, given=prep.given)
 
 
 def execute(prep: Prepared):

@@ -49,7 +49,7 @@ from .case import JAX, Case
 from .chips import chip as get_chip
 from .constraints import ConstraintError
 from .constraints import explain as explain_code
-from .engine import Spec, mask_lanes
+from .engine import Spec, arithmetic, mask_lanes
 from .enums import ReduceOrder, ReduceType
 from .ub import dtype_name, itemsize
 
@@ -474,7 +474,7 @@ _WRITE_TENSORS: dict = {}
 def _trace(ins, spec: Spec, kind: str, p: dict, bits, active):
     """The instruction's effects (its writes) and, for min/max, the winning lane per repeat
     and the winning repeat — compiled once per (instruction, spec)."""
-    eff = ins.effects(spec, p, bits, active)
+    eff = ins.effects(spec, p, bits, active, arithmetic(numerics.Exact, spec, p))
     _WRITE_TENSORS[(ins, spec)] = [w.tensor for w in eff.writes]
     writes = [(w.addr, w.bits, w.issued, w.final) for w in eff.writes]
     if not kind:

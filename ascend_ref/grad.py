@@ -1,27 +1,37 @@
-"""The differentiable path: the reductions over a typed float source, ``jax.grad``-able.
+"""The differentiable path: the registry's instructions over a float arithmetic, ``jax.grad``-able.
 
-The bit-exact API works on a ``uint8`` UB and raw bits, which has no derivative. Here the
-source is a typed array ``src`` (float16 or float32: the elements of the source tensor, from
-its first element) and each function returns the results as arrays. The semantics are the
-same and come from the same code: lanes are gathered with
-:func:`ascend_ref.addressing.read_table` (element indices), masked with
-:func:`ascend_ref.mask.lane_bits`, summed by :func:`ascend_ref.numerics.tree_sum` in exactly the
-hardware's pairwise order with one float add per node, rounded to the operand type, and
-min/max pick the lane :func:`ascend_ref.numerics.select_extreme` picks.
+The bit-exact API works on a ``uint8`` UB and raw bits, which have no derivative. Here the
+*same* instruction declarations (:mod:`ascend_ref.registry`) and the *same* rules run through
+:func:`ascend_ref.engine.evaluate` over a typed source array ``src`` (the source tensor's
+elements, from its first) in the arithmetic :class:`Differentiable`: values are float16 /
+float32 arrays whose every forward result is computed on their bits by
+:class:`ascend_ref.numerics.Exact` (the API's own arithmetic), with derivatives attached by
+``jax.custom_jvp``. Nothing here knows an instruction: each function is built from its
+registry entry (signature, parameters, option, result layout, work need).
 
-**Forward values** equal the bit-exact API on ordinary data (finite, no float32 subnormals:
-XLA on CPU flushes those in float arithmetic; NaN payloads are not modelled).
+**Forward values** are the bit-exact API's, bit for bit, on any data (NaN payloads, infinities,
+signed zeros, float32 subnormals, saturation), and results are the words the API writes: a
+word the API does not write (a block ReduceDataBlock keeps, a repeat past a traced count, a
+call that breaks a rule under a trace) is NaN (an index -1).
+
+**Every constraint applies**: the call is the API call with ``src`` at UB address 0, and the
+results (dst, work_tensor) placed after it, sized for the call. Eager calls raise the API's
+:class:`~ascend_ref.ConstraintError`; traced calls (``jit`` / ``vmap``) return NaN results
+and, with ``return_info=True``, the status. Numeric parameters and masks may be traced: a
+traced repeat count gives results for ``max_repeat`` (default: the top of the repeat range)
+repeats.
 
 **Gradients**
 
-* sums — through the tree: every add passes its cotangent to both operands (rounding is
-  treated as the identity, the derivative of the exact sum), so ``d result / d src[j]`` is
-  the number of active lanes that read element ``j`` (a block stride of 0 reads an element
-  8 times: gradient 8); masked lanes get 0;
+* sums — every add passes its cotangent to both operands (rounding is treated as the
+  identity, the derivative of the exact sum), so ``d result / d src[j]`` is the number of
+  active lanes that read element ``j`` (a block stride of 0 reads an element 8 times:
+  gradient 8); masked lanes get 0; this holds for every product's vec_reduce_add order;
 * min / max — to the selected lane only (the first NaN / smallest index among equals, as the
   hardware chooses);
-* saturation (half, ``saturate=True``) — an add whose result was clipped to ±65504 (or a NaN
-  set to 0) is a constant: it passes no gradient (:func:`saturating_add`, a ``custom_jvp``).
+* saturation (half, ``saturate=True``) — the clamp of an add whose result was NaN or ±inf
+  (set to +0 / ±65504) is a constant: it passes no gradient (:func:`saturated`, a
+  ``custom_jvp``).
 
 >>> import numpy as np, jax, jax.numpy as jnp
 >>> import ascend_ref.grad as g
@@ -35,58 +45,306 @@ XLA on CPU flushes those in float arithmetic; NaN payloads are not modelled).
 from __future__ import annotations
 
 import functools
+import inspect
 import math
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from . import addressing, mask as masks, numerics
+from . import engine, numerics, registry
 from .chips import chip as get_chip
 from .constraints import Code, ConstraintError
-from .ub import dtype_name, itemsize
+from .ub import Tensor, dtype_name, itemsize
 
 F16_MAX = 65504.0
-_FLOATS = ("float16", "float32")
 
 
-# ------------------------------------------------------------------ adds ---------------------
+# ------------------------------------------------------------------ the arithmetic ----------
 
-def plain_add(a, b):
-    """One add in the operand type (float16 adds are exact IEEE on every backend)."""
-    return a + b
+def _bits(x):
+    """Raw bits of a typed array (uint16 / uint32)."""
+    return lax.bitcast_convert_type(x, jnp.dtype(f"uint{8 * jnp.dtype(x.dtype).itemsize}"))
 
 
-def _saturate(r):
-    r = jnp.where(jnp.isnan(r), jnp.zeros_like(r), r)
-    big = jnp.asarray(F16_MAX, r.dtype)
-    return jnp.clip(r, -big, big)
+def _typed(bits, dtype):
+    return lax.bitcast_convert_type(bits, jnp.dtype(dtype))
 
 
 @jax.custom_jvp
-def saturating_add(a, b):
-    """Half add with saturation: ±inf → ±65504, NaN → +0; a clipped result has no gradient."""
-    return _saturate(a + b)
+def saturated(r, on):
+    """Half saturation of an add's result where ``on``: NaN → +0, ±inf → ±65504 (the bits of
+    :func:`ascend_ref.numerics.saturated`); a clamped result is a constant (no gradient)."""
+    return _typed(numerics.saturated(_bits(r), on), r.dtype)
 
 
-@saturating_add.defjvp
-def _saturating_add_jvp(primals, tangents):
-    a, b = primals
-    da, db = tangents
-    raw = a + b
-    clipped = ~jnp.isfinite(raw)
-    return _saturate(raw), jnp.where(clipped, jnp.zeros_like(raw), da + db)
+@saturated.defjvp
+def _saturated_jvp(primals, tangents):
+    r, on = primals
+    b = _bits(r)
+    out = numerics.saturated(b, on)
+    return _typed(out, r.dtype), jnp.where(out != b, jnp.zeros_like(tangents[0]), tangents[0])
 
 
-def tree_sum(values, *, saturate: bool = False):
-    """The hardware's pairwise tree over the last axis (a power of two), rounded per add."""
-    return numerics.tree_sum(values, saturating_add if saturate else plain_add)
+@jax.custom_jvp
+def exact_add(a, b, default_nan, ftz):
+    """``a + b`` of typed half / float arrays, its bits :func:`ascend_ref.numerics.add`'s
+    without saturation (the product's default NaN and float32 flush, maybe traced); its
+    derivative is the exact sum's: the cotangent goes to both operands."""
+    return _typed(numerics.add(_bits(a), _bits(b), jnp.dtype(a.dtype).name, saturate=False,
+                               default_nan=default_nan, ftz=ftz), a.dtype)
 
 
-# ------------------------------------------------------------------ the gather ---------------
+@exact_add.defjvp
+def _exact_add_jvp(primals, tangents):
+    return exact_add(*primals), tangents[0] + tangents[1]
+
+
+class Differentiable(numerics.Exact):
+    """The float arithmetic: values are typed arrays (float16 / float32) whose forward bits
+    are :class:`~ascend_ref.numerics.Exact`'s; adds pass their cotangent to both operands, the
+    saturation clamp (:func:`saturated`) none where it clamps, min / max to the chosen lane."""
+
+    def __init__(self, dtype, chip, saturate=False, path: str = "fast"):
+        super().__init__(dtype, chip, saturate, path)
+        self.value_type = jnp.dtype(self.dtype)
+
+    def _typed(self, bits):
+        return _typed(bits, self.value_type)
+
+    @property
+    def zero(self):
+        return jnp.zeros((), self.value_type)
+
+    def add(self, a, b):
+        r = exact_add(a, b, self.chip.default_nan(self.dtype), self.chip.fp32_ftz)
+        return saturated(r, self.saturate) if self.value_type.itemsize == 2 else r
+
+    # the summation protocol of numerics.Summation: values enter as they are
+    def enter(self, x, active=None):
+        return x if active is None else jnp.where(active, x, self.zero)
+
+    def leave(self, v):
+        return v
+
+    def sums(self, compute):
+        return tuple(compute(self)), jnp.bool_(True)
+
+    def extreme(self, x, active, kind: str):
+        _, index, found = super().extreme(_bits(lax.stop_gradient(x)), active, kind)
+        return jnp.take_along_axis(x, index[..., None], axis=-1)[..., 0], index, found
+
+    def nan_result(self, value):
+        b = _bits(lax.stop_gradient(value))
+        out = super().nan_result(b)
+        return jnp.where(out == b, value, self._typed(out))
+
+    def word(self, n):
+        return self._typed(super().word(n))
+
+    def const(self, bits):
+        return self._typed(super().const(bits))
+
+
+# ------------------------------------------------------------------ a call ------------------
+
+#: Parameters that only place the results: fixed so that repeat r's slot is row r.
+PLACEMENT = {"dst_rep_stride": 1}
+_GAP = 512                       # virtual tensors start on multiples of this (every alignment)
+
+
+@functools.lru_cache(maxsize=None)
+def _virtual_ub(nbytes: int):
+    return jnp.zeros(nbytes, jnp.uint8)
+
+
+def _concrete_int(v) -> Optional[int]:
+    if isinstance(v, (bool, np.bool_)):
+        return None
+    if isinstance(v, (int, np.integer)):
+        return int(v)
+    if isinstance(v, (np.ndarray, jax.Array)) and not isinstance(v, jax.core.Tracer) and \
+            np.ndim(v) == 0 and np.issubdtype(v.dtype, np.integer):
+        return int(v)
+    return None
+
+
+def _up(n: int) -> int:
+    return -(-n // _GAP) * _GAP
+
+
+@dataclass(frozen=True)
+class Call:
+    """A prepared differentiable call: the API call (``prep``), where its tensors are, its
+    result layout and how many rows (repeats) the results have."""
+
+    ins: registry.Instruction
+    prep: Any
+    tensors: Dict[str, Tensor]
+    layout: registry.Layout
+    rows: int
+
+
+def prepare(ins: registry.Instruction, src, mask, params: Dict[str, Any], *, option: Any = None,
+            chip: Any, saturate: Any = None, max_repeat: Optional[int] = None) -> Call:
+    """The API call of ``ins`` over ``src`` (at UB address 0) with its results placed after
+    it: every host-side check of the API (raises :class:`ConstraintError`)."""
+    prof = get_chip(chip)
+    src = jnp.asarray(src)
+    if src.ndim != 1:
+        raise ConstraintError(Code.BAD_ARGUMENT, api=ins.name, param="src",
+                              value=f"an array of shape {src.shape}",
+                              allowed="a 1-D array: the source tensor's elements")
+    dtype = dtype_name(src.dtype)
+    opt = None if ins.option is None else ins.option.parse(option, api=ins.name, chip=prof)
+    if max_repeat is not None and (_concrete_int(max_repeat) is None or max_repeat < 1):
+        raise ConstraintError(Code.BAD_ARGUMENT, api=ins.name, param="max_repeat",
+                              value=max_repeat, allowed="a positive Python int (static)")
+    hi = max_repeat or ins.repeat_range(opt, dtype)[1]
+    r = _concrete_int(params.get("repeat"))
+    rows = hi if r is None else int(np.clip(r, 0, hi))
+    layout = ins.layout(dtype, opt)
+    s = itemsize(dtype)
+    with jax.ensure_compile_time_eval():       # concrete sizes, also inside jit / grad
+        sizes = {"src": int(src.shape[0]),
+                 "dst": layout.dst_bytes(max(rows, 1), 1) // s,
+                 "work_tensor": ins.work_elements(max(rows, 1), opt, dtype)}
+    tensors, addr = {}, 0
+    for t in ("src",) + tuple(t for t in ins.operands if t != "src"):
+        if t not in sizes:
+            raise NotImplementedError(f"{ins.name}: no size for operand {t!r}")
+        tensors[t] = Tensor(addr, dtype, sizes[t])
+        addr = _up(addr + sizes[t] * s)
+    full = dict(params)
+    full.update({k: v for k, v in PLACEMENT.items() if k in ins.params})
+    prep = ins.prepare(_virtual_ub(prof.ub_bytes), tensors, mask, full, chip=prof, option=opt,
+                       saturate=saturate if ins.saturating else None, repeat_hi=max_repeat)
+    return Call(ins, prep, tensors, layout, rows)
+
+
+def _collect(writes: List[tuple], base: int, n: int, size: int, dtype) -> Tuple[Any, Any]:
+    """The words written to a tensor of ``n`` elements at ``base``: ``(words, written)``."""
+    fill = jnp.nan if jnp.issubdtype(dtype, jnp.floating) else 0
+    buf = jnp.full((n,), fill, dtype)
+    written = jnp.zeros((n,), bool)
+    for addr, words, ok in writes:
+        k = jnp.where(ok, (addr - base) // size, n).reshape(-1)
+        buf = buf.at[k].set(jnp.broadcast_to(words, addr.shape).reshape(-1), mode="drop")
+        written = written.at[k].set(True, mode="drop")
+    return buf, written
+
+
+def results(call: Call, src, tensor: str = "dst", *, return_info: bool = False):
+    """Run ``call`` over ``src`` in the :class:`Differentiable` arithmetic: the fields of
+    ``tensor`` (``"dst"`` or ``"work_tensor"``) by the layout's roles -- the value fields
+    (stacked on the last axis if several), the first index field (int32), ``(value, index)``
+    when there are both."""
+    src = jnp.asarray(src)
+    writes, status, _ = engine.evaluate(call.prep, src, Differentiable)
+    t = call.tensors[tensor]
+    s = itemsize(t.dtype)
+    buf, written = _collect(writes.get(tensor, []), t.addr, t.size, s, src.dtype)
+    fields = call.layout.dst if tensor == "dst" else call.layout.work
+    k = len(fields)
+    if tensor == "dst" and not call.layout.per_repeat:
+        table, ok = buf[:k], written[:k]
+    else:
+        table = buf[:call.rows * k].reshape(call.rows, k)
+        ok = written[:call.rows * k].reshape(call.rows, k)
+    vals = [j for j, f in enumerate(fields) if f.role == "value"]
+    idx = [j for j, f in enumerate(fields) if f.role == "index"]
+    out = []
+    if vals:
+        out.append(table[..., vals[0]] if len(vals) == 1 else table[..., np.array(vals)])
+    if idx:
+        j = idx[0]
+        out.append(jnp.where(ok[..., j], _bits(table[..., j]).astype(jnp.int32), -1))
+    res = out[0] if len(out) == 1 else tuple(out)
+    return (res, status) if return_info else res
+
+
+# ------------------------------------------------------------------ the functions -----------
+
+class Reduction:
+    """The differentiable form of one registered instruction: the API's signature without the
+    UB, the result tensors and the parameters that only place results (:data:`PLACEMENT`);
+    ``src`` and ``mask`` first, then its numeric parameters and option as the API orders them,
+    ``chip`` (and ``saturate``) by keyword, plus ``max_repeat`` and ``return_info``.
+
+    ``tensor="work_tensor"``: the stage-1 results the instruction leaves in its work tensor.
+    """
+
+    def __init__(self, ins: registry.Instruction, tensor: str = "dst") -> None:
+        self.ins, self.tensor = ins, tensor
+        P = inspect.Parameter
+        self.names = {(ins.repeat_param if k == "repeat" else k): k
+                      for k in ins.params if k not in PLACEMENT}
+        pos = [P(n, P.POSITIONAL_OR_KEYWORD) for n in ("src", "mask", *self.names)]
+        kw = []
+        opt = ins.option
+        if opt is not None:
+            default = P.empty if opt.default is None else opt.default
+            if opt.positional:
+                pos.append(P(opt.key, P.POSITIONAL_OR_KEYWORD, default=default))
+            else:
+                kw.append(P(opt.key, P.KEYWORD_ONLY, default=default))
+        kw.append(P("chip", P.KEYWORD_ONLY))
+        if ins.saturating:
+            kw.append(P("saturate", P.KEYWORD_ONLY, default=None))
+        kw += [P("max_repeat", P.KEYWORD_ONLY, default=None),
+               P("return_info", P.KEYWORD_ONLY, default=False)]
+        self.__signature__ = inspect.Signature(pos + kw)
+        self.__name__ = self.__qualname__ = ins.name + ("" if tensor == "dst" else "_stage1")
+        what = ("the per-repeat (stage-1) results it leaves in work_tensor"
+                if tensor != "dst" else "its dst results")
+        self.__doc__ = (f"{ins.summary or ins.name}, differentiable: {what}.\n\n"
+                        f"``{self.__name__}{self.__signature__}``; see :mod:`ascend_ref.grad`.")
+
+    def __repr__(self) -> str:
+        return f"<ascend_ref.grad.{self.__name__}>"
+
+    def prepare(self, *args: Any, **kw: Any) -> Call:
+        """The checked call for these arguments (see :func:`prepare`)."""
+        a = self.__signature__.bind(*args, **kw)
+        a.apply_defaults()
+        v = a.arguments
+        opt = self.ins.option
+        return prepare(self.ins, v["src"], v["mask"], {k: v[n] for n, k in self.names.items()},
+                       option=None if opt is None else v[opt.key], chip=v["chip"],
+                       saturate=v.get("saturate"), max_repeat=v["max_repeat"])
+
+    def __call__(self, *args: Any, **kw: Any):
+        a = self.__signature__.bind(*args, **kw)
+        info = bool(a.arguments.get("return_info", False))
+        return results(self.prepare(*args, **kw), a.arguments["src"], self.tensor,
+                       return_info=info)
+
+
+_FUNCTIONS: Dict[Tuple[str, str], Reduction] = {}
+
+
+def function(api: str, tensor: str = "dst") -> Reduction:
+    """The differentiable function of an API name (or alias) from the registry."""
+    ins = registry.lookup(api, api="ascend_ref.grad")
+    key = (ins.name, tensor)
+    if key not in _FUNCTIONS:
+        _FUNCTIONS[key] = Reduction(ins, tensor)
+    return _FUNCTIONS[key]
+
+
+_GENERATED: List[str] = []
+for _ins in registry.all():
+    globals()[_ins.name] = function(_ins.name)
+    _GENERATED.append(_ins.name)
+    if _ins.work_need is not None:
+        globals()[_ins.name + "_stage1"] = function(_ins.name, "work_tensor")
+        _GENERATED.append(_ins.name + "_stage1")
+
+
+# ------------------------------------------------------------------ which elements ----------
 
 @dataclass(frozen=True)
 class Plan:
@@ -113,244 +371,38 @@ class Plan:
         return cnt
 
 
-def _static_int(api: str, name: str, v, lo: int, hi: int, code: Code) -> int:
-    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
-        raise ConstraintError(Code.BAD_ARGUMENT, api=api, param=name, value=v,
-                              allowed="a Python int (the differentiable path takes static "
-                                      "parameters; only the data is traced)")
-    if not lo <= int(v) <= hi:
-        raise ConstraintError(code, api=api, param=name, value=int(v), allowed=f"[{lo}, {hi}]")
-    return int(v)
-
-
-def plan(api: str, src, mask, repeat: int, src_blk_stride: int, src_rep_stride: int, *,
-         chip, word_order: str = "ascendc", max_repeat: int = 255) -> Plan:
-    """Check a call's parameters and build its :class:`Plan` from the kernels' tables."""
-    prof = get_chip(chip)
-    dtype = dtype_name(src.dtype)
-    if dtype not in _FLOATS:
-        raise ConstraintError(Code.DTYPE_UNSUPPORTED, api=api, param="src.dtype", value=dtype,
-                              allowed="float16 or float32 (the differentiable path)")
-    if not prof.dtypes(api):
-        raise ConstraintError(Code.API_UNSUPPORTED, api=api, param="chip", value=prof.id,
-                              allowed=f"a product with {api}", chip=prof.id)
-    if dtype not in prof.dtypes(api):
-        raise ConstraintError(Code.DTYPE_UNSUPPORTED, api=api, param="src.dtype", value=dtype,
-                              allowed=f"one of {list(prof.dtypes(api))}", chip=prof.id)
-    s = itemsize(dtype)
-    lanes = 256 // s
-    m = masks.parse(mask, dtype, api=api, chip=prof.id, word_order=word_order)
-    with jax.ensure_compile_time_eval():         # concrete tables, also inside jit / grad
-        bits = np.asarray(masks.lane_bits(m.mode, m.value, lanes))
-    if m.mode == "count" and not 0 <= int(m.value[0]) <= lanes:
-        raise ConstraintError(Code.MASK_RANGE, api=api, param="mask", value=int(m.value[0]),
-                              allowed=f"[1, {lanes}] (continuous mode)", chip=prof.id)
-    if m.mode == "bits" and lanes == 64 and (int(m.value[2]) | int(m.value[3])):
-        raise ConstraintError(Code.MASK_BITS, api=api, param="mask", value=mask,
-                              allowed="lanes 0-63 only for a 32-bit type", chip=prof.id)
-    repeat = _static_int(api, "repeat", repeat, 0, max_repeat, Code.REPEAT_RANGE)
-    blk = _static_int(api, "src_blk_stride", src_blk_stride, 0, 65535, Code.STRIDE_RANGE)
-    rep = _static_int(api, "src_rep_stride", src_rep_stride, 0, 65535, Code.STRIDE_RANGE)
-    if repeat == 0 or not bits.any():
-        raise ConstraintError(Code.MASK_ZERO if repeat else Code.REPEAT_RANGE, api=api,
-                              param="mask" if repeat else "repeat", value=0,
-                              allowed="at least one active lane in at least one repeat (a NOP "
-                                      "has no result to differentiate)", chip=prof.id)
+def plan(api: str, src, mask, *args: Any, chip: Any, **kw: Any) -> Plan:
+    """The checked call of ``api``'s differentiable function (same arguments) and the source
+    elements it reads, from the kernels' own tables (concrete parameters)."""
+    call = function(api).prepare(src, mask, *args, chip=chip, **kw)
+    engine.evaluate(call.prep, _bits(jnp.asarray(src)), numerics.Exact)   # every rule
     with jax.ensure_compile_time_eval():
-        table = np.asarray(addressing.read_table(0, rep, blk, r_max=repeat, size=s)) // s
-    active = np.broadcast_to(bits, table.shape).copy()
-    n = int(np.shape(src)[0])
-    hi = int(table[active].max()) + 1
-    if hi > n:
-        raise ConstraintError(Code.TENSOR_BOUNDS, api=api, param="src",
-                              value=f"reads element {hi - 1}",
-                              allowed=f"the {n} elements of src",
-                              hint="Enlarge src or reduce repeat / strides / mask")
-    return Plan(dtype, table, active)
-
-
-def _masked(src, index, active):
-    v = jnp.take(src, index)
-    return lax.optimization_barrier(jnp.where(active, v, jnp.zeros_like(v)))
+        index, active = engine.source_elements(call.ins.kernel, call.prep.spec, call.prep.p)
+    return Plan(call.prep.spec.dtype, np.asarray(index)[:call.rows],
+                np.asarray(active)[:call.rows])
 
 
 def gather(src, p: Plan):
-    """The lanes of every repeat, ``(repeat, L)``; masked lanes are +0 (kept opaque to the
-    compiler so that ``x + 0`` is never folded: −0 + +0 must stay +0)."""
-    return _masked(jnp.asarray(src), jnp.asarray(p.index), jnp.asarray(p.active))
+    """The lanes of every repeat, ``(repeat, L)``; masked lanes are +0."""
+    v = jnp.take(jnp.asarray(src), jnp.asarray(np.clip(p.index, 0, None)))
+    return jnp.where(jnp.asarray(p.active), v, jnp.zeros_like(v))
 
 
-def _select(v, active, kind: str):
-    """``(value, index)`` over the last axis: the hardware's lane, gradient only to it."""
-    dtype = jnp.dtype(v.dtype).name
-    ut = jnp.uint16 if itemsize(dtype) == 2 else jnp.uint32
-    bits = lax.bitcast_convert_type(lax.stop_gradient(v), ut)
-    _, index, _ = numerics.select_extreme(bits, active, kind, dtype)
-    value = jnp.take_along_axis(v, index[..., None], axis=-1)[..., 0]
-    return value, index
+# ------------------------------------------------------------------ adds ---------------------
+
+def plain_add(a, b):
+    """One add in the operand type (float16 adds are exact IEEE on every backend)."""
+    return a + b
 
 
-# The kernels: jit-compiled once per shape and static option; the plan's tables are arguments.
-
-@functools.partial(jax.jit, static_argnames=("saturate", "block"))
-def _sum_kernel(src, index, active, *, saturate: bool, block: int):
-    v = _masked(src, index, active)
-    if block:
-        v = v.reshape(v.shape[0], -1, block)
-    return tree_sum(v, saturate=saturate)
+def saturating_add(a, b):
+    """Half add with saturation: ±inf → ±65504, NaN → +0; a clamped result has no gradient."""
+    return saturated(a + b, True)
 
 
-@functools.partial(jax.jit, static_argnames=("kind", "block"))
-def _select_kernel(src, index, active, *, kind: str, block: int):
-    v = jnp.take(src, index)
-    if block:
-        v, active = v.reshape(v.shape[0], -1, block), active.reshape(v.shape[0], -1, block)
-    return _select(v, active, kind)
-
-
-@functools.partial(jax.jit, static_argnames=("saturate", "lanes", "stage1_only"))
-def _vec_add_kernel(src, index, active, *, saturate: bool, lanes: int, stage1_only: bool):
-    add = saturating_add if saturate else plain_add
-    stage1 = tree_sum(_masked(src, index, active), saturate=saturate)
-    if stage1_only:
-        return stage1
-    zero = jnp.zeros((), stage1.dtype)
-    chunks = numerics.padded_tree_sum(stage1, lanes, add, zero)
-    if stage1.shape[0] > lanes:
-        return numerics.padded_tree_sum(chunks, lanes, add, zero)[0]
-    return chunks[0]
-
-
-@functools.partial(jax.jit, static_argnames=("kind", "repeat_elems"))
-def _vec_select_kernel(src, index, active, *, kind: str, repeat_elems: int):
-    value_r, lane_r = _select(jnp.take(src, index), active, kind)
-    value, r_best = _select(value_r, jnp.ones(value_r.shape, bool), kind)
-    return value, r_best * repeat_elems + lane_r[r_best]
-
-
-def _saturate_flag(prof, dtype: str, saturate: Optional[bool], api: str) -> bool:
-    if saturate is None:
-        return bool(prof.saturate_default) and itemsize(dtype) == 2
-    if saturate is False and prof.saturate_only and itemsize(dtype) == 2:
-        raise ConstraintError(Code.SATURATE_DTYPE, api=api, param="saturate", value=False,
-                              allowed="True or None: this product has only the saturation mode",
-                              chip=prof.id)
-    if saturate and itemsize(dtype) != 2:
-        raise ConstraintError(Code.SATURATE_DTYPE, api=api, param="saturate", value=True,
-                              allowed="False for float32 (half only)", chip=prof.id)
-    return bool(saturate)
-
-
-def _args(src, p: Plan):
-    return jnp.asarray(src), jnp.asarray(p.index), jnp.asarray(p.active)
-
-
-# ------------------------------------------------------------------ Ascend C -----------------
-
-def whole_reduce_sum(src, mask, repeat_time: int, src_blk_stride: int, src_rep_stride: int, *,
-                     chip, saturate: Optional[bool] = None):
-    """WholeReduceSum: one tree sum per repeat, shape ``(repeat_time,)``."""
-    p = plan("whole_reduce_sum", src, mask, repeat_time, src_blk_stride, src_rep_stride,
-             chip=chip)
-    sat = _saturate_flag(get_chip(chip), p.dtype, saturate, "whole_reduce_sum")
-    return _sum_kernel(*_args(src, p), saturate=sat, block=0)
-
-
-def _whole_minmax(kind):
-    api = f"whole_reduce_{kind}"
-
-    def fn(src, mask, repeat_time: int, src_blk_stride: int, src_rep_stride: int, *, chip):
-        p = plan(api, src, mask, repeat_time, src_blk_stride, src_rep_stride, chip=chip)
-        return _select_kernel(*_args(src, p), kind=kind, block=0)
-
-    fn.__name__ = api
-    fn.__doc__ = (f"WholeReduce{kind.title()}: per repeat ``(value, lane index)``, shapes "
-                  f"``(repeat_time,)``; the gradient goes to the selected lane.")
-    return fn
-
-
-whole_reduce_min = _whole_minmax("min")
-whole_reduce_max = _whole_minmax("max")
-
-
-def reduce_data_block(src, mask, repeat_time: int, src_blk_stride: int, src_rep_stride: int, *,
-                      reduce_type: str, chip, saturate: Optional[bool] = None):
-    """ReduceDataBlock: per repeat and DataBlock one value, shape ``(repeat_time, 8)``.
-
-    A block without an active lane holds the product's fill value where the profile fills
-    (``block_fill = "fill"``), else NaN (the hardware writes nothing there, or something
-    undefined) — mask those out before summing a loss.
-    """
-    api = "reduce_data_block"
-    rt = str(getattr(reduce_type, "value", reduce_type)).upper()
-    if rt not in ("SUM", "MAX", "MIN"):
-        raise ConstraintError(Code.REDUCE_TYPE, api=api, param="reduce_type", value=reduce_type,
-                              allowed="SUM, MAX or MIN")
-    prof = get_chip(chip)
-    p = plan(api, src, mask, repeat_time, src_blk_stride, src_rep_stride, chip=prof)
-    R, epb = p.index.shape[0], p.epb
-    if rt == "SUM":
-        sat = _saturate_flag(prof, p.dtype, saturate, api)
-        value = _sum_kernel(*_args(src, p), saturate=sat, block=epb)
-    else:
-        value, _ = _select_kernel(*_args(src, p), kind=rt.lower(), block=epb)
-    has_lane = jnp.asarray(p.active.reshape(R, 8, epb).any(-1))
-    if prof.block_fill == "fill":
-        ut = np.dtype(f"uint{8 * itemsize(p.dtype)}")
-        fill: Any = np.array(prof.fill_bits(rt, p.dtype), ut).view(p.dtype)[()]
-    else:
-        fill = np.nan
-    return jnp.where(has_lane, value, jnp.asarray(fill, value.dtype))
-
-
-# ------------------------------------------------------------------ TIK ----------------------
-
-def vec_reduce_add(src, mask, repeat_times: int, src_rep_stride: int, *, chip,
-                   saturate: Optional[bool] = None):
-    """TIK vec_reduce_add: the scalar result (stage 1 per repeat, then the stage-2 / stage-3
-    trees over the stage-1 sums in chunks of L, zero-padded). ``mask`` is ``[mask_h, mask_l]``
-    in bit mode."""
-    api = "vec_reduce_add"
-    prof = get_chip(chip)
-    p = plan(api, src, mask, repeat_times, 1, src_rep_stride, chip=prof, word_order="tik",
-             max_repeat=4095)
-    sat = _saturate_flag(prof, p.dtype, saturate, api)
-    if prof.add_order != "tree" and repeat_times > 1:
-        raise ConstraintError(Code.BAD_ARGUMENT, api=api, param="chip", value=prof.id,
-                              allowed=f"a product whose vec_reduce_add order is 'tree' (this "
-                                      f"one combines repeats in the {prof.add_order!r} order, "
-                                      f"which the differentiable view does not model; use "
-                                      f"vec_reduce_add_stage1)")
-    return _vec_add_kernel(*_args(src, p), saturate=sat, lanes=p.lanes, stage1_only=False)
-
-
-def vec_reduce_add_stage1(src, mask, repeat_times: int, src_rep_stride: int, *, chip,
-                          saturate: Optional[bool] = None):
-    """The per-repeat sums vec_reduce_add leaves in ``work_tensor[0:R]``."""
-    prof = get_chip(chip)
-    p = plan("vec_reduce_add", src, mask, repeat_times, 1, src_rep_stride, chip=prof,
-             word_order="tik", max_repeat=4095)
-    sat = _saturate_flag(prof, p.dtype, saturate, "vec_reduce_add")
-    return _vec_add_kernel(*_args(src, p), saturate=sat, lanes=p.lanes, stage1_only=True)
-
-
-def _vec_minmax(kind):
-    api = f"vec_reduce_{kind}"
-
-    def fn(src, mask, repeat_times: int, src_rep_stride: int, *, chip):
-        p = plan(api, src, mask, repeat_times, 1, src_rep_stride, chip=chip, word_order="tik",
-                 max_repeat=4095)
-        return _vec_select_kernel(*_args(src, p), kind=kind,
-                                  repeat_elems=src_rep_stride * p.epb)
-
-    fn.__name__ = api
-    fn.__doc__ = (f"TIK vec_reduce_{kind}: ``(value, source offset)`` of the overall "
-                  f"{kind}imum (first repeat among equals); the gradient goes to that lane.")
-    return fn
-
-
-vec_reduce_min = _vec_minmax("min")
-vec_reduce_max = _vec_minmax("max")
+def tree_sum(values, *, saturate: bool = False):
+    """The hardware's pairwise tree over the last axis (a power of two), rounded per add."""
+    return numerics.tree_sum(values, saturating_add if saturate else plain_add)
 
 
 # ------------------------------------------------------------------ worked use ---------------
@@ -506,8 +558,8 @@ def in_binade_gap_bound(n: int = 128) -> float:
     return total
 
 
-__all__ = ["whole_reduce_sum", "whole_reduce_min", "whole_reduce_max", "reduce_data_block",
-           "vec_reduce_add", "vec_reduce_add_stage1", "vec_reduce_min", "vec_reduce_max",
-           "plan", "Plan", "gather", "tree_sum", "saturating_add", "plain_add", "exact_sum",
-           "tree_gap", "ulp16", "lattice_surrogate", "search_tree_gap", "random_search",
-           "in_binade_gap_bound", "SearchResult"]
+__all__ = _GENERATED + [
+    "Differentiable", "saturated", "Reduction", "Call", "function", "prepare", "results",
+    "PLACEMENT", "plan", "Plan", "gather", "tree_sum", "saturating_add", "plain_add",
+    "exact_sum", "tree_gap", "ulp16", "lattice_surrogate", "search_tree_gap", "random_search",
+    "in_binade_gap_bound", "SearchResult"]

@@ -150,10 +150,21 @@ def add(a: Bits, b: Bits, dtype: DType, *, saturate: ArrayLike, default_nan: Arr
                   jnp.where(is_nan(b), b | ut(quiet),
                             jnp.where(is_nan(r), ut(default_nan), r)))
     if w == 2:
-        sat = jnp.where(is_nan(r), zero,
-                        jnp.where((r & mag) == ut(expo), (r & ut(sign)) | ut(_F16_MAX), r))
-        r = jnp.where(jnp.asarray(saturate, bool), sat, r)
+        r = saturated(r, saturate)
     return r
+
+
+def saturated(r: Bits, saturate: ArrayLike) -> jax.Array:
+    """Half saturation of an add's result (bits): NaN → +0, ±inf → ±65504 where ``saturate``
+    (may be traced); a 32-bit result is returned as it is."""
+    r = jnp.asarray(r)
+    if _width(r) != 2:
+        return r
+    ut, sign, expo = _FMT[2][1], _FMT[2][2], _FMT[2][3]
+    mag = ut(~sign & 0xFFFF)
+    sat = jnp.where(is_nan(r), ut(0),
+                    jnp.where((r & mag) == ut(expo), (r & ut(sign)) | ut(_F16_MAX), r))
+    return jnp.where(jnp.asarray(saturate, bool), sat, r)
 
 
 def tree_sum(x: jax.Array, add2: Add2) -> jax.Array:
@@ -418,4 +429,57 @@ def extreme(bits: Bits, active: ArrayLike, kind: str, dtype: DType,
     return select_extreme_tree(bits, active, kind, dtype)
 
 
-__all__ += ["select_extreme_tree", "Summation", "guarded_sums", "extreme"]
+class ExactProfile(Profile, MinMaxNan, Protocol):
+    """What :class:`Exact` reads of a product (the call's :class:`ascend_ref.engine.Product`)."""
+
+
+class Exact:
+    """The bit-exact arithmetic: what the engine hands every instruction's effects.
+
+    An instruction's effects compute only through an arithmetic (``effects(spec, p, x, active,
+    arith)``), so the same declaration runs over another one: :mod:`ascend_ref.grad` passes
+    typed float values with derivatives whose forward bits are these. Here values are the raw
+    element bits (uint16 / uint32) and every operation is one of the functions above, on the
+    algorithms of ``path`` (:func:`guarded_sums`, :func:`extreme`). The engine builds it as
+    ``arithmetic(dtype, Product(p), saturate, path)`` for each call.
+    """
+
+    def __init__(self, dtype: DType, chip: ExactProfile, saturate: ArrayLike = False,
+                 path: str = "general"):
+        self.dtype, self.chip, self.saturate, self.path = str(dtype), chip, saturate, path
+        self.bits_type = jnp.uint16 if itemsize_of(self.dtype) == 2 else jnp.uint32
+
+    @property
+    def zero(self) -> jax.Array:
+        """+0 (a masked lane's value, the pad of a tree)."""
+        return jnp.zeros((), self.bits_type)
+
+    def add(self, a: jax.Array, b: jax.Array) -> jax.Array:
+        """One add of the type, every rule of SEMANTICS §D (saturating if the call does)."""
+        return adder(self.dtype, self.chip, self.saturate)(a, b)
+
+    def sums(self, compute: Callable[[Summation], Sequence[jax.Array]]
+             ) -> Tuple[Tuple[jax.Array, ...], jax.Array]:
+        """``compute(summation)`` -> tree sums: ``(results, exact_ok)`` (:func:`guarded_sums`)."""
+        return guarded_sums(compute, self.dtype, self.chip, self.saturate, self.path)
+
+    def extreme(self, x: jax.Array, active: ArrayLike,
+                kind: str) -> Tuple[jax.Array, jax.Array, jax.Array]:
+        """Min / max over the last axis: ``(value, index, any_active)`` (:func:`extreme`)."""
+        return extreme(x, active, kind, self.dtype, self.path)
+
+    def nan_result(self, value: jax.Array) -> jax.Array:
+        """A min / max result under the profile's NaN rule (:func:`nan_result`)."""
+        return nan_result(value, self.dtype, self.chip)
+
+    def word(self, n: jax.Array) -> jax.Array:
+        """An integer (an index) stored in a word of the element width, as its raw bits."""
+        return jnp.asarray(n).astype(self.bits_type)
+
+    def const(self, bits: ArrayLike) -> jax.Array:
+        """A constant given by its raw bits (a fill value; may be traced)."""
+        return jnp.asarray(bits).astype(self.bits_type)
+
+
+__all__ += ["select_extreme_tree", "Summation", "guarded_sums", "extreme", "saturated",
+            "Exact", "ExactProfile"]

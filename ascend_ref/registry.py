@@ -438,11 +438,12 @@ class Instruction:
 
     def prepare(self, ub: Any, tensors: Mapping[str, Any], mask: Any, params: Mapping[str, Any],
                 *, chip: Any, option: Any = None, saturate: Any = None, info: bool = False,
-                path: Optional[str] = None) -> "Prepared":
+                path: Optional[str] = None, repeat_hi: Optional[int] = None) -> "Prepared":
         """The direct path: every host-side check and the kernel's parameters, not run
-        (raises :class:`ConstraintError` as the public function would)."""
+        (raises :class:`ConstraintError` as the public function would). ``repeat_hi``: the
+        largest repeat count the compiled tables hold (default: the top of the range)."""
         prep = self._checked(ub, tensors, mask, params, chip=chip, option=option,
-                             saturate=saturate, info=info)
+                             saturate=saturate, info=info, repeat_hi=repeat_hi)
         if path is not None and path != prep.spec.path:
             prep = dataclasses.replace(prep, spec=dataclasses.replace(prep.spec, path=path))
         return prep

@@ -196,9 +196,9 @@ MUTANTS: List[Mutant] = [
            "a zero mask on Ascend 950 is reported as a clean NOP (dst not undefined)"),
     # ---------------------------------------------------------------- TIK cascade
     Mutant("tik_ties_last_repeat", "tik", "ascend_ref/tik/vec_reduce_minmax.py",
-           "value, r_best, _ = numerics.extreme(value_r, live, kind, spec.dtype, spec.path)",
-           "value, r_best, _ = numerics.extreme(value_r[::-1], live[::-1], kind, spec.dtype, "
-           "spec.path)\n        r_best = spec.r_max - 1 - r_best",
+           "value, r_best, _ = arith.extreme(value_r, live, kind)",
+           "value, r_best, _ = arith.extreme(value_r[::-1], live[::-1], kind)\n"
+           "        r_best = spec.r_max - 1 - r_best",
            "TIK min/max: among equal repeat results the last repeat wins"),
     Mutant("tik_offset_unit", "tik", "ascend_ref/tik/vec_reduce_minmax.py",
            'index = r_best * p["src_rep_stride"] * (32 // spec.size) + lane_r[r_best]',

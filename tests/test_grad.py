@@ -124,7 +124,8 @@ def test_tik_forward_matches_api():
             ub, [0, 2**64 - 1], Tensor(8192, "float16", 16), Tensor(0, "float16", 4096),
             Tensor(8224, "float16", 64), 5, 6, cal_index=True, chip=chip)
         out = np.asarray(ub)[8192:8196].view(np.float16)
-        v, i = getattr(g, f"vec_reduce_{kind}")(jnp.asarray(x), [0, 2**64 - 1], 5, 6, chip=chip)
+        v, i = getattr(g, f"vec_reduce_{kind}")(jnp.asarray(x), [0, 2**64 - 1], 5, 6, True,
+                                                chip=chip)
         assert bits(np.asarray(v)) == bits(out[0]) and int(i) == int(bits(out[1]))
 
 
@@ -193,9 +194,10 @@ def test_minmax_gradient_goes_to_the_selected_lane(kind):
         assert fd_directional(f, x, e, 0.25) == grad[j]
     # TIK min/max (half): gradient to the winning lane of the winning repeat
     xh = jnp.asarray(np.asarray(x)[:640].astype(np.float16))
-    fv = lambda x: getattr(g, f"vec_reduce_{kind}")(x, 128, 5, 8, chip="atlas_training")[0]  # noqa: E731
+    fv = lambda x: getattr(g, f"vec_reduce_{kind}")(x, 128, 5, 8, True,  # noqa: E731
+                                                   chip="atlas_training")[0]
     gv = np.asarray(jax.grad(fv)(xh))
-    _, off = getattr(g, f"vec_reduce_{kind}")(xh, 128, 5, 8, chip="atlas_training")
+    _, off = getattr(g, f"vec_reduce_{kind}")(xh, 128, 5, 8, cal_index=True, chip="atlas_training")
     assert np.flatnonzero(gv).tolist() == [int(off)] and gv[int(off)] == 1
 
 
@@ -228,14 +230,40 @@ def test_grad_under_jit_equals_eager():
     np.testing.assert_array_equal(bits(jax.jit(f)(x)), bits(f(x)))
 
 
-def test_errors():
+def api_code(fn, *args, **kw):
+    """The code the bit-exact API raises for a call (None: it runs)."""
+    try:
+        fn(*args, **kw)
+    except ConstraintError as e:
+        return e.code.name
+    return None
+
+
+def test_errors_are_the_apis():
+    """Each bad call raises the code the API raises for the same call (src at 0, dst after)."""
     x = jnp.zeros(300, jnp.float16)
-    with pytest.raises(ConstraintError) as e:
-        g.whole_reduce_sum(x, 128, 3, 1, 8, chip="atlas_a2")
-    assert e.value.code.name == "TENSOR_BOUNDS"
-    with pytest.raises(ConstraintError) as e:
-        g.whole_reduce_sum(x, 0, 1, 1, 8, chip="atlas_a2")
-    assert e.value.code.name == "MASK_ZERO"
+    ub = ar.new_ub("atlas_a2")
+    src, dst = Tensor(0, "half", 300), Tensor(1024, "half", 64)
+    cases = [  # (grad args, API args after (ub, dst, src), chip)
+        ((x, 128, 3, 1, 8), (128, 3, 1, 1, 8), "atlas_a2"),
+        ((x, 129, 1, 1, 8), (129, 1, 1, 1, 8), "atlas_a2"),
+        ((x, 128, 1, 1, 70000), (128, 1, 1, 1, 70000), "atlas_a2"),
+        ((x, 0, 1, 1, 8), (0, 1, 1, 1, 8), "atlas_training"),
+        ((x, 128, 256, 1, 0), (128, 256, 1, 1, 0), "atlas_a2"),
+    ]
+    for gargs, aargs, chip in cases:
+        want = api_code(ar.ascendc.whole_reduce_sum, ar.new_ub(chip), dst, src, *aargs, chip=chip)
+        assert want is not None
+        with pytest.raises(ConstraintError) as e:
+            g.whole_reduce_sum(*gargs, chip=chip)
+        assert e.value.code.name == want, (gargs, chip)
+    assert [api_code(ar.ascendc.whole_reduce_sum, ub, dst, src, *c[1], chip=c[2])
+            for c in cases] == ["TENSOR_BOUNDS", "MASK_RANGE", "STRIDE_RANGE", "MASK_ZERO",
+                                "REPEAT_RANGE"]
+    # a zero mask is a NOP on Atlas A2 (no error in the API): nothing written, NaN here
+    assert api_code(ar.ascendc.whole_reduce_sum, ub, dst, src, 0, 1, 1, 1, 8,
+                    chip="atlas_a2") is None
+    assert np.isnan(np.asarray(g.whole_reduce_sum(x, 0, 1, 1, 8, chip="atlas_a2"))).all()
     with pytest.raises(ConstraintError) as e:
         g.whole_reduce_sum(jnp.zeros(64, jnp.float32), 64, 1, 1, 8, chip="atlas_a2",
                            saturate=True)
@@ -244,8 +272,58 @@ def test_errors():
         g.vec_reduce_min(jnp.zeros(64, jnp.float32), 64, 1, 8, chip="atlas_training")
     assert e.value.code.name == "DTYPE_UNSUPPORTED"
     with pytest.raises(ConstraintError) as e:
-        g.whole_reduce_sum(x, 129, 1, 1, 8, chip="atlas_a2")
-    assert e.value.code.name == "MASK_RANGE"
+        g.whole_reduce_min(x, 128, 1, 1, 8, "ORDER_INDEX_VALUE", chip="atlas_training")
+    assert e.value.code.name == api_code(
+        ar.ascendc.whole_reduce_min, ar.new_ub("atlas_training"), Tensor(1024, "half", 64),
+        src, 128, 1, 1, 1, 8, "ORDER_INDEX_VALUE", chip="atlas_training") == "ORDER_UNSUPPORTED"
+
+
+def _tik_api(kind, x, mask, r, rep, chip, cal_index=True):
+    """TIK min/max through the API: src at 0, dst and work after it; dst words."""
+    n = x.size
+    d = -(-n * 2 // 512) * 512
+    ub = ar.store(ar.new_ub(chip), 0, x)
+    ub = getattr(ar.tik, f"vec_reduce_{kind}")(
+        ub, mask, Tensor(d, "half", 16), Tensor(0, "half", n), Tensor(d + 512, "half", 4096),
+        r, rep, cal_index, chip=chip)
+    return np.asarray(ub)[d:d + 4].view(np.float16)
+
+
+@pytest.mark.parametrize("kind", ["min", "max"])
+def test_tik_cal_index_rules(kind):
+    """With cal_index the half repeat range is [1, 511] and an index past 65535 is
+    INDEX_OVERFLOW, exactly as the API says -- eager, under jax.grad, and as a status under
+    jit (the results are then not written: NaN, index -1)."""
+    chip, f = "atlas_training", getattr(g, f"vec_reduce_{kind}")
+    x = np.zeros(512 * 128, np.float16)
+    for r, want in ((511, None), (512, "REPEAT_RANGE"), (4095, "REPEAT_RANGE")):
+        code = api_code(_tik_api, kind, x, 128, r, 8, chip)
+        assert code == want
+        if want is None:
+            v, i = f(jnp.asarray(x), 128, r, 8, True, chip=chip)
+            out = _tik_api(kind, x, 128, r, 8, chip)
+            assert bits(np.asarray(v)) == bits(out[0]) and int(i) == int(bits(out[1]))
+        else:
+            with pytest.raises(ConstraintError) as e:
+                f(jnp.asarray(x), 128, r, 8, True, chip=chip)
+            assert e.value.code.name == want
+    assert f(jnp.asarray(x), 128, 4095, 0, chip=chip).shape == ()     # no index: [1, 4095]
+    # the winner in repeat 2 of a 2100-block stride: offset 2*2100*16 + 5 = 67205 > 65535
+    y = np.ones(2 * 2100 * 16 + 128, np.float16)
+    y[2 * 2100 * 16 + 5] = -3 if kind == "min" else 3
+    assert api_code(_tik_api, kind, y, 128, 3, 2100, chip) == "INDEX_OVERFLOW"
+    with pytest.raises(ConstraintError) as e:
+        f(jnp.asarray(y), 128, 3, 2100, True, chip=chip)
+    assert e.value.code.name == "INDEX_OVERFLOW"
+    with pytest.raises(ConstraintError) as e:
+        jax.grad(lambda y: f(y, 128, 3, 2100, True, chip=chip)[0])(jnp.asarray(y))
+    assert e.value.code.name == "INDEX_OVERFLOW"
+    (v, i), st = jax.jit(lambda y: f(y, 128, 3, 2100, True, chip=chip, return_info=True))(
+        jnp.asarray(y))
+    assert int(st) == int(ar.Code.INDEX_OVERFLOW) and np.isnan(float(v)) and int(i) == -1
+    (v, i), st = jax.jit(lambda y: f(y, 128, 2, 2100, True, chip=chip, return_info=True))(
+        jnp.asarray(y))                   # two repeats: the winner is in repeat 0 or 1
+    assert int(st) == 0 and int(i) < 65536
 
 
 # ------------------------------------------------------------------ the worked use ---------
@@ -275,3 +353,222 @@ def test_searches_are_deterministic_and_beat_random_sampling():
     r = g.random_search(128, evaluations=int(a.evaluations[-1]), seed=1)
     assert a.score > r.score
     assert a.x.dtype == np.float16 and ((a.x >= 0.5) & (a.x <= 1)).all()
+
+
+# ------------------------------------------------------------------ every instruction --------
+
+from ascend_ref import registry  # noqa: E402
+
+SPECIALS = {
+    np.float16: [0x0000, 0x8000, 0x7C00, 0xFC00, 0x7E00, 0x7C01, 0xFE11, 0x7BFF, 0xFBFF, 0x0001,
+                 0x8001, 0x03FF, 0x3C00],
+    np.float32: [0x00000000, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0x7F800001,
+                 0xFFC12345, 0x7F7FFFFF, 0xFF7FFFFF, 0x00000001, 0x807FFFFF, 0x00800000,
+                 0x3F800000],
+}
+
+
+def adversarial(n, dtype, mode, seed):
+    """``"big"``: magnitudes up to the type's max (adds overflow / saturate), signed zeros
+    and subnormals; ``"special"``: ordinary values with 8 % NaN payloads, infinities,
+    subnormals, ±0 and ±max."""
+    rng = np.random.default_rng(seed)
+    top = float(np.finfo(dtype).max)
+    ut = np.uint16 if dtype == np.float16 else np.uint32
+    if mode == "big":
+        x = (rng.uniform(-1, 1, n) * top * rng.choice([1.0, 0.5, 2.0**-8], n)).astype(dtype)
+        sp = [b for b in SPECIALS[dtype] if not np.isnan(np.array(b, ut).view(dtype))
+              and not np.isinf(np.array(b, ut).view(dtype))]
+    else:
+        x = (rng.standard_normal(n) * 8).astype(dtype)
+        sp = SPECIALS[dtype]
+    pick = rng.random(n) < 0.08
+    x[pick] = np.array(rng.choice(sp, int(pick.sum())), ut).view(dtype)
+    return x
+
+
+def _api_words(ins, call, x, mask, params, option, chip, saturate, tensor):
+    """The bit-exact API on the same call: the words of ``tensor`` and which were written."""
+    ub = ar.store(ar.new_ub(chip), 0, x)
+    args = []
+    for name in ins.signature:
+        if name in ins.operands:
+            args.append(call.tensors[name])
+        elif name == "mask":
+            args.append(mask)
+        elif ins.option is not None and name == ins.option.key:
+            args.append(option)
+        else:
+            args.append(params.get(name, 1))          # dst_rep_stride: slot r at row r
+    kw = {"chip": chip, "return_info": True}
+    if ins.option is not None and not ins.option.positional:
+        kw[ins.option.key] = option
+    if ins.saturating:
+        kw["saturate"] = saturate
+    ub, info = ins.public(ar)(ub, *args, **kw)
+    t, s = call.tensors[tensor], x.itemsize
+    raw = np.asarray(ub)[t.addr:t.addr + t.size * s].view(f"uint{8 * s}")
+    span = slice(t.addr, t.addr + t.size * s)
+    written = np.asarray(info.written)[span].reshape(-1, s).all(1)
+    undefined = np.asarray(info.undefined)[span].reshape(-1, s).any(1)
+    return raw, written, undefined
+
+
+def _compare(ins, chip, dtype, option, saturate, mask, params, x):
+    fn = g.function(ins.name)
+    pub = {k: n for n, k in fn.names.items()}
+    kw = {pub[k]: v for k, v in params.items() if k in pub}
+    if ins.option is not None:
+        kw[ins.option.key] = option
+    if ins.saturating:
+        kw["saturate"] = saturate
+    call = fn.prepare(jnp.asarray(x), mask, chip=chip, **kw)
+    for tensor in ("dst",) + (("work_tensor",) if ins.work_need is not None else ()):
+        f = fn if tensor == "dst" else g.function(ins.name, tensor)
+        got = f(jnp.asarray(x), mask, chip=chip, **kw)
+        raw, written, undef = _api_words(ins, call, x, mask, params, option, chip, saturate,
+                                         tensor)
+        fields = call.layout.dst if tensor == "dst" else call.layout.work
+        k = len(fields)
+        n = k if (tensor == "dst" and not call.layout.per_repeat) else call.rows * k
+        raw, written = raw[:n].reshape(-1, k), written[:n].reshape(-1, k)
+        # words the API writes but leaves undefined: grad returns the reference's word
+        blank = ~written & ~undef[:n].reshape(-1, k)
+        got = got if isinstance(got, tuple) else (got,)
+        vals = [j for j, fl in enumerate(fields) if fl.role == "value"]
+        idx = [j for j, fl in enumerate(fields) if fl.role == "index"]
+        what = (ins.name, tensor, chip, dtype.__name__, option, saturate, mask, params)
+        if vals:
+            v = bits(np.asarray(got[0])).reshape(-1, len(vals))
+            w = written[:, vals]
+            np.testing.assert_array_equal(v[w], raw[:, vals][w], err_msg=str(what))
+            assert np.isnan(np.asarray(got[0]).reshape(-1, len(vals))[blank[:, vals]]).all(), \
+                what
+        if idx:
+            i = np.asarray(got[-1]).reshape(-1)
+            w = written[:, idx[0]]
+            np.testing.assert_array_equal(i[w], raw[w, idx[0]].astype(np.int64),
+                                          err_msg=str(what))
+            assert (i[blank[:, idx[0]]] == -1).all(), what
+
+
+#: products whose rules differ where these instructions look: block fill keep / fill /
+#: undefined, the 950's default-NaN min/max; the vec_reduce_add orders group255 / odd_even /
+#: tree, saturation-only (every option on the first, the default on the others)
+CHIPS = {"ascendc": ["atlas_a2", "atlas_200i_500_a2", "ascend950"],
+         "tik": ["atlas_a2", "atlas_200i_500_a2", "atlas_training"]}
+
+
+@pytest.mark.parametrize("products", ["first", pytest.param("others", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("name", [i.name for i in registry.all()])
+def test_forward_is_the_api_on_adversarial_data(name, products):
+    """Every registered instruction, option, product above, dtype and saturate mode: the
+    words grad returns are the words the API writes, bit for bit, on data with NaN payloads,
+    infinities, subnormals, ±0 and sums that overflow / saturate; unwritten words are NaN.
+    The default run checks the first product of the family (every option), the slow run the
+    others (the default option)."""
+    ins = registry.lookup(name)
+    checked = 0
+    for c, chip in enumerate(CHIPS[ins.family]):
+        if (c == 0) != (products == "first"):
+            continue
+        prof = ar.chip(chip)
+        for dtype in (np.float16, np.float32):
+            dt = np.dtype(dtype).name
+            if dt not in prof.dtypes(name):
+                continue
+            lanes = 256 // np.dtype(dtype).itemsize
+            if ins.family == "tik":
+                sets = [(lanes, dict(repeat=5, src_rep_stride=8)),
+                        ([0, 2**64 - 1] if lanes == 128 else [0, 0xFFFF0000FFFF],
+                         dict(repeat=300, src_rep_stride=8))]
+            else:
+                sets = [(lanes, dict(repeat=3, src_blk_stride=1, src_rep_stride=8)),
+                        ([0x5555555555555555, 0xF0F0] if lanes == 128 else [0xFF0000FF],
+                         dict(repeat=2, src_blk_stride=2, src_rep_stride=16))]
+            sats = [None]
+            if ins.saturating and dtype == np.float16:
+                sats = [True] if prof.saturate_only else [True, False]
+            options = ins.options(prof) if c == 0 else [ins.canonical_option(None)]
+            for o, option in enumerate(options):
+                for sat in sats:
+                    for k, (mask, params) in enumerate(sets):
+                        if products == "first" and (k + o + (dtype == np.float32)) % 2:
+                            continue              # the default run: half of the sets
+                        mode = "big" if sat or k % 2 else "special"
+                        x = adversarial(300 * lanes + 64, dtype, mode, seed=k)
+                        _compare(ins, chip, dtype, option, sat, mask, params, x)
+                        checked += 1
+    assert checked >= 2
+
+
+@pytest.mark.parametrize("chip", ["atlas_a2", "atlas_200i_500_a2", "atlas_training"])
+def test_vec_reduce_add_orders(chip):
+    """vec_reduce_add in each product's order (group255, odd_even, tree): forward bits equal
+    the API for repeat counts around the group and chunk sizes; the gradient of the result is
+    1 on every element an active lane of a repeat reads."""
+    order = ar.chip(chip).add_order
+    for dtype in (np.float16, np.float32):
+        lanes = 256 // np.dtype(dtype).itemsize
+        x = adversarial(600 * lanes, dtype, "special", seed=3)
+        x[~np.isfinite(x)] = 1
+        mask = lanes - 5
+        for r in (3, 300):
+            want = _api_words(registry.lookup("vec_reduce_add"),
+                              g.function("vec_reduce_add").prepare(jnp.asarray(x), mask, r, 8,
+                                                                   chip=chip),
+                              x, mask, {"repeat": r, "src_rep_stride": 8}, None, chip, None,
+                              "dst")[0][0]
+            got = g.vec_reduce_add(jnp.asarray(x), mask, r, 8, chip=chip)
+            assert bits(np.asarray(got)) == want, (chip, order, dtype, r)
+        y = jnp.asarray(RNG.uniform(0.5, 2, 300 * lanes).astype(dtype))
+        gr = np.asarray(jax.grad(lambda y: g.vec_reduce_add(y, mask, 300, 8, chip=chip)
+                                 .astype(jnp.float32))(y))
+        want = np.zeros(300 * lanes)
+        want.reshape(300, lanes)[:, :mask] = 1
+        np.testing.assert_array_equal(gr, want)
+
+
+def test_vmap_over_parameter_sets():
+    """One grad function vmapped over repeat counts, strides and masks (traced parameters):
+    each set's forward values are the API's, its gradient the set's read count; a set that
+    breaks a rule returns its status and no values."""
+    chip = "atlas_a2"
+    x = ordinary(4096, np.float32)
+    reps = jnp.array([1, 3, 7, 5])
+    blks = jnp.array([1, 2, 0, 1])
+    strides = jnp.array([8, 16, 3, 70000])          # the last: STRIDE_RANGE
+    masks = jnp.array([64, 17, 40, 64])
+    w = jnp.arange(1.0, 9.0)
+
+    def loss(x, r, blk, rep, m):
+        out, st = g.whole_reduce_sum(x, m, r, blk, rep, chip=chip, max_repeat=8,
+                                     return_info=True)
+        return jnp.sum(jnp.where(jnp.arange(8) < r, out, 0) * w), (out, st)
+
+    grads, (outs, sts) = jax.vmap(jax.grad(loss, has_aux=True), in_axes=(None, 0, 0, 0, 0))(
+        jnp.asarray(x), reps, blks, strides, masks)
+    for k in range(4):
+        r, blk, rep, m = (int(a[k]) for a in (reps, blks, strides, masks))
+        if k == 3:
+            assert int(sts[k]) == int(ar.Code.STRIDE_RANGE)
+            assert np.isnan(np.asarray(outs[k])).all() and not np.asarray(grads[k]).any()
+            continue
+        assert int(sts[k]) == 0
+        want = run_api(ar.ascendc.whole_reduce_sum, x, r, m, r, 1, blk, rep, chip=chip)
+        np.testing.assert_array_equal(bits(np.asarray(outs[k])[:r]), bits(want))
+        assert np.isnan(np.asarray(outs[k])[r:]).all()
+        p = g.plan("whole_reduce_sum", jnp.asarray(x), m, r, blk, rep, chip=chip)
+        cnt = np.zeros(x.size)
+        np.add.at(cnt, p.index[p.active], np.repeat(np.asarray(w[:r]), p.lanes).reshape(
+            r, p.lanes)[p.active])
+        np.testing.assert_array_equal(np.asarray(grads[k]), cnt)
+    # TIK min with cal_index over repeat counts, one past the half range (511)
+    xh = jnp.asarray(ordinary(600 * 128, np.float16))
+    vals, idx, sts = jax.vmap(lambda r: (lambda o: (o[0][0], o[0][1], o[1]))(
+        g.vec_reduce_min(xh, 128, r, 1, True, chip="atlas_training", return_info=True)))(
+        jnp.array([3, 511, 512]))
+    for k, r in enumerate((3, 511)):
+        out = _tik_api("min", np.asarray(xh), 128, r, 1, "atlas_training")
+        assert bits(np.asarray(vals[k])) == bits(out[0]) and int(idx[k]) == int(bits(out[1]))
+    assert int(sts[2]) == int(ar.Code.REPEAT_RANGE) and int(idx[2]) == -1

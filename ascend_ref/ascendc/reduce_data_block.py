@@ -44,25 +44,24 @@ def layout(dtype: Any, option: Any = None) -> registry.Layout:
         per_repeat=True)
 
 
-def _effects(spec, p, bits, active):
+def _effects(spec, p, bits, active, arith):
     rt = ReduceType(spec.option)
     blocks = bits.reshape(spec.r_max, BLOCKS, -1)
     live = active.reshape(spec.r_max, BLOCKS, -1)
     diag = {}
     if rt is ReduceType.SUM:
-        (value,), diag["exact_ok"] = numerics.guarded_sums(
-            lambda s: (numerics.tree_sum(s.enter(blocks, live), s.add),),
-            spec.dtype, Product(p), p["saturate"], spec.path)
+        (value,), diag["exact_ok"] = arith.sums(
+            lambda s: (numerics.tree_sum(s.enter(blocks, live), s.add),))
     else:
-        value, _, _ = numerics.extreme(blocks, live, rt.value.lower(), spec.dtype, spec.path)
-        value = numerics.nan_result(value, spec.dtype, Product(p))
+        value, _, _ = arith.extreme(blocks, live, rt.value.lower())
+        value = arith.nan_result(value)
     lanes = mask_lanes(p, spec.lanes)                                   # same for every repeat
     has_lane = jnp.broadcast_to(jnp.any(lanes.reshape(BLOCKS, -1), -1), value.shape)
     runs, undefined = gate(spec, p)
     chip = Product(p)
     fill, keep = chip.block_fill_is("fill"), chip.block_fill_is("keep")
     # "fill": an empty block's result is the profile's fill value
-    value = jnp.where(fill & ~has_lane, chip.fill().astype(value.dtype), value)
+    value = jnp.where(fill & ~has_lane, arith.const(chip.fill()), value)
     # "keep": no write at all (not an access either); "undefined": the hardware writes
     # something there, so bounds and overlap apply to it, but its value is undefined
     write = slot_write(spec, p, value, runs, keep=has_lane | ~keep)

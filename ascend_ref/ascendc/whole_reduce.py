@@ -38,7 +38,7 @@ import jax.numpy as jnp
 
 from .. import numerics, registry
 from ..constraints import Code, ConstraintError
-from ..engine import Effects, Product, gate, option_value
+from ..engine import Effects, gate, option_value
 from ..enums import ReduceOrder
 from ..ub import itemsize
 from ._slots import declare, instruction, params, slot_write
@@ -80,11 +80,10 @@ ORDERS = tuple(o.value for o in SLOTS)
 
 
 def _minmax(kind: str):
-    def effects(spec, p, bits, active):
-        value, index, _ = numerics.extreme(bits, active, kind, spec.dtype, spec.path)
-        value = numerics.nan_result(value, spec.dtype, Product(p))
-        ut = value.dtype
-        parts = {"value": value, "index": index.astype(ut), "zero": jnp.zeros_like(value)}
+    def effects(spec, p, bits, active, arith):
+        value, index, _ = arith.extreme(bits, active, kind)
+        value = arith.nan_result(value)
+        parts = {"value": value, "index": arith.word(index), "zero": jnp.zeros_like(value)}
         names = [_slot_words(ReduceOrder(o), spec.size) for o in ORDERS]
         # a slot of up to two words: word f of the call's order, where that order has one
         words = jnp.stack([
@@ -98,10 +97,8 @@ def _minmax(kind: str):
     return effects
 
 
-def _sum_effects(spec, p, bits, active):
-    (total,), ok = numerics.guarded_sums(
-        lambda s: (numerics.tree_sum(s.enter(bits, active), s.add),),
-        spec.dtype, Product(p), p["saturate"], spec.path)
+def _sum_effects(spec, p, bits, active, arith):
+    (total,), ok = arith.sums(lambda s: (numerics.tree_sum(s.enter(bits, active), s.add),))
     runs, undefined = gate(spec, p)
     return Effects([slot_write(spec, p, total[:, None], runs)], undefined, {"exact_ok": ok})
 

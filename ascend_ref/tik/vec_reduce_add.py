@@ -101,10 +101,9 @@ def _odd_even_order(spec, p, vectors, add, zero):
     return numerics.tree_sum(d, add)
 
 
-def _effects(spec, p, bits, active):
+def _effects(spec, p, bits, active, arith):
     chip = Product(p)                                # the order is data: every one is computed
-    add = numerics.adder(spec.dtype, chip, p["saturate"])
-    zero = jnp.zeros((), bits.dtype)
+    add, zero = arith.add, arith.zero
     vectors = jnp.where(active, bits, zero)          # masked lanes are +0
     stage1 = numerics.tree_sum(vectors, add)
     work, size = p["work_tensor.addr"], p["work_tensor.size"] * spec.size

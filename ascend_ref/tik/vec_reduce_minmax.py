@@ -34,7 +34,7 @@ from typing import Any
 
 import jax.numpy as jnp
 
-from .. import numerics, registry
+from .. import registry
 from ..constraints import Code, Rule
 from ..engine import Effects, Region, gate
 from ..ub import itemsize
@@ -109,13 +109,13 @@ def _rules(spec):
 
 
 def _effects(kind):
-    def effects(spec, p, bits, active):
-        value_r, lane_r, _ = numerics.extreme(bits, active, kind, spec.dtype, spec.path)
-        stage1 = jnp.stack([value_r, lane_r.astype(value_r.dtype)], axis=-1)
+    def effects(spec, p, bits, active, arith):
+        value_r, lane_r, _ = arith.extreme(bits, active, kind)
+        stage1 = jnp.stack([value_r, arith.word(lane_r)], axis=-1)
         live = jnp.arange(spec.r_max) < p["repeat"]
-        value, r_best, _ = numerics.extreme(value_r, live, kind, spec.dtype, spec.path)
+        value, r_best, _ = arith.extreme(value_r, live, kind)
         index = r_best * p["src_rep_stride"] * (32 // spec.size) + lane_r[r_best]
-        words = [value] + ([index.astype(value.dtype)] if spec.option == "index" else [])
+        words = [value] + ([arith.word(index)] if spec.option == "index" else [])
         work_end = p["work_tensor.addr"] + p["work_tensor.size"] * spec.size
         scratch = p["work_tensor.addr"] + 2 * p["repeat"] * spec.size
         # a zero mask is a NOP where the product's rule allows it (SEMANTICS §C): no write,
