@@ -158,7 +158,10 @@ _GAP = 512                       # virtual tensors start on multiples of this (e
 
 @functools.lru_cache(maxsize=None)
 def _virtual_ub(nbytes: int):
-    return jnp.zeros(nbytes, jnp.uint8)
+    """The product's whole UB (only its length is read: the rules' UB bound); concrete even
+    when first asked for inside a trace."""
+    with jax.ensure_compile_time_eval():
+        return jnp.zeros(nbytes, jnp.uint8)
 
 
 def _concrete_int(v) -> Optional[int]:
