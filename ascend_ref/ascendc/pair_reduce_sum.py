@@ -38,7 +38,7 @@ import jax.numpy as jnp
 
 from .. import numerics, registry
 from ..constraints import Code, ConstraintError
-from ..engine import Effects, Instruction as Kernel, Product, Spec, gate, mask_lanes
+from ..engine import Effects, Instruction as Kernel, Spec, gate, mask_lanes
 from ..enums import ReduceType, parse_enum
 from ..ub import itemsize
 from ._slots import PARAMS, params, repeat_range, slot_write
@@ -60,13 +60,12 @@ def layout(dtype: Any, option: Any = None) -> registry.Layout:
         per_repeat=True)
 
 
-def _effects(spec: Spec, p: dict, bits: Any, active: Any) -> Effects:
-    def pair_sums(s: numerics.Summation) -> tuple:
+def _effects(spec: Spec, p: dict, bits: Any, active: Any, arith: numerics.Exact) -> Effects:
+    def pair_sums(s: Any) -> tuple:               # a numerics.Summation (or the arithmetic)
         x = s.enter(bits, active)                 # masked lanes: +0
         return (s.add(x[:, 0::2], x[:, 1::2]),)
 
-    (sums,), ok = numerics.guarded_sums(pair_sums, spec.dtype, Product(p), p["saturate"],
-                                        spec.path)
+    (sums,), ok = arith.sums(pair_sums)
     lanes = mask_lanes(p, spec.lanes)                                 # same for every repeat
     even, odd = lanes[0::2], lanes[1::2]
     # the product's rules are data (one kernel for every product): both choices computed
