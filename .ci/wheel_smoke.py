@@ -21,7 +21,7 @@ assert source_tree not in pkg.parents, f"ascend_ref imported from the checkout: 
 assert Path(sys.prefix).resolve() in pkg.parents, f"not the venv's install: {pkg}"
 cfg = config_dir().resolve()
 assert cfg == pkg / "configs", f"configs not read from the wheel's package data: {cfg}"
-for sub, least in (("chips", 10), ("campaigns", 4), ("kernels", 6)):
+for sub, least in (("chips", 10), ("campaigns", 4), ("kernels", 7)):
     n = len(list((cfg / sub).glob("*.toml")))
     assert n >= least, f"wheel ships {n} {sub}/*.toml (expected >= {least})"
 assert len(ar.chips()) >= 10 and ar.new_ub("atlas_a2").shape == (ar.chip("atlas_a2").ub_bytes,)
@@ -52,6 +52,13 @@ same("reduce_data_block", ar.ascendc.reduce_data_block(ub, *args, reduce_type="M
 same("block_reduce_sum", ar.ascendc.block_reduce_sum(ub, T(4096, "half", 64), T(0, "half", 512),
                                                      4, 128, 1, 1, 8, chip="atlas_a2"),
      ar.oracle.reduce_data_block(u, *args, reduce_type="SUM", chip="atlas_a2"))
+args = (T(4096, "half", 256), T(0, "half", 512), 4, 128, 1, 1, 8)
+same("pair_reduce_sum", ar.ascendc.pair_reduce_sum(ub, *args, chip="atlas_a2"),
+     ar.oracle.pair_reduce_sum(u, *args, chip="atlas_a2"))
+same("reduce_pair_elem", ar.ascendc.reduce_pair_elem(ub, T(4096, "half", 256),
+                                                     T(0, "half", 512), 128, 4, 1, 1, 8,
+                                                     chip="atlas_a2"),
+     ar.oracle.pair_reduce_sum(u, *args, chip="atlas_a2"))
 tub = ar.store(ar.new_ub("atlas_training"), 0, rng.standard_normal(512).astype(np.float16))
 tu = np.asarray(tub)
 targs = (128, T(4096, "half", 16), T(0, "half", 512), T(8192, "half", 64), 4, 8)
