@@ -382,6 +382,15 @@ def release_if_needed() -> None:
         jax.clear_caches()
 
 
+def _lanes(ins: Instruction, spec: Spec, p: dict):
+    """``(blk, lane_mask, active)``: the source block stride (1 where the instruction has
+    none), the ``(L,)`` lanes the mask enables and the ``(r_max, L)`` lanes that take part."""
+    blk = p["src_blk_stride"] if ins.blk_stride else 1
+    lane_mask = mask_lanes(p, spec.lanes)
+    active = addressing.repeat_valid(p["repeat"], spec.r_max)[:, None] & lane_mask[None, :]
+    return blk, lane_mask, active
+
+
 def _gather_src(ins: Instruction, spec: Spec, ub, p, blk):
     """Source bits ``(r_max, L)``: an element gather (general path, odd UB lengths) or, on
     the fast paths, one 32-byte slice per DataBlock (same bits for every in-range read)."""
@@ -467,9 +476,7 @@ def kernel(ins: Instruction, spec: Spec, ub, p: dict):
     """
     note_compile()
     s, lanes, n = spec.size, spec.lanes, ub.shape[0]
-    blk = p["src_blk_stride"] if ins.blk_stride else 1
-    lane_mask = mask_lanes(p, lanes)
-    active = addressing.repeat_valid(p["repeat"], spec.r_max)[:, None] & lane_mask[None, :]
+    blk, lane_mask, active = _lanes(ins, spec, p)
     bits = _gather_src(ins, spec, ub, p, blk)
     eff, status, diag = _evaluate(ins, spec, p, bits, active, lane_mask, blk,
                                   arithmetic(numerics.Exact, spec, p))
@@ -559,19 +566,16 @@ def _evaluate(ins: Instruction, spec: Spec, p: dict, x, active, lane_mask, blk, 
 def source_elements(ins: Instruction, spec: Spec, p: dict):
     """``(index, active)``, both ``(r_max, L)``: the source element (counted from ``src``'s
     first element) each lane of each repeat reads, and which lanes take part."""
-    blk = p["src_blk_stride"] if ins.blk_stride else 1
+    blk, _, active = _lanes(ins, spec, p)
     reads = addressing.read_table(p["src.addr"], p["src_rep_stride"], blk, r_max=spec.r_max,
                                   size=spec.size)
-    lane_mask = mask_lanes(p, spec.lanes)
-    active = addressing.repeat_valid(p["repeat"], spec.r_max)[:, None] & lane_mask[None, :]
     return (reads - p["src.addr"]) // spec.size, active
 
 
 @functools.partial(jax.jit, static_argnums=(0, 1, 2))
 def _evaluate_values(ins: Instruction, spec: Spec, cls: Any, src, p: dict):
     note_compile()
-    blk = p["src_blk_stride"] if ins.blk_stride else 1
-    lane_mask = mask_lanes(p, spec.lanes)
+    blk, lane_mask, _ = _lanes(ins, spec, p)
     index, active = source_elements(ins, spec, p)
     x = jnp.take(src, jnp.clip(index, 0, src.shape[0] - 1), axis=0)
     eff, status, diag = _evaluate(ins, spec, p, x, active, lane_mask, blk,

@@ -37,6 +37,7 @@ How to add an instruction
 
 from __future__ import annotations
 
+import abc
 import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
@@ -134,7 +135,7 @@ def fields(*spec: Tuple[str, str], nbytes: int) -> Tuple[Field, ...]:
 
 # ------------------------------------------------------------------ options -----------------
 
-class Option:
+class Option(abc.ABC):
     """A static option of an instruction (one compiled kernel per value).
 
     ``key``: the public keyword (also the golden TOML key and what a dump's ``option``
@@ -145,20 +146,21 @@ class Option:
     positional: bool = True          # the public function takes it positionally
     default: Any = None              # None: no default (required)
 
+    @abc.abstractmethod
     def values(self, prof: Any = None) -> list:
-        raise NotImplementedError
+        """Every canonical value (on ``prof`` when given)."""
 
+    @abc.abstractmethod
     def parse(self, value: Any, *, api: str, chip: Any = None) -> Any:
         """The public function's argument -> canonical value (raises ConstraintError)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def normalise(self, value: Any) -> Any:
         """A value from a file (dump, golden TOML, CLI) -> canonical; ValueError(reason)."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def engine(self, value: Any) -> str:
         """The engine's static option string (``Spec.option``) for a canonical value."""
-        raise NotImplementedError
 
     def label(self, value: Any) -> str:
         """Short text for coverage bins and reports."""
