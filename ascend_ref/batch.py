@@ -63,14 +63,19 @@ TRACES: collections.Counter = collections.Counter()
 #: process: the executables it needed (the campaign report counts them)
 EXECUTABLES: set = set()
 
-#: repeat-table heights :func:`run_cases` compiles: up to 256 repeats, then the API's
-#: maximum (one height for the Ascend C APIs, two for TIK). A taller table only costs rows
-#: of work per case; each extra height costs a compile (about 1-3 s of CPU each).
-TABLE_HEIGHTS = (256,)
+#: repeat-table heights :func:`run_cases` compiles: up to 16 repeats, up to 256, then the
+#: API's maximum (two heights for the Ascend C APIs, three for TIK). A taller table costs
+#: rows of work per case (a 256-row table runs a 1-repeat case 16 times slower than a 16-row
+#: one); each extra height costs a compile (about 1-3 s of CPU each). Campaigns pass
+#: ``heights=()`` (one height per API).
+TABLE_HEIGHTS = (16, 256)
 #: batch sizes :func:`run_cases` runs: groups of at least ``BATCH_SIZES[-1]`` cases in chunks
 #: of that size, the rest in chunks of the first (padded): at most two executables per
-#: configuration, whatever the group sizes of the calls
+#: configuration, whatever the group sizes of the calls; a short table runs bigger chunks
+#: (:func:`_big_batch`: a third size), so the fixed cost of a call is spread over more cases
 BATCH_SIZES = (8, 64)
+#: bytes of UB windows one :func:`run_cases` chunk may hold (bounds a big chunk)
+_CHUNK_WINDOW_BYTES = 1 << 24
 
 
 def _coarse_r_max(spec: engine.Spec, hi: int, heights: Sequence[int] = TABLE_HEIGHTS) -> int:
@@ -81,13 +86,29 @@ def _coarse_r_max(spec: engine.Spec, hi: int, heights: Sequence[int] = TABLE_HEI
     return hi
 
 
-def _batches(n: int) -> list:
-    """``[(start, stop, size)]``: chunks of the group's ``n`` cases and their padded sizes."""
-    small, big = BATCH_SIZES[0], BATCH_SIZES[-1]
+def _big_batch(r_max: int, width: int) -> int:
+    """The largest chunk :func:`run_cases` runs for a table of ``r_max`` rows and windows of
+    ``width`` bytes: :func:`_chunk`'s size (source bytes per chunk near 2 MiB), at least
+    ``BATCH_SIZES[-1]``, its windows at most 16 MiB."""
+    big = max(BATCH_SIZES[-1], _chunk(1 << 30, r_max))
+    while big > BATCH_SIZES[-1] and big * width > _CHUNK_WINDOW_BYTES:
+        big //= 2
+    return big
+
+
+def _batches(n: int, big: Optional[int] = None) -> list:
+    """``[(start, stop, size)]``: chunks of the group's ``n`` cases and their padded sizes
+    (``big``: a larger first size, see :func:`_big_batch`; a remainder of at least half of
+    it runs as one padded chunk of that size)."""
+    small, mid = BATCH_SIZES[0], BATCH_SIZES[-1]
     out, start = [], 0
-    while n - start >= big:
-        out.append((start, start + big, big))
-        start += big
+    if big is not None and big > mid:
+        while n - start >= big // 2:
+            out.append((start, min(start + big, n), big))
+            start += big
+    while n - start >= mid:
+        out.append((start, start + mid, mid))
+        start += mid
     while start < n:
         out.append((start, min(start + small, n), small))
         start += small
@@ -119,40 +140,38 @@ def run_cases(cases: Iterable[Case], *, heights: Sequence[int] = TABLE_HEIGHTS) 
     The cases of each static configuration run as one batch sharded over the local devices
     (:func:`ascend_ref.scale.run_rows`; :func:`ascend_ref.scale.use_devices` picks others):
     the same bits on any number of devices.
+
+    Preparation is vectorised (:mod:`ascend_ref.batch_prep`): cases that share a static
+    configuration and whose arguments are plain ints, lists and numpy UBs are checked once
+    per group and gathered into arrays; any other case goes through the per-case
+    :meth:`~ascend_ref.registry.Instruction.prepare_case` (the exact fallback). Each case
+    runs on a compact window of its UB (the bytes its declared geometry can touch) where
+    that is exact, and the kernel returns only the words it writes.
     """
+    from . import batch_prep
+
     cases = list(cases)
     outcomes: List[Optional[Outcome]] = [None] * len(cases)
     groups = collections.defaultdict(list)
-    for k, case in enumerate(cases):
-        try:
-            prep = _prepare_case(case)
-        except ConstraintError as e:
-            outcomes[k] = Outcome(e.code)
-            continue
-        hi = prep.ins.repeat_range(prep.spec)[1]
-        spec = dataclasses.replace(prep.spec, r_max=_coarse_r_max(prep.spec, hi, heights))
-        n = int(prep.ub.shape[-1])
-        groups[(prep.ins, spec, engine.ub_bucket(n))].append((k, prep, n))
-    for (ins, spec, nb), items in groups.items():
+    for part in batch_prep.prepare(cases, outcomes, heights):
+        groups[(part.ins, part.spec)].append(part)
+    for (ins, spec), parts in groups.items():
         engine.release_if_needed()
-        for start, stop, b in _batches(len(items)):
-            _run_group(ins, spec, nb, items[start:stop], b, outcomes)
+        width = engine.ub_bucket(max(int(p.length.max()) for p in parts))
+        rows = batch_prep.Rows.concat(parts)
+        for start, stop, b in _batches(len(rows), _big_batch(spec.r_max, width)):
+            _run_group(ins, spec, width, rows.take(start, stop), b, cases, outcomes)
     return outcomes  # type: ignore[return-value]
 
 
-def _run_group(ins, spec, nb, items, b, outcomes) -> None:
-    EXECUTABLES.add((ins.api, spec, nb, b))
-    rows = items + [items[0]] * (b - len(items))
-    ubs = np.zeros((b, nb), np.uint8)
-    for j, (_, prep, n) in enumerate(rows):
-        ubs[j, :n] = np.asarray(prep.ub)
-    keys = rows[0][1].p.keys()
-    ps = {key: np.stack([np.asarray(r[1].p[key]) for r in rows]) for key in keys}
-    out, status, _, written, undefined = scale.run_rows(_vmapped(ins, spec), ubs, ps)
-    for j, (k, _, n) in enumerate(items):
-        code = int(status[j])
-        outcomes[k] = Outcome(Code(code)) if code else Outcome(
-            None, out[j, :n], written[j, :n], undefined[j, :n])
+def _run_group(ins, spec, width, rows, b, cases, outcomes) -> None:
+    from . import batch_prep
+
+    EXECUTABLES.add((ins.api, spec, width, b))
+    ubs = rows.windows(width, b)
+    ps = rows.params(b)
+    writes, status, _, _, undefined = scale.run_rows(_vmapped(ins, spec), ubs, ps)
+    batch_prep.outcomes(rows, cases, writes, np.asarray(status), undefined, outcomes)
 
 
 # ------------------------------------------------------------------ array API ---------------

@@ -482,8 +482,9 @@ def kernel(ins: Instruction, spec: Spec, ub, p: dict):
                                   arithmetic(numerics.Exact, spec, p))
     ok = status == 0
     if spec.compact:
+        # with ``info``: the undefined bytes as compact tables too (:func:`compact_undefined`)
         return (tuple((w.addr, w.bits, w.final & ok) for w in eff.writes), status, diag,
-                None, None)
+                None, compact_undefined(eff.undefined, ok) if spec.info else None)
 
     out = ub
     written = jnp.zeros((n,), bool) if spec.info else None
@@ -508,6 +509,24 @@ def kernel(ins: Instruction, spec: Spec, ub, p: dict):
         assert written is not None
         written &= ~undefined
     return out, status, diag, written, undefined
+
+
+def compact_undefined(undefined: Sequence, ok) -> tuple:
+    """A compact kernel's undefined bytes: ``(regions, words)`` with ``regions`` a tuple of
+    ``(start, nbytes, when)`` (:class:`Region`) and ``words`` a tuple of ``(byte_addr,
+    when)`` (:class:`UndefinedWords`, one entry per byte), ``when`` already and-ed with the
+    call's ``ok``; the host turns them into the byte mask the full kernel returns
+    (positions outside the UB dropped)."""
+    regions, words = [], []
+    for r in undefined:
+        if isinstance(r, UndefinedWords):
+            byte_addr = r.addr[..., None] + jnp.arange(r.size, dtype=jnp.int32)
+            words.append((byte_addr, jnp.broadcast_to((r.when & ok)[..., None],
+                                                      byte_addr.shape)))
+        else:
+            regions.append((jnp.asarray(r.start, jnp.int32), jnp.asarray(r.nbytes, jnp.int32),
+                            jnp.asarray(r.when & ok, bool)))
+    return tuple(regions), tuple(words)
 
 
 def arithmetic(cls: Any, spec: Spec, p: dict) -> Any:

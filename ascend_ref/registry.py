@@ -190,7 +190,7 @@ class EnumOption(Option):
                           chip=chip).value
 
     def normalise(self, value: Any) -> str:
-        names = [m.value for m in self.enum_cls]
+        names = self._names()
         if value is None:
             if self.default is None:
                 raise ValueError(f"missing ({', '.join(names)})")
@@ -202,6 +202,12 @@ class EnumOption(Option):
             raise ValueError(f"{value!r} is not a {self.enum_cls.__name__}; expected one of "
                              f"{names}")
         return name
+
+    def _names(self) -> List[str]:
+        names = self.__dict__.get("_names_cache")
+        if names is None:
+            names = self.__dict__["_names_cache"] = [m.value for m in self.enum_cls]
+        return list(names)
 
     def engine(self, value: Any) -> str:
         return str(getattr(value, "value", value))

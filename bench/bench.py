@@ -11,6 +11,9 @@ realistic strides (block stride 1, repeat stride 8) and full masks, one run meas
                  (gather, then np.min / np.argmin / np.sum per repeat; *not* bit-exact);
 * ``copy``     — cases/s of ``np.copyto`` of the cases' windows into a pre-allocated array;
 * ``np.sum``   — cases/s of ``np.sum`` over the same lanes (per repeat; not bit-exact);
+* ``verify``   — cases/s of ``ascend_ref.verify.verify`` on the same cases written as dump
+                 files (regions layout, 1000 cases a file; reading, reference, comparison;
+                 the second of two runs);
 * ``compile``  — seconds to compile the static configuration (first call minus a steady call);
 * peak resident memory of the process at the end.
 
@@ -132,11 +135,13 @@ def oracle_case(api, chip, dtype, option, r, tensors, ub):
     return getattr(o, api)(ub, t["dst"], t["src"], mask, r, 1, 1, 8, option, chip=chip)
 
 
-def run(quick: bool):
+def run(quick: bool, only=None, repeats=(1, 16, 255)):
     rows = []
     rng = np.random.default_rng(0)
     for api, chip, dtype, option in CONFIGS:
-        for r in (1, 16, 255):
+        if only and not any(f"{api}:{dtype}".startswith(o) for o in only):
+            continue
+        for r in repeats:
             tensors, window = layout(api, dtype, r)
             b = {1: 8192, 16: 2048, 255: 256}[r] // (4 if quick else 1)
             s = np.dtype(dtype).itemsize
@@ -157,6 +162,7 @@ def run(quick: bool):
             assert all(o.code is None for o in outcomes)
             assert np.array_equal(outcomes[0].ub, out[0]), f"{api} R={r}: run_cases differs"
             cases_t = _timeit(lambda: ar.run_cases(cases), repeat=2)
+            verify_t = _verify_time(cases, outcomes)
             jax_cps = b / steady
             np_t = _timeit(lambda: numpy_golden(api, dtype, option, ubs, r))
             n_or = 2 if r == 255 else 4
@@ -172,6 +178,8 @@ def run(quick: bool):
                              oracle_cases_per_s=1 / or_t,
                              vs_copy=jax_cps * copy_t / b, vs_sum=jax_cps * sum_t / b,
                              cases_vs_batch=(b / cases_t) / jax_cps,
+                             verify_cases_per_s=b / verify_t,
+                             verify_vs_batch=(b / verify_t) / jax_cps,
                              vs_numpy=jax_cps * np_t / b, vs_oracle=jax_cps * or_t,
                              compile_s=max(first - steady, 0.0)))
             print(_fmt_row(rows[-1]), flush=True)
@@ -180,8 +188,28 @@ def run(quick: bool):
 
 
 HEADER = (f"{'api':<18} {'dtype':<8} {'R':>4} {'cases':>6} {'batch c/s':>10} {'cases c/s':>10} "
-          f"{'×copy':>7} {'×np.sum':>8} {'cases/batch':>11} {'×numpy':>7} {'×oracle':>8} "
-          f"{'compile s':>9}")
+          f"{'×copy':>7} {'×np.sum':>8} {'cases/batch':>11} {'verify c/s':>10} "
+          f"{'verify/batch':>12} {'×numpy':>7} {'×oracle':>8} {'compile s':>9}")
+
+
+def _verify_time(cases, outcomes):
+    """Seconds ``ascend-ref verify`` takes on ``cases`` written as dumps (regions layout, 1000
+    cases a file, the reference's results as the device's): the second of two runs."""
+    import shutil
+    import tempfile
+
+    from ascend_ref.verify import dumps_from_cases, verify
+
+    d = tempfile.mkdtemp(prefix="ascend_ref_bench_")
+    try:
+        dumps_from_cases(cases, d, per_file=1000, regions="tensors", outcomes=outcomes)
+        rep = verify(d, progress=False)
+        assert rep.ok and rep.cases == len(cases), rep.format()
+        t = time.perf_counter()
+        verify(d, progress=False)
+        return time.perf_counter() - t
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def make_cases(api, chip, dtype, option, r, tensors, ubs):
@@ -199,6 +227,7 @@ def _fmt_row(r):
     return (f"{r['api']:<18} {r['dtype']:<8} {r['repeat']:>4} {r['cases']:>6} "
             f"{r['jax_cases_per_s']:>10.0f} {r['cases_cases_per_s']:>10.0f} "
             f"{r['vs_copy']:>7.3f} {r['vs_sum']:>8.2f} {r['cases_vs_batch']:>11.2f} "
+            f"{r['verify_cases_per_s']:>10.0f} {r['verify_vs_batch']:>12.3f} "
             f"{r['vs_numpy']:>7.2f} {r['vs_oracle']:>8.0f} {r['compile_s']:>9.2f}")
 
 
@@ -206,11 +235,14 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="a quarter of the cases")
     ap.add_argument("--json", default=str(Path(__file__).parent / "results" / "bench.json"))
+    ap.add_argument("--only", action="append", metavar="API[:DTYPE]",
+                    help="only these rows (prefix of 'api:dtype'; repeatable)")
+    ap.add_argument("--repeats", default="1,16,255", help="R values (default 1,16,255)")
     args = ap.parse_args()
     print(f"jax {jax.__version__} on {jax.devices()[0].platform} ({jax.device_count()} device(s)), "
           f"{platform.processor() or platform.machine()}")
     print(HEADER, flush=True)
-    rows, peak = run(args.quick)
+    rows, peak = run(args.quick, args.only, tuple(int(r) for r in args.repeats.split(",")))
     print(f"peak resident memory: {peak:.0f} MB")
     out = Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)

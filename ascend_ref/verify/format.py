@@ -335,6 +335,9 @@ class DumpFile:
     def _get(self, key: str, case: Optional[int] = None) -> np.ndarray:
         if key not in self.keys:
             raise DumpError(self.path, key, "missing", case)
+        fast = _read_member(self._npz.zip, key + ".npy", self._raw())
+        if fast is not None:
+            return fast
         try:
             return self._npz[key]
         except Exception as e:
@@ -356,7 +359,26 @@ class DumpFile:
             raise DumpError(self.path, key, f"expected an integer, got {a.dtype}")
         return int(v)
 
+    def _raw(self) -> Any:
+        """The archive's bytes (a read-only mmap, opened on first use; None if it cannot be)."""
+        mm = getattr(self, "_mm", False)
+        if mm is False:
+            import mmap
+
+            mm = None
+            try:
+                with open(self.path, "rb") as fh:
+                    mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            except (OSError, ValueError):
+                mm = None
+            self._mm = mm
+        return mm
+
     def close(self) -> None:
+        mm = getattr(self, "_mm", None)
+        if mm:
+            mm.close()
+            self._mm = None
         npz = getattr(self, "_npz", None)
         if npz is not None:
             npz.close()
@@ -392,6 +414,62 @@ class DumpFile:
                                                f"case(s)", i)
         meta = self.meta(i)
         return _build(self, i, meta)
+
+
+#: parsed ``.npy`` headers by their bytes: ``(dtype, shape, fortran_order)`` (the headers of
+#: one dump repeat from case to case)
+_HEADERS: Dict[bytes, Tuple[np.dtype, Tuple[int, ...], bool]] = {}
+
+
+def _read_member(zf: Any, name: str, raw: Any = None) -> Optional[np.ndarray]:
+    """A plain ``.npy`` member of the archive, read in one piece from ``raw`` (the archive's
+    bytes, e.g. an mmap; None: through ``zf``). None for anything unusual -- another format
+    version, an object dtype, an encrypted or short member, a bad CRC --: then the caller
+    takes numpy's own reader, with its own error."""
+    import io
+    import zlib
+
+    try:
+        info = zf.getinfo(name)
+        if raw is not None and info.compress_type in (0, 8) and not info.flag_bits & 0x1:
+            at = info.header_offset
+            head = raw[at:at + 30]
+            if head[:4] != b"PK\x03\x04":
+                return None
+            start = at + 30 + int.from_bytes(head[26:28], "little") + \
+                int.from_bytes(head[28:30], "little")
+            data = raw[start:start + info.compress_size]
+            if info.compress_type == 8:
+                data = zlib.decompress(data, -15)
+            if len(data) != info.file_size or zlib.crc32(data) != info.CRC:
+                return None
+            buf = bytearray(data)
+        else:
+            buf = bytearray(info.file_size)
+            with zf.open(info) as fh:
+                if fh.readinto(buf) != info.file_size or fh.read(1):   # read(1): the CRC
+                    return None
+        if buf[:8] != b"\x93NUMPY\x01\x00":
+            return None
+        hl = int.from_bytes(buf[8:10], "little")
+        key = bytes(buf[10:10 + hl])
+        parsed = _HEADERS.get(key)
+        if parsed is None:
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(
+                io.BytesIO(bytes(buf[8:10 + hl])))
+            if dtype.hasobject:
+                return None
+            parsed = (dtype, tuple(shape), bool(fortran))
+            if len(_HEADERS) < 4096:
+                _HEADERS[key] = parsed
+        dtype, shape, fortran = parsed
+        count = int(np.prod(shape, dtype=np.int64))
+        if len(buf) - 10 - hl != count * dtype.itemsize:
+            return None
+        arr = np.frombuffer(buf, dtype, count, 10 + hl)
+        return arr.reshape(shape[::-1]).T if fortran else arr.reshape(shape)
+    except Exception:                    # noqa: BLE001 - numpy's reader reports it
+        return None
 
 
 def open_dump(path: PathLike) -> DumpFile:

@@ -1,0 +1,408 @@
+"""Host side of :func:`ascend_ref.batch.run_cases`: vectorised preparation and compact windows.
+
+:func:`prepare` turns a list of :class:`~ascend_ref.case.Case` into :class:`Rows` -- stacked
+kernel parameters (one leading case axis), the UB window of every case and the cases they
+came from -- grouped by static configuration:
+
+* **Plain cases** (``chip`` a product id or profile, ``dtype`` text, a hashable option,
+  ``saturate`` None or a bool, a 1-D ``uint8`` numpy UB, tensors exactly the instruction's
+  operands, non-negative int addresses / sizes, int parameters, and a mask that
+  :func:`ascend_ref.mask.parse` accepts as an int or a list of int words) are grouped by
+  (instruction, product, dtype, option, saturate, mask mode). Every host-side check whose
+  outcome can only depend on the group runs once, on the group's first case, through the
+  per-case path (:meth:`~ascend_ref.registry.Instruction.prepare_case`): if it raises, every
+  case of the group gets that code, exactly as each would alone. The per-case values
+  (parameters, tensor addresses and sizes, mask words) are gathered into numpy arrays in one
+  pass, with the same int32 stand-ins as :func:`ascend_ref.engine.int32_stand_in`.
+* **Any other case** goes through the per-case path (the exact fallback): whatever it
+  raises, its code; else its own parameters.
+
+**Compact windows.** A case whose every access its declared geometry allows (the source
+footprint of its repeat count and strides, the result slots, the work-tensor need) and
+whose every declared tensor lie inside its UB, with the repeat count and the strides in
+range, runs on the bytes ``[base, end)`` only: ``base`` the lowest tensor address rounded
+down to 1024 bytes (alignment rules read the same: every alignment unit divides 1024, as
+:func:`~ascend_ref.engine.int32_stand_in` assumes), ``end`` the highest declared tensor end;
+the kernel sees window addresses (``ub_base`` = ``base``, ``ub_len`` = ``end - base``), so
+every rule decides as on the whole UB and no address computation overflows. Any other case
+runs on its whole UB (``base`` 0), as before.
+
+:func:`outcomes` merges the words a compact kernel returns into copies of the cases' UBs,
+with the ``written`` / ``undefined`` byte masks the full kernel would give.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import jax
+import numpy as np
+
+from . import engine, registry
+from .case import Case, Outcome
+from .constraints import Code, ConstraintError
+
+#: window starts are multiples of this (every alignment unit divides it)
+WINDOW_ALIGN = 1024
+#: larger ints take the per-case path (no int64 overflow in the window arithmetic)
+_PLAIN = 2**40
+_U64 = (1 << 64) - 1
+_ITEMSIZE = {"float16": 2, "half": 2, "fp16": 2, "int16": 2, "uint16": 2, "int16_t": 2,
+             "uint16_t": 2, "float32": 4, "float": 4, "fp32": 4, "int32": 4, "uint32": 4,
+             "int32_t": 4, "uint32_t": 4}
+
+
+@dataclasses.dataclass
+class Rows:
+    """Cases of one static configuration, ready for the kernel: ``idx`` (positions in the
+    caller's list), ``ubs`` (each case's UB, numpy), ``base`` / ``length`` (the window, real
+    UB bytes ``[base, base + length)``) and ``p`` (the kernel parameters, every leaf with a
+    leading case axis)."""
+
+    ins: Any
+    spec: engine.Spec
+    idx: np.ndarray
+    ubs: List[np.ndarray]
+    base: np.ndarray
+    length: np.ndarray
+    p: Any
+
+    def __len__(self) -> int:
+        return int(self.idx.size)
+
+    @staticmethod
+    def concat(parts: Sequence["Rows"]) -> "Rows":
+        if len(parts) == 1:
+            return parts[0]
+        p = jax.tree_util.tree_map(lambda *xs: np.concatenate(xs), *[r.p for r in parts])
+        return Rows(parts[0].ins, parts[0].spec, np.concatenate([r.idx for r in parts]),
+                    [u for r in parts for u in r.ubs],
+                    np.concatenate([r.base for r in parts]),
+                    np.concatenate([r.length for r in parts]), p)
+
+    def take(self, start: int, stop: int) -> "Rows":
+        return Rows(self.ins, self.spec, self.idx[start:stop], self.ubs[start:stop],
+                    self.base[start:stop], self.length[start:stop],
+                    jax.tree_util.tree_map(lambda x: x[start:stop], self.p))
+
+    def windows(self, width: int, b: int) -> np.ndarray:
+        """``uint8[b, width]``: each case's window from byte 0, zeros after, rows past the
+        cases copies of the first (a fixed batch shape)."""
+        out = np.zeros((b, width), np.uint8)
+        for j, (ub, a, n) in enumerate(zip(self.ubs, self.base.tolist(), self.length.tolist())):
+            out[j, :n] = ub[a:a + n]
+        if len(self) < b:
+            out[len(self):] = out[0]
+        return out
+
+    def params(self, b: int) -> Any:
+        m = len(self)
+        if m == b:
+            return self.p
+        return jax.tree_util.tree_map(
+            lambda x: np.concatenate([x, np.repeat(x[:1], b - m, axis=0)]), self.p)
+
+
+# ------------------------------------------------------------------ preparation ------------
+
+def _stack(p: Any, m: int) -> Any:
+    """Every leaf of one case's parameters, repeated for ``m`` cases (numpy)."""
+    return jax.tree_util.tree_map(lambda x: np.repeat(np.asarray(x)[None], m, axis=0), p)
+
+
+def _override(p: Any, values: Dict[str, np.ndarray]) -> Any:
+    """``p`` (stacked) with the named per-case values (``"repeat"``, ``"src.addr"``, ``"mask"``,
+    ``"ub_len"``, ...) replaced."""
+    if isinstance(p, dict):
+        return {**p, **values}
+    values = dict(values)                                  # a typed parameter tree
+    mask = values.pop("mask")
+    return p.overridden(values).replace(mask=mask)
+
+
+def _plain_int(v: Any) -> bool:
+    return bool((type(v) is int or isinstance(v, np.integer)) and -_PLAIN <= v < _PLAIN)
+
+
+def _mask_words(mask: Any, lanes: int, word_order: str) -> Optional[Tuple[str, tuple]]:
+    """``(mode, uint32 words)`` for a mask :func:`ascend_ref.mask.parse` accepts without
+    raising and reads as an int or a list of words; None for anything else."""
+    if type(mask) is int or isinstance(mask, np.integer):
+        m = int(mask)
+        return ("count", (m, 0, 0, 0)) if 0 <= m < 2**31 else None
+    if not isinstance(mask, (list, tuple)):
+        return None
+    if not all(type(w) is int or isinstance(w, np.integer) for w in mask):
+        return None
+    words = [int(w) for w in mask]
+    if word_order == "tik":
+        if len(words) != 2:
+            return None
+        words = [words[1], words[0]]
+    elif len(words) not in ((2,) if lanes == 128 else (1, 2)):
+        return None
+    if not all(0 <= w <= _U64 for w in words):
+        return None
+    words = (words + [0])[:2]
+    return "bits", (words[0] & 0xFFFFFFFF, words[0] >> 32, words[1] & 0xFFFFFFFF,
+                    words[1] >> 32)
+
+
+def _group_key(case: Case) -> Optional[tuple]:
+    """The host group of a plain case and its per-case values, or None (per-case path)."""
+    ins = registry.get(case.api)
+    size = _ITEMSIZE.get(case.dtype) if isinstance(case.dtype, str) else None
+    ub = case.ub
+    if ins is None or size is None or type(ub) is not np.ndarray or ub.dtype != np.uint8 \
+            or ub.ndim != 1:
+        return None
+    sat = case.saturate
+    if sat is not None and type(sat) is not bool:
+        return None
+    tensors = case.tensors
+    if not isinstance(tensors, dict) or len(tensors) != len(ins.operands):
+        return None
+    vals = []
+    try:
+        for t in ins.operands:
+            a, n = tensors[t]
+            if not (_plain_int(a) and _plain_int(n) and a >= 0 and n >= 0):
+                return None
+            vals.append(int(a))
+            vals.append(int(n))
+        for k in ins.params:
+            v = case.params[k]
+            if not _plain_int(v):
+                return None
+            vals.append(int(v))
+        hash(case.option)
+    except (KeyError, TypeError, ValueError):
+        return None
+    mask = _mask_words(case.mask, 256 // size, ins.word_order)
+    if mask is None:
+        return None
+    chip = case.chip if isinstance(case.chip, str) else ("profile", id(case.chip))
+    key = (ins, chip, case.dtype, type(case.option), case.option, sat, mask[0])
+    return key, (vals, mask[1])
+
+
+def _int32(v: np.ndarray) -> np.ndarray:
+    """int64 values as the int32 the kernel sees (:func:`ascend_ref.engine.int32_stand_in`)."""
+    out = (v < -(2**31)) | (v >= 2**31)
+    if not out.any():
+        return v.astype(np.int32)
+    stand = np.where(v > 0, 2**30, -(2**30)) + v % 1024
+    return np.where(out, stand, v).astype(np.int32)
+
+
+def _table_height(spec: engine.Spec, repeat: np.ndarray, hi: int,
+                  heights: Sequence[int]) -> np.ndarray:
+    """Per case, the table height :func:`ascend_ref.batch._coarse_r_max` gives the per-case
+    :func:`ascend_ref.engine.prepare` bucket of its repeat count."""
+    from .batch import _coarse_r_max
+
+    r = np.clip(_int32(repeat).astype(np.int64), 0, hi)
+    out = np.empty(r.shape, np.int64)
+    for v in np.unique(r).tolist():
+        bucket = min(hi, 1 << (max(int(v), 1) - 1).bit_length())
+        out[r == v] = _coarse_r_max(dataclasses.replace(spec, r_max=bucket), hi, heights)
+    return out
+
+
+def _windows(ins: registry.Instruction, option: Any, dtype: str, cols: Dict[str, np.ndarray],
+             n: np.ndarray, hi: int) -> Tuple[np.ndarray, np.ndarray]:
+    """``(base, length)`` of every case's window (the whole UB where a window is not exact)."""
+    s = np.dtype(dtype).itemsize
+    ops = ins.operands
+    addr = np.stack([cols[f"{t}.addr"] for t in ops])
+    end = addr + np.stack([cols[f"{t}.size"] for t in ops]) * s
+    rep = cols["repeat"]
+    ok = (end <= n[None, :]).all(axis=0) & (rep >= 0) & (rep <= hi)
+    for k in ins.kernel.strides:
+        ok &= (cols[k] >= 0) & (cols[k] <= engine.U16_MAX)
+    r1 = np.maximum(rep, 1) - 1
+    blk = cols["src_blk_stride"] if ins.has_blk_stride and "src_blk_stride" in cols else 1
+    fixed = registry.BLOCK * (7 * blk + 1) if ins.has_blk_stride else registry.REPEAT_BYTES
+    reach = [cols["src.addr"] + r1 * cols["src_rep_stride"] * registry.BLOCK + fixed]
+    if "dst" in ops:
+        lay = ins.layout(dtype, option)
+        if lay.per_repeat:
+            stride = cols.get("dst_rep_stride", 1)
+            reach.append(cols["dst.addr"] + lay.slot_bytes * (r1 * stride + 1))
+        else:
+            reach.append(cols["dst.addr"] + lay.slot_bytes)
+    if "work_tensor" in ops and ins.work_need is not None:
+        r = np.clip(rep, 0, hi)
+        need = np.zeros(r.shape, np.int64)
+        for v in np.unique(r[ok]).tolist():
+            need[r == v] = ins.work_elements(int(v), option, dtype)
+        reach.append(cols["work_tensor.addr"] + need * s)
+    reach_end = np.stack(reach).max(axis=0)
+    ok &= reach_end <= n
+    base = np.where(ok, addr.min(axis=0) // WINDOW_ALIGN * WINDOW_ALIGN, 0)
+    top = np.minimum(np.maximum(end.max(axis=0), reach_end), n)
+    length = np.where(ok, top - base, n)
+    return base.astype(np.int64), np.maximum(length, 1).astype(np.int64)
+
+
+def _finish_spec(prep: Any, heights: Sequence[int], r_max: Optional[int] = None) -> engine.Spec:
+    from .batch import _coarse_r_max
+
+    hi = prep.ins.repeat_range(prep.spec)[1]
+    spec = prep.spec
+    if r_max is None:
+        r_max = _coarse_r_max(spec, hi, heights)
+    return dataclasses.replace(spec, r_max=int(r_max), info=True, compact=True)
+
+
+def _group(cases: List[Case], ks: List[int], rows: List[tuple], outcomes: list,
+           heights: Sequence[int]) -> List[Rows]:
+    """Rows of one host group (plain cases sharing instruction, product, dtype, option,
+    saturate and mask mode); fills ``outcomes`` when a group-level check fails."""
+    rep = cases[ks[0]]
+    try:
+        prep = rep.prepare(info=True)
+    except ConstraintError as e:
+        for k in ks:
+            outcomes[k] = Outcome(e.code)
+        return []
+    ins = registry.lookup(rep.api)
+    m = len(ks)
+    vals = np.array([r[0] for r in rows], np.int64).reshape(m, -1)
+    names = [f"{t}.{x}" for t in ins.operands for x in ("addr", "size")] + list(ins.params)
+    cols = {name: vals[:, j] for j, name in enumerate(names)}
+    n = np.fromiter((cases[k].ub.size for k in ks), np.int64, m)
+    option = ins.canonical_option(rep.option) if ins.option is not None else None
+    dtype = prep.spec.dtype
+    hi = prep.ins.repeat_range(prep.spec)[1]
+    base, length = _windows(ins, option, dtype, cols, n, hi)
+    values = {name: _int32(c - base if name.endswith(".addr") else c)   # window addresses
+              for name, c in cols.items()}
+    values["mask"] = np.array([r[1] for r in rows], np.uint32).reshape(m, 4)
+    values["ub_len"] = length.astype(np.int32)
+    values["ub_base"] = base.astype(np.int32)
+    p = _override(_stack(prep.p, m), values)
+    heights_of = _table_height(prep.spec, cols["repeat"], hi, heights)
+    out = []
+    idx = np.asarray(ks, np.int64)
+    for h in np.unique(heights_of).tolist():
+        sel = np.flatnonzero(heights_of == h)
+        whole = sel.size == m
+        out.append(Rows(prep.ins, _finish_spec(prep, heights, h),
+                        idx if whole else idx[sel],
+                        [cases[k].ub for k in (ks if whole else idx[sel].tolist())],
+                        base if whole else base[sel], length if whole else length[sel],
+                        p if whole else jax.tree_util.tree_map(lambda x: x[sel], p)))
+    return out
+
+
+def prepare(cases: List[Case], outcomes: list, heights: Sequence[int]) -> List[Rows]:
+    """Rows of every case that reaches the kernel; the others get their outcome (a host
+    error code) in ``outcomes``."""
+    groups: Dict[tuple, Tuple[List[int], List[tuple]]] = collections.defaultdict(
+        lambda: ([], []))
+    out: List[Rows] = []
+    for k, case in enumerate(cases):
+        got = _group_key(case)
+        if got is None:
+            out.extend(_one(case, k, outcomes, heights))
+            continue
+        g = groups[got[0]]
+        g[0].append(k)
+        g[1].append(got[1])
+    for ks, rows in groups.values():
+        out.extend(_group(cases, ks, rows, outcomes, heights))
+    return out
+
+
+def _one(case: Case, k: int, outcomes: list, heights: Sequence[int]) -> List[Rows]:
+    """The per-case path (exact fallback): its own preparation, the whole UB."""
+    try:
+        prep = case.prepare(info=True)
+    except ConstraintError as e:
+        outcomes[k] = Outcome(e.code)
+        return []
+    ub = np.asarray(prep.ub)
+    p = jax.tree_util.tree_map(lambda x: np.asarray(x)[None], prep.p)
+    return [Rows(prep.ins, _finish_spec(prep, heights), np.array([k], np.int64), [ub],
+                 np.zeros(1, np.int64), np.array([ub.size], np.int64), p)]
+
+
+# ------------------------------------------------------------------ outcomes ---------------
+
+def _scatter_words(out: np.ndarray, rows: np.ndarray, addr: np.ndarray, bits: np.ndarray) -> None:
+    size = bits.dtype.itemsize
+    if out.shape[1] % size == 0 and not np.any(addr % size):
+        out.view(bits.dtype)[rows, addr // size] = bits
+    else:
+        for k in range(size):
+            out[rows, addr + k] = (bits >> (8 * k)).astype(np.uint8)
+
+
+def outcomes(rows: Rows, cases: Sequence[Case], writes: Any, status: np.ndarray, undefined: Any,
+             into: list) -> None:
+    """Fill ``into`` with the outcome of every case of ``rows`` (kernel results of a batch
+    whose first ``len(rows)`` rows are these cases)."""
+    m = len(rows)
+    status = status[:m]
+    idx = rows.idx.tolist()
+    for j in np.flatnonzero(status != 0).tolist():
+        into[idx[j]] = Outcome(Code(int(status[j])))
+    good = np.flatnonzero(status == 0)
+    if not good.size:
+        return
+    sizes = np.fromiter((u.size for u in rows.ubs), np.int64, m)
+    regions, words = undefined
+    for n in np.unique(sizes[good]).tolist():
+        sel = good[sizes[good] == n]
+        _merge(rows, sel, int(n), writes, regions, words, idx, into)
+
+
+def _merge(rows: Rows, sel: np.ndarray, n: int, writes: Any, regions: Any, words: Any,
+           idx: list, into: list) -> None:
+    """Outcomes of the cases ``sel`` (rows of the batch), all with ``n``-byte UBs."""
+    m = sel.size
+    out = np.empty((m, n), np.uint8)
+    for j, r in enumerate(sel.tolist()):
+        out[j] = rows.ubs[r]
+    undef = np.zeros((m, n), bool)
+    written = np.zeros((m, n), bool)
+    base = rows.base[sel]
+    local = np.arange(m)
+    for start, nbytes, when in regions:
+        start, nbytes, when = np.asarray(start)[sel], np.asarray(nbytes)[sel], np.asarray(when)[sel]
+        for j in np.flatnonzero(when).tolist():
+            lo = max(int(base[j]) + int(start[j]), 0)
+            hi = min(int(base[j]) + int(start[j]) + int(nbytes[j]), n)
+            if hi > lo:
+                undef[j, lo:hi] = True
+    for addr, when in words:
+        addr, when = np.asarray(addr)[sel], np.asarray(when)[sel]
+        r = np.broadcast_to(local.reshape((m,) + (1,) * (addr.ndim - 1)), addr.shape)
+        a = addr.astype(np.int64) + base.reshape((m,) + (1,) * (addr.ndim - 1))
+        keep = when & (a >= 0) & (a < n)
+        undef[r[keep], a[keep]] = True
+    for addr, bits, valid in writes:
+        addr, bits, valid = np.asarray(addr)[sel], np.asarray(bits)[sel], np.asarray(valid)[sel]
+        r = np.broadcast_to(local.reshape((m,) + (1,) * (addr.ndim - 1)), addr.shape)[valid]
+        a = (addr.astype(np.int64) + base.reshape((m,) + (1,) * (addr.ndim - 1)))[valid]
+        size = bits.dtype.itemsize
+        inside = (a >= 0) & (a + size <= n)          # never false for a case that passed
+        r, a, v = r[inside], a[inside], bits[valid][inside]
+        _scatter_words(out, r, a, v)
+        for k in range(size):
+            written[r, a + k] = True
+    # the full kernel: written &= ~undefined (only where something was written)
+    for addr, bits, valid in writes:
+        addr, valid = np.asarray(addr)[sel], np.asarray(valid)[sel]
+        r = np.broadcast_to(local.reshape((m,) + (1,) * (addr.ndim - 1)), addr.shape)[valid]
+        a = (addr.astype(np.int64) + base.reshape((m,) + (1,) * (addr.ndim - 1)))[valid]
+        size = np.asarray(bits).dtype.itemsize
+        inside = (a >= 0) & (a + size <= n)
+        r, a = r[inside], a[inside]
+        for k in range(size):
+            written[r, a + k] &= ~undef[r, a + k]
+    for j, r in enumerate(sel.tolist()):
+        into[idx[r]] = Outcome(None, out[j], written[j], undef[j])

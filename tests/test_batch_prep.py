@@ -1,0 +1,188 @@
+"""Vectorised preparation of run_cases (ascend_ref.batch_prep) against the per-case path.
+
+The per-case path (Instruction.prepare_case, one case at a time) is the reference: on
+adversarial cases -- bad parameters of every host and kernel code, values outside int32,
+odd and traced UBs, both mask modes, every instruction -- the vectorised groups must give
+the same kernel inputs (up to the window shift of the addresses) and the same outcomes.
+"""
+
+import copy
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import ascend_ref as ar
+from ascend_ref import batch_prep, registry
+from ascend_ref.case import Case, run_jax
+from ascend_ref.constraints import Code, ConstraintError
+from ascend_ref.fuzz.compare import diff
+from ascend_ref.fuzz.generate import RngDraw, draw_case
+
+
+def _variants(c: Case, rng) -> list:
+    """Adversarial edits of one drawn case (each a new case)."""
+    out = []
+
+    def edit(fn):
+        d = copy.copy(c)
+        d.params, d.tensors = dict(c.params), dict(c.tensors)
+        fn(d)
+        out.append(d)
+
+    k = rng.choice(sorted(c.params))
+    t = rng.choice(sorted(c.tensors))
+    big = int(rng.choice([2**31, 2**31 + 5, -(2**31) - 7, 2**33 + 3, 2**39]))
+    edit(lambda d: d.params.__setitem__(k, big))                          # outside int32
+    edit(lambda d: d.params.__setitem__(k, True))                         # bool: BAD_ARGUMENT
+    edit(lambda d: d.params.__setitem__(k, np.int64(c.params[k])))        # numpy int
+    edit(lambda d: d.params.__setitem__(k, 2**45))                        # past the plain range
+    edit(lambda d: d.tensors.__setitem__(t, (c.tensors[t][0], 2**31 + 3)))
+    edit(lambda d: d.tensors.__setitem__(t, (2**32 + 64, c.tensors[t][1])))
+    edit(lambda d: d.tensors.__setitem__(t, (-32, c.tensors[t][1])))       # BAD_ARGUMENT
+    edit(lambda d: d.tensors.__setitem__(t, (c.tensors[t][0] + 2, c.tensors[t][1])))  # ALIGN
+    edit(lambda d: d.tensors.__setitem__(t, (c.ub.size - 32, c.tensors[t][1] + 64)))   # bounds
+    edit(lambda d: setattr(d, "mask", 0))
+    edit(lambda d: setattr(d, "mask", 300))                                # MASK_RANGE kernel
+    edit(lambda d: setattr(d, "mask", 2**31))                              # MASK_RANGE host
+    edit(lambda d: setattr(d, "mask", -1))
+    edit(lambda d: setattr(d, "mask", [0, 0]))
+    edit(lambda d: setattr(d, "mask", [2**64 - 1, 2**63]))
+    edit(lambda d: setattr(d, "mask", [2**64, 1]))                         # MASK_BITS host
+    edit(lambda d: setattr(d, "mask", [5, 6, 7]))
+    edit(lambda d: setattr(d, "mask", (3, 0)))
+    edit(lambda d: setattr(d, "mask", np.int16(7)))
+    edit(lambda d: setattr(d, "mask", np.array([1, 0, 0, 0], np.uint32)))  # lane words
+    edit(lambda d: setattr(d, "mask", 7.0))
+    edit(lambda d: setattr(d, "ub", np.concatenate([c.ub, np.zeros(7, np.uint8)])))  # odd
+    edit(lambda d: setattr(d, "ub", c.ub[: max(c.ub.size - 33, 1)]))
+    edit(lambda d: setattr(d, "ub", jnp.asarray(c.ub)))                    # a JAX UB
+    edit(lambda d: setattr(d, "ub", c.ub.astype(np.int8)))                 # BAD_ARGUMENT
+    edit(lambda d: _shift(d, 5 * 1024 + 32 * int(rng.integers(0, 40))))  # a window above 0
+    edit(lambda d: _shift(d, 3 * 1024, extra=-1))                          # last byte missing
+    edit(lambda d: setattr(d, "saturate", not bool(c.saturate)))
+    edit(lambda d: setattr(d, "saturate", 1))
+    edit(lambda d: setattr(d, "saturate", "yes"))
+    edit(lambda d: setattr(d, "chip", "no_such_chip"))
+    edit(lambda d: setattr(d, "dtype", "half" if c.dtype == "float16" else "int8"))
+    edit(lambda d: setattr(d, "option", "NOT_AN_OPTION" if c.option is not None else 3))
+    return out
+
+
+def _shift(d: Case, by: int, extra: int = 0) -> None:
+    """Move every tensor ``by`` bytes up in a UB that grows by as much (plus ``extra``)."""
+    d.ub = np.concatenate([np.full(by, 0x5A, np.uint8), d.ub])[:d.ub.size + by + extra]
+    d.tensors = {k: (a + by, n) for k, (a, n) in d.tensors.items()}
+
+
+def _cases(n: int, seed: int) -> list:
+    rng = np.random.default_rng(seed)
+    out = []
+    for i in range(n):
+        c = draw_case(RngDraw(seed, i), invalid_rate=0.4, max_ub=1 << 13, tik_max_repeat=40)
+        out.append(c)
+        if i % 3 == 0:
+            out.extend(_variants(c, rng))
+    return out
+
+
+def _per_case(case: Case):
+    try:
+        return case.prepare(info=True), None
+    except ConstraintError as e:
+        return None, e.code
+    # (anything else raised escapes run_cases too)
+
+
+def _flat(p) -> dict:
+    """Every leaf of a parameter tree by its path (``src.addr``, ``ub_len``, ...)."""
+    leaves, _ = jax.tree_util.tree_flatten_with_path(p)
+    key = lambda path: jax.tree_util.keystr(path).strip(".").replace("['", "").replace(  # noqa
+        "']", "").replace("'", "")
+    return {key(path): np.asarray(v) for path, v in leaves}
+
+
+def _row_params(rows) -> dict:
+    """Case index -> (spec, base, length, {key: value}) of every prepared row."""
+    out = {}
+    for r in rows:
+        flat = _flat(r.p)
+        for j, k in enumerate(r.idx.tolist()):
+            out[k] = (r.spec, int(r.base[j]), int(r.length[j]),
+                      {key: v[j] for key, v in flat.items()})
+    return out
+
+
+def test_every_instruction_drawn():
+    names = {c.api for c in _cases(120, 5)}
+    assert names == set(registry.names())
+
+
+@pytest.mark.parametrize("seed", [5, 6])
+def test_vectorised_kernel_inputs_equal_the_per_case_ones(seed):
+    cases = _cases(120, seed)
+    outcomes = [None] * len(cases)
+    rows = _row_params(batch_prep.prepare(cases, outcomes, ar.batch.TABLE_HEIGHTS))
+    windowed = above = stood_in = 0
+    for k, c in enumerate(cases):
+        try:
+            prep, code = _per_case(c)
+        except Exception as e:                                     # noqa: BLE001
+            pytest.fail(f"case {k} raised {type(e).__name__} on the per-case path: {e}")
+        if code is not None:
+            assert k not in rows and outcomes[k] is not None and outcomes[k].code == code, \
+                (k, c.describe(), code, outcomes[k])
+            continue
+        assert outcomes[k] is None and k in rows, (k, c.describe())
+        spec, base, length, got = rows[k]
+        want_spec = batch_prep._finish_spec(prep, ar.batch.TABLE_HEIGHTS)
+        assert spec == want_spec, (k, spec, want_spec)
+        want = _flat(prep.p)
+        assert set(got) == set(want)
+        n = int(np.asarray(prep.ub).size)
+        windowed += (base, length) != (0, n)
+        above += base > 0
+        stood_in += bool(prep.given)
+        for key in want:
+            if key == "ub_base":
+                assert int(got[key]) == base and int(want[key]) == 0
+            elif key == "ub_len":
+                assert int(got[key]) == length and int(want[key]) == n
+                assert 0 < length <= n - base
+            elif key.endswith(".addr"):
+                assert int(got[key]) == int(want[key]) - base, (k, key)
+            else:
+                assert got[key].dtype == want[key].dtype, (k, key)
+                np.testing.assert_array_equal(got[key], want[key], err_msg=f"{k} {key}")
+        assert base % batch_prep.WINDOW_ALIGN == 0
+        if base or length != n:             # a window: every declared tensor inside it
+            s = np.dtype(c.dtype).itemsize if c.dtype != "half" else 2
+            for a, size in c.tensors.values():
+                assert base <= a and a + size * s <= base + length
+    assert windowed > 20 and above > 10 and stood_in > 3, (windowed, above, stood_in)
+
+
+def test_vectorised_outcomes_equal_the_per_case_path(monkeypatch):
+    cases = _cases(90, 7)
+    fast = ar.run_cases(cases)
+    monkeypatch.setattr(batch_prep, "_group_key", lambda case: None)   # every case alone
+    slow = ar.run_cases(cases)
+    codes = set()
+    for k, (c, a, b) in enumerate(zip(cases, fast, slow)):
+        assert diff(a, b) is None, (k, c.describe(), a, b)
+        if a.code is None:
+            assert b.code is None
+            for x, y in ((a.ub, b.ub), (a.written, b.written), (a.undefined, b.undefined)):
+                np.testing.assert_array_equal(x, y, err_msg=f"case {k}")
+        codes.add(a.code)
+    # the adversarial set reaches host errors, kernel errors and successes
+    assert {None, Code.BAD_ARGUMENT, Code.MASK_RANGE, Code.MASK_BITS} <= codes, codes
+    assert len(codes) >= 8, codes
+
+
+def test_vectorised_outcomes_equal_the_public_functions():
+    """A sample against the public function of each case (the full, non-compact kernel)."""
+    cases = [c for c in _cases(30, 8)][::5]
+    for c, got in zip(cases, ar.run_cases(cases)):
+        assert diff(got, run_jax(c)) is None, c.describe()
