@@ -54,6 +54,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import engine, registry, scale
+from . import batch_prep
 from .case import Case, Outcome
 from .constraints import Code, ConstraintError
 
@@ -76,14 +77,6 @@ TABLE_HEIGHTS = (16, 256)
 BATCH_SIZES = (8, 64)
 #: bytes of UB windows one :func:`run_cases` chunk may hold (bounds a big chunk)
 _CHUNK_WINDOW_BYTES = 1 << 24
-
-
-def _coarse_r_max(spec: engine.Spec, hi: int, heights: Sequence[int] = TABLE_HEIGHTS) -> int:
-    """The table height of a case (``heights``, then the API's maximum ``hi``)."""
-    for h in heights:
-        if spec.r_max <= h:
-            return min(h, hi)
-    return hi
 
 
 def _big_batch(r_max: int, width: int) -> int:
@@ -148,8 +141,6 @@ def run_cases(cases: Iterable[Case], *, heights: Sequence[int] = TABLE_HEIGHTS) 
     runs on a compact window of its UB (the bytes its declared geometry can touch) where
     that is exact, and the kernel returns only the words it writes.
     """
-    from . import batch_prep
-
     cases = list(cases)
     outcomes: List[Optional[Outcome]] = [None] * len(cases)
     groups = collections.defaultdict(list)
@@ -165,8 +156,6 @@ def run_cases(cases: Iterable[Case], *, heights: Sequence[int] = TABLE_HEIGHTS) 
 
 
 def _run_group(ins, spec, width, rows, b, cases, outcomes) -> None:
-    from . import batch_prep
-
     EXECUTABLES.add((ins.api, spec, width, b))
     ubs = rows.windows(width, b)
     ps = rows.params(b)

@@ -197,17 +197,23 @@ def _int32(v: np.ndarray) -> np.ndarray:
     return np.where(out, stand, v).astype(np.int32)
 
 
+def coarse_r_max(spec: engine.Spec, hi: int, heights: Sequence[int]) -> int:
+    """The table height of a case (``heights``, then the API's maximum ``hi``)."""
+    for h in heights:
+        if spec.r_max <= h:
+            return min(h, hi)
+    return hi
+
+
 def _table_height(spec: engine.Spec, repeat: np.ndarray, hi: int,
                   heights: Sequence[int]) -> np.ndarray:
-    """Per case, the table height :func:`ascend_ref.batch._coarse_r_max` gives the per-case
+    """Per case, the table height :func:`coarse_r_max` gives the per-case
     :func:`ascend_ref.engine.prepare` bucket of its repeat count."""
-    from .batch import _coarse_r_max
-
     r = np.clip(_int32(repeat).astype(np.int64), 0, hi)
     out = np.empty(r.shape, np.int64)
     for v in np.unique(r).tolist():
         bucket = min(hi, 1 << (max(int(v), 1) - 1).bit_length())
-        out[r == v] = _coarse_r_max(dataclasses.replace(spec, r_max=bucket), hi, heights)
+        out[r == v] = coarse_r_max(dataclasses.replace(spec, r_max=bucket), hi, heights)
     return out
 
 
@@ -248,12 +254,10 @@ def _windows(ins: registry.Instruction, option: Any, dtype: str, cols: Dict[str,
 
 
 def _finish_spec(prep: Any, heights: Sequence[int], r_max: Optional[int] = None) -> engine.Spec:
-    from .batch import _coarse_r_max
-
     hi = prep.ins.repeat_range(prep.spec)[1]
     spec = prep.spec
     if r_max is None:
-        r_max = _coarse_r_max(spec, hi, heights)
+        r_max = coarse_r_max(spec, hi, heights)
     return dataclasses.replace(spec, r_max=int(r_max), info=True, compact=True)
 
 
