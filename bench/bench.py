@@ -19,7 +19,8 @@ realistic strides (block stride 1, repeat stride 8) and full masks, one run meas
 
 Every ratio compares two figures measured in the same run (the machine may be shared).
 
-Usage: ``python bench/bench.py [--quick] [--json PATH]``. Prints a table and writes JSON.
+Usage: ``python bench/bench.py [--quick] [--json PATH] [--only API[:DTYPE]] [--repeats 1,16,255]``.
+Prints a table and writes JSON.
 Not a test: nothing here asserts a timing.
 """
 

@@ -416,9 +416,9 @@ class DumpFile:
         return _build(self, i, meta)
 
 
-#: parsed ``.npy`` headers by their bytes: ``(dtype, shape, fortran_order)`` (the headers of
+#: parsed ``.npy`` headers by their bytes: ``(dtype, shape, fortran_order, count)`` (the headers of
 #: one dump repeat from case to case)
-_HEADERS: Dict[bytes, Tuple[np.dtype, Tuple[int, ...], bool]] = {}
+_HEADERS: Dict[bytes, Tuple[np.dtype, Tuple[int, ...], bool, int]] = {}
 
 
 def _read_member(zf: Any, name: str, raw: Any = None) -> Optional[np.ndarray]:
@@ -459,11 +459,13 @@ def _read_member(zf: Any, name: str, raw: Any = None) -> Optional[np.ndarray]:
                 io.BytesIO(bytes(buf[8:10 + hl])))
             if dtype.hasobject:
                 return None
-            parsed = (dtype, tuple(shape), bool(fortran))
+            count = 1
+            for d in shape:
+                count *= int(d)
+            parsed = (dtype, tuple(shape), bool(fortran), count)
             if len(_HEADERS) < 4096:
                 _HEADERS[key] = parsed
-        dtype, shape, fortran = parsed
-        count = int(np.prod(shape, dtype=np.int64))
+        dtype, shape, fortran, count = parsed
         if len(buf) - 10 - hl != count * dtype.itemsize:
             return None
         arr = np.frombuffer(buf, dtype, count, 10 + hl)
