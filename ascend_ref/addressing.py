@@ -68,6 +68,21 @@ def repeat_valid(repeat: ArrayLike, r_max: int) -> jax.Array:
     return jnp.arange(r_max, dtype=jnp.int32) < jnp.asarray(repeat, jnp.int32)
 
 
+def source_table(base: ArrayLike, rep_stride: ArrayLike, blk_stride: ArrayLike,
+                 lane_mask: ArrayLike, repeat: ArrayLike, *, r_max: int,
+                 size: int) -> Tuple[jax.Array, jax.Array]:
+    """The source gather of a call: ``(reads, active)``, both ``(r_max, 256 // size)``.
+
+    ``reads[r, i]``: the byte lane ``i`` of repeat ``r`` reads (:func:`read_table`);
+    ``active[r, i]``: it takes part (``r < repeat`` and ``lane_mask[i]``, the lanes the mask
+    enables). The one table the kernel's value path (``engine.source_elements``), explain,
+    the audit and the fuzz generator (``registry.Instruction.source_reads``) read; every
+    argument may be traced."""
+    reads = read_table(base, rep_stride, blk_stride, r_max=r_max, size=size)
+    active = repeat_valid(repeat, r_max)[:, None] & jnp.asarray(lane_mask, bool)[None, :]
+    return reads, active
+
+
 def write_table(base: ArrayLike, rep_stride_bytes: ArrayLike, repeat: ArrayLike, *, r_max: int,
                 fields: int, size: int) -> Tuple[jax.Array, jax.Array, jax.Array]:
     """Byte address of field f of repeat r's result slot, shape ``(r_max, fields)``.

@@ -582,12 +582,20 @@ def _evaluate(ins: Instruction, spec: Spec, p: dict, x, active, lane_mask, blk, 
     return eff, status, diag
 
 
+def source_reads(ins: Instruction, spec: Spec, p: dict):
+    """``(reads, lane_mask, active)`` of a prepared call: the byte each lane of each repeat
+    reads ``(r_max, L)``, the lanes the mask enables ``(L,)`` and the lanes that take part
+    ``(r_max, L)`` -- :func:`ascend_ref.addressing.source_table` over the call's parameters."""
+    blk, lane_mask, _ = _lanes(ins, spec, p)
+    reads, active = addressing.source_table(p["src.addr"], p["src_rep_stride"], blk, lane_mask,
+                                            p["repeat"], r_max=spec.r_max, size=spec.size)
+    return reads, lane_mask, active
+
+
 def source_elements(ins: Instruction, spec: Spec, p: dict):
     """``(index, active)``, both ``(r_max, L)``: the source element (counted from ``src``'s
     first element) each lane of each repeat reads, and which lanes take part."""
-    blk, _, active = _lanes(ins, spec, p)
-    reads = addressing.read_table(p["src.addr"], p["src_rep_stride"], blk, r_max=spec.r_max,
-                                  size=spec.size)
+    reads, _, active = source_reads(ins, spec, p)
     return (reads - p["src.addr"]) // spec.size, active
 
 

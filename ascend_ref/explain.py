@@ -49,7 +49,7 @@ from .case import JAX, Case
 from .chips import chip as get_chip
 from .constraints import ConstraintError
 from .constraints import explain as explain_code
-from .engine import Spec, arithmetic, mask_lanes
+from .engine import Spec, arithmetic, source_reads
 from .enums import ReduceOrder, ReduceType
 from .ub import dtype_name, itemsize
 
@@ -104,15 +104,13 @@ def make_case(api: str, *, chip: Optional[str] = None, dtype: str = "float16", m
     given = {"repeat": repeat, "dst_rep_stride": dst_rep_stride,
              "src_blk_stride": src_blk_stride, "src_rep_stride": src_rep_stride}
     params = {k: given[k] for k in ins.params}
-    blk = src_blk_stride if ins.has_blk_stride else 1
-    reads = np.asarray(addressing.read_table(0, src_rep_stride, blk, r_max=max(repeat, 1),
-                                             size=s))
-    if src is None:
-        src = (0, _round_up(int(reads.max()) + s, BLOCK) // s)
+    if src is None:         # every byte a call with any mask may read
+        src = (0, _round_up(ins.src_footprint(repeat, src_rep_stride, src_blk_stride),
+                            BLOCK) // s)
     cursor = _round_up(src[0] + src[1] * s, BLOCK)
     tensors = {"src": tuple(src)}
     if dst is None:
-        nbytes = ins.layout(dtype, option).dst_bytes(repeat, dst_rep_stride)
+        nbytes = ins.dst_extent(repeat, dtype, option, dst_rep_stride)
         dst = (cursor, _round_up(nbytes, BLOCK) // s)
     tensors["dst"] = tuple(dst)
     cursor = max(cursor, _round_up(dst[0] + dst[1] * s, BLOCK))
@@ -489,8 +487,9 @@ def _trace(ins, spec: Spec, kind: str, p: dict, bits, active):
 def access_map(case: Case) -> AccessMap:
     """The access map of ``case`` (see :class:`AccessMap`), from the kernels' own tables.
 
-    The read table is :func:`ascend_ref.addressing.read_table`, the active lanes
-    :func:`ascend_ref.mask.lane_bits`, the written words the instruction's ``effects`` (the
+    The reads and active lanes are the shared source gather
+    (:func:`ascend_ref.engine.source_reads`: :func:`ascend_ref.addressing.source_table` over
+    the call's checked parameters), the written words the instruction's ``effects`` (the
     function the jit kernel runs), and ``written`` / ``undefined`` the byte masks of the real
     call (``return_info=True``). A call that breaks a rule is still mapped; ``error`` says
     which rule.
@@ -502,12 +501,7 @@ def access_map(case: Case) -> AccessMap:
     repeat = int(p["repeat"])
     rows = max(repeat, 1)                  # the table has spec.r_max rows (a compile bucket)
     ub = np.asarray(case.ub, np.uint8)
-    blk = p["src_blk_stride"] if ins.blk_stride else 1
-
-    reads = addressing.read_table(p["src.addr"], p["src_rep_stride"], blk, r_max=spec.r_max,
-                                  size=s)
-    lane_mask = mask_lanes(p, lanes)
-    active = addressing.repeat_valid(p["repeat"], spec.r_max)[:, None] & lane_mask[None, :]
+    reads, lane_mask, active = source_reads(ins, spec, p)      # the shared source gather
     reads_np = np.asarray(reads)
     view = ub[: ub.size // s * s].view(f"uint{8 * s}")
     inside = (reads_np >= 0) & (reads_np + s <= ub.size)

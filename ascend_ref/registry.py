@@ -399,8 +399,86 @@ class Instruction:
             fixed = REPEAT_BYTES
         return (max(int(repeat), 1) - 1) * int(rep_stride) * BLOCK + fixed
 
+    def rep_stride_fitting(self, repeat: int, nbytes: int, blk_stride: Optional[int] = None) -> int:
+        """The largest ``src_rep_stride`` whose :meth:`src_footprint` fits in ``nbytes`` (0
+        when none does; ``2**31 - 1`` for at most one repeat, where the stride moves
+        nothing)."""
+        if int(repeat) <= 1:
+            return (1 << 31) - 1
+        return max(0, (int(nbytes) - self.src_footprint(1, 0, blk_stride))
+                   // (BLOCK * (int(repeat) - 1)))
+
+    def alignment(self, operand: str, dtype: str, option: Any) -> int:
+        """The byte alignment the documentation requires of ``operand``: the dst of a slot
+        reduction (``kernel.dst_align_slot``) to its result slot, read from the declared
+        layout (not from the kernel's rule, which is what a fuzz campaign tests); any other
+        operand by the kernel's declared alignment for this dtype and option (an option the
+        kernel takes as data included)."""
+        import numpy as np
+
+        from .engine import Spec
+
+        kern = self.kernel
+        if operand == "dst" and kern.dst_align_slot:
+            return self.slot_bytes(dtype, self.canonical_option(option))
+        opt = self.engine_option(option)
+        traced = opt in kern.traced_options
+        align = kern.align(Spec(self.name, dtype, 1, "" if traced else opt)).get(operand, 1)
+        if callable(align):
+            align = align({"option": np.int32(kern.traced_options.index(opt))})
+        return int(align)
+
     def work_elements(self, repeat: int, option: Any, dtype: str) -> int:
+        """work_tensor elements a concrete call needs (0: the instruction has none)."""
         return 0 if self.work_need is None else int(self.work_need(int(repeat), option, dtype))
+
+    def slot_bytes(self, dtype: str, option: Any) -> int:
+        """Bytes of one dst result slot (the declared layout; also the unit of
+        ``dst_rep_stride`` where the instruction has one)."""
+        return self.layout(dtype, getattr(option, "value", option)).slot_bytes
+
+    def dst_extent(self, repeat: int, dtype: str, option: Any, dst_rep_stride: int = 1) -> int:
+        """Bytes from ``dst`` to the end of the last result a call of ``repeat`` repeats
+        writes (:meth:`Layout.dst_bytes`)."""
+        return self.layout(dtype, getattr(option, "value", option)).dst_bytes(repeat,
+                                                                           dst_rep_stride)
+
+    def source_reads(self, dtype: str, mask: Any, repeat: int, rep_stride: int,
+                     blk_stride: Optional[int] = None, *, base: int = 0,
+                     rows: Optional[int] = None) -> Tuple[Any, Any, Any]:
+        """The source gather of a concrete call, as numpy: ``(reads, lane_mask, active)`` --
+        the byte each lane of each repeat reads ``(rows, L)`` (``rows`` default
+        ``max(repeat, 1)``), the lanes ``mask`` enables ``(L,)`` (in this instruction's word
+        order) and the lanes that take part. The shared table,
+        :func:`ascend_ref.addressing.source_table`; ``mask`` must parse (ConstraintError)."""
+        import numpy as np
+
+        from . import mask as masks
+
+        m = masks.parse(mask, dtype, api=self.name, chip="", word_order=self.word_order)
+        blk = blk_stride if self.has_blk_stride and blk_stride is not None else 1
+        rows = max(int(repeat), 1) if rows is None else int(rows)
+        height = next(h for h in (1, 16, 256, 4096, rows) if h >= rows)   # few compiles
+        out = _host_gather(int(base), int(rep_stride), int(blk), m.value, int(repeat),
+                           mode=m.mode, r_max=height, size=int(np.dtype(dtype).itemsize))
+        reads, lane_mask, active = (np.asarray(x) for x in out)
+        return reads[:rows], lane_mask, active[:rows]
+
+    def read_extent(self, dtype: str, mask: Any, repeat: int, rep_stride: int,
+                    blk_stride: Optional[int] = None) -> int:
+        """Bytes from ``src`` to the end of the last element a call reads with ``mask`` (0:
+        it reads nothing): the smallest source tensor that is in bounds. Reads grow with
+        the repeat, so this is the last repeat's row of :meth:`source_reads` (its first row,
+        moved by ``(repeat - 1) * rep_stride`` DataBlocks)."""
+        import numpy as np
+
+        if int(repeat) <= 0:
+            return 0
+        reads, lane_mask, _ = self.source_reads(dtype, mask, 1, rep_stride, blk_stride)
+        if not lane_mask.any():
+            return 0
+        last = (int(repeat) - 1) * int(rep_stride) * BLOCK
+        return last + int(reads[0][lane_mask].max()) + int(np.dtype(dtype).itemsize)
 
     # -------------------------------------------------------------- calls ------------------
 
@@ -477,6 +555,28 @@ class Instruction:
         prep = self._checked(ub, tensors, mask, params, chip=chip, option=option,
                              saturate=saturate, info=return_info)
         return engine.run_prepared(prep, return_info)
+
+
+def _gather(base: Any, rep_stride: Any, blk: Any, mask_value: Any, repeat: Any, *, mode: str,
+            r_max: int, size: int) -> Tuple[Any, Any, Any]:
+    from . import addressing, mask as masks
+
+    lane_mask = masks.lane_bits(mode, mask_value, 256 // size)
+    reads, active = addressing.source_table(base, rep_stride, blk, lane_mask, repeat,
+                                            r_max=r_max, size=size)
+    return reads, lane_mask, active
+
+
+_HOST_GATHER: list = []
+
+
+def _host_gather(*args: Any, **kw: Any) -> Tuple[Any, Any, Any]:
+    """:func:`_gather` compiled (one dispatch per host call instead of one per table op)."""
+    if not _HOST_GATHER:
+        import jax
+
+        _HOST_GATHER.append(jax.jit(_gather, static_argnames=("mode", "r_max", "size")))
+    return _HOST_GATHER[0](*args, **kw)
 
 
 # ------------------------------------------------------------------ the registry -----------

@@ -37,8 +37,7 @@ import jax
 import numpy as np
 
 import ascend_ref as ar
-from ascend_ref import Tensor
-from ascend_ref.fuzz.generate import slot_bytes, tik_work_need
+from ascend_ref import Tensor, registry
 from ascend_ref.tik.vec_reduce_minmax import formula_need
 
 CONFIGS = [  # (api, chip, dtype, option)
@@ -75,13 +74,14 @@ def layout(api, dtype, r):
     dst_at = src_bytes
     if api in TIK:
         work_at = dst_at + 32
-        need = tik_work_need(api, r, api != "vec_reduce_add", dtype)
+        ins = registry.lookup(api)
+        need = ins.work_elements(r, (api != "vec_reduce_add") if ins.option else None, dtype)
         if api != "vec_reduce_add":   # a batch traces repeat_times: seed 002's formula bound
             need = max(need, int(formula_need(r)))
         window = work_at + -(-need * s // 32) * 32
         return dict(src=(0, src_bytes // s), dst=(dst_at, 32 // s),
                     work_tensor=(work_at, need)), window
-    slot = slot_bytes(api, dtype, "ORDER_VALUE_INDEX")
+    slot = registry.lookup(api).slot_bytes(dtype, "ORDER_VALUE_INDEX")
     dst_bytes = -(-slot * r // 32) * 32
     return dict(src=(0, src_bytes // s), dst=(dst_at, dst_bytes // s)), dst_at + dst_bytes
 

@@ -60,8 +60,8 @@ def test_tik_max_repeat_4095(api):
         case.params["src_rep_stride"] = rs
         src_bytes = (case.params["repeat"] - 1) * rs * 32 + 256
         s = np.dtype(case.dtype).itemsize
-        from ascend_ref.fuzz.generate import fill_ub, tik_work_need
-        need = tik_work_need(api, case.params["repeat"], case.option is True, case.dtype)
+        from ascend_ref.fuzz.generate import fill_ub
+        need = case.instruction.work_elements(case.params["repeat"], case.option, case.dtype)
         case.tensors = {"src": (0, src_bytes // s), "dst": (src_bytes + 32 - src_bytes % 32, 16 // s * 2),
                         "work_tensor": (src_bytes + 64 - src_bytes % 32, need)}
         end = case.tensors["work_tensor"][0] + need * s

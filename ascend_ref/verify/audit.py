@@ -30,7 +30,7 @@ from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
 import jax.numpy as jnp
 import numpy as np
 
-from .. import addressing, mask as masks, numerics, registry
+from .. import numerics, registry
 from ..case import Case, Outcome
 from ..chips import chip as get_chip, chips as all_chips
 from ..constraints import Code
@@ -573,22 +573,26 @@ def _written_words(ref: Outcome, s: int) -> set:
     return set(int(x) for x in np.unique(usable[idx[idx < usable.size]]))
 
 
+def _source(c: Case, rows: int) -> Tuple[np.ndarray, np.ndarray]:
+    """``(reads, lane_mask)``: the byte each lane of the first ``rows`` repeats reads and the
+    lanes the mask enables -- the shared source gather (``Instruction.source_reads``)."""
+    p = c.params
+    reads, lane_mask, _ = c.instruction.source_reads(
+        c.dtype, c.mask, p["repeat"], p["src_rep_stride"], p.get("src_blk_stride"),
+        base=c.tensors["src"][0], rows=max(rows, 1))
+    return reads[:rows], lane_mask
+
+
 def _active(c: Case) -> np.ndarray:
-    """Which lanes of a repeat take part (bool[L]), by the shared mask module."""
-    m = masks.parse(c.mask, c.dtype, api=c.api, chip=str(c.chip),
-                    word_order=c.instruction.word_order)
-    return np.asarray(masks.lane_bits(m.mode, m.value, masks.lanes_per_repeat(c.dtype)))
+    """Which lanes of a repeat take part (bool[L])."""
+    return _source(c, 1)[1]
 
 
 def _src_bits(c: Case) -> np.ndarray:
-    """Source element bits ``[R, L]`` as the call reads them (inactive lanes: 0), gathered
-    through the shared read table."""
+    """Source element bits ``[R, L]`` as the call reads them (inactive lanes: 0)."""
     s = np.dtype(c.dtype).itemsize
-    R = c.params["repeat"]
-    bs = c.params.get("src_blk_stride", 1)
-    addr = np.asarray(addressing.read_table(c.tensors["src"][0], c.params["src_rep_stride"], bs,
-                                            r_max=max(R, 1), size=s))[:R]
-    addr = np.where(_active(c)[None, :], addr, 0)
+    addr, lane_mask = _source(c, c.params["repeat"])
+    addr = np.where(lane_mask[None, :], addr, 0)
     addr = np.clip(addr, 0, c.ub.size - s)
     byte = addr[..., None] + np.arange(s)
     raw = c.ub[byte].astype(np.uint64)
