@@ -1,14 +1,23 @@
 """Random calls over the parameter space: legal and illegal, with adversarial data.
 
-One generator serves the hypothesis tests (``HypothesisDraw``: shrinkable draws) and the
-seeded fuzz campaigns (``RngDraw``: numpy, replayable from ``(seed, case_id)``). A
-:class:`Case` is a complete, self-contained call: API, product, dtype, option, mask,
-parameters, tensors and the UB bytes before the call.
+One generator, one flow (:func:`draw_campaign_case`): a case *template* (:class:`Template`:
+API, products, dtype, option, mask mode, repeat range, UB length) and the weights of every
+random choice (:class:`Distributions`) decide a case; the one breaker table
+(:data:`BREAKERS`, keyed by :class:`~ascend_ref.constraints.Code`) is the only way an
+illegal case is made. The two front ends differ only in those parameters:
 
-:func:`draw_case` draws over the whole parameter space (hypothesis tests);
-:func:`draw_campaign_case` draws one case of a campaign's case template
-(:class:`Template`) with the campaign's :class:`Distributions` — see the "campaigns" section
-below and ``docs/fuzz.md``.
+* a campaign (``Campaign.case``) takes the template from its covering pool and the weights
+  from its file, and its cover plan forces repeat class, product and validity of its first
+  cases (``prefer_repeat``, ``prefer_chip``, ``force_rule``);
+* :func:`draw_case` (hypothesis tests, notebooks) draws the template itself over the whole
+  parameter space (:func:`space_template`), with :func:`space_distributions`.
+
+Draws come from ``HypothesisDraw`` (shrinkable) or ``RngDraw`` (numpy, replayable from
+``(seed, case_id)``). A :class:`Case` is a complete, self-contained call: API, product,
+dtype, option, mask, parameters, tensors and the UB bytes before the call. Every size,
+extent and alignment is the instruction's own (:class:`ascend_ref.registry.Instruction`:
+``src_footprint``, ``rep_stride_fitting``, ``read_extent``, ``dst_extent``,
+``work_elements``, ``alignment``); none is computed here.
 
 >>> from ascend_ref.fuzz.generate import RngDraw, draw_case
 >>> c = draw_case(RngDraw(seed=1, case_id=0), apis=["whole_reduce_min"], chips=["atlas_a2"])
@@ -18,6 +27,7 @@ below and ``docs/fuzz.md``.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, Optional, Sequence, Union
 
@@ -81,7 +91,9 @@ class HypothesisDraw:
         return self.data.draw(self.st.integers(0, 2**32 - 1))
 
 
-# ------------------------------------------------------------------ generation -------------
+
+
+# ------------------------------------------------------------------ data -------------------
 
 def _size(dtype: str) -> int:
     return np.dtype(dtype).itemsize
@@ -93,57 +105,6 @@ def _round_up(x: int, a: int) -> int:
 
 def _ins(api: str) -> registry.Instruction:
     return registry.lookup(api, api="fuzz")
-
-
-def _tik_style(ins: registry.Instruction) -> bool:
-    """TIK conventions (SPEC §5), read off the declaration: a work tensor, one dst result, no
-    block or dst stride, operands that may not overlap, ``[mask_h, mask_l]`` words."""
-    return ins.work_need is not None
-
-
-def _draw_option(d, ins: registry.Instruction, prof) -> Any:
-    """The static option of a drawn call: a value the product supports."""
-    if ins.option is None:
-        return None
-    if isinstance(ins.option, registry.FlagOption):
-        return d.chance(0.5)
-    return d.choice(ins.options(prof) or ins.options())
-
-
-def _mask(d, dtype: str, word_order: str):
-    lanes = 256 // _size(dtype)
-    mode = d.choice(["count", "bits"])
-    if mode == "count":
-        return d.choice([lanes, d.integers(1, lanes), 1, d.integers(1, 16)])
-    density = d.choice(["full", "sparse", "dense", "blocks", "one"])
-    words = []
-    for _ in range(lanes // 64):
-        if density == "full":
-            w = 2**64 - 1
-        elif density == "one":
-            w = 1 << d.integers(0, 63)
-        elif density == "blocks":
-            w = int(sum(0xFFFF << (16 * k) for k in range(4) if d.chance(0.5)))
-        else:
-            w = d.integers(0, 2**64 - 1)
-            w2 = d.integers(0, 2**64 - 1)
-            w = (w & w2) if density == "sparse" else (w | w2)
-        words.append(w)
-    if not any(words):
-        words[0] = 1
-    return masks.api_words(words, word_order)
-
-
-def _stride(d, regime: str, hi: int) -> int:
-    if regime == "zero":
-        return 0
-    if regime == "overlap":
-        return d.integers(1, 7)
-    if regime == "contiguous":
-        return 8
-    if regime == "gapped" or hi < 25:
-        return d.integers(9, max(9, min(24, hi)))
-    return d.integers(25, hi)
 
 
 def fill_ub(nbytes: int, dtype: str, kind: str, seed: int) -> np.ndarray:
@@ -191,124 +152,6 @@ def fill_ub(nbytes: int, dtype: str, kind: str, seed: int) -> np.ndarray:
     pick = rng.integers(0, len(pools), n)
     out = np.choose(pick, pools) if len(pools) > 1 else pools[0]
     return np.ascontiguousarray(out.astype(bits_t)).view(np.uint8)
-
-
-def slot_bytes(api: str, dtype: str, option) -> int:
-    """Bytes of one dst result slot (the instruction's declared layout)."""
-    return _ins(api).layout(dtype, getattr(option, "value", option)).slot_bytes
-
-
-def tik_work_need(api: str, r: int, cal_index: bool, dtype: str = "float16") -> int:
-    """work_tensor elements a concrete TIK call needs (the instruction's own rule, SPEC §5)."""
-    ins = _ins(api)
-    return ins.work_elements(r, bool(cal_index) if ins.option is not None else None, dtype)
-
-
-def src_footprint(repeat: int, rep_stride: int, blk_stride: Optional[int] = None) -> int:
-    """Bytes from ``src`` to the end of the last DataBlock the call can read with any mask
-    (``blk_stride`` None: TIK, 256 contiguous bytes per repeat)."""
-    fixed = 256 if blk_stride is None else 7 * blk_stride * 32 + 32
-    return (max(int(repeat), 1) - 1) * rep_stride * 32 + fixed
-
-
-def _active_lanes(mask, lanes: int, word_order: str) -> list:
-    if isinstance(mask, int):
-        return list(range(min(max(mask, 0), lanes)))
-    words = masks.low_first(list(mask), word_order)
-    return [j for j in range(lanes) if j // 64 < len(words) and words[j // 64] >> (j % 64) & 1]
-
-
-def read_extent(api: str, dtype: str, mask, repeat: int, rep_stride: int,
-                blk_stride: Optional[int] = None) -> int:
-    """Bytes from ``src`` to the end of the last element the call reads with this mask (0:
-    nothing is read): the smallest source tensor that is in bounds."""
-    s = _size(dtype)
-    lanes = 256 // s
-    act = _active_lanes(mask, lanes, _ins(api).word_order)
-    if not act or repeat <= 0:
-        return 0
-    per = 32 // s
-    blk = 1 if blk_stride is None else blk_stride
-    top = max((j // per) * blk * 32 + (j % per) * s + s for j in act)
-    return (repeat - 1) * rep_stride * 32 + top
-
-
-def draw_case(d, *, apis: Optional[Sequence[str]] = None, chips: Optional[Sequence[str]] = None,
-              invalid_rate: float = 0.0, max_ub: int = 1 << 17, tik_max_repeat: int = 4095,
-              special_rate: float = 0.6) -> Case:
-    """Draw one call over the whole parameter space. Valid unless the draw chooses to break one
-    rule (``invalid_rate``; tag ``broken``: the :data:`BREAKERS` rule it broke, or ``valid``
-    when none applied)."""
-    chips = list(chips or all_chips())
-    apis = list(apis or registry.names())
-    api = d.choice([a for a in apis if any(get_chip(c).dtypes(a) for c in chips)] or list(apis))
-    hosts = [c for c in chips if get_chip(c).dtypes(api)] or chips
-    chip_id = d.choice(hosts)
-    prof = get_chip(chip_id)
-    dtype = d.choice(list(prof.dtypes(api)) or ["float16"])
-    ins = _ins(api)
-    s, tik = _size(dtype), _tik_style(ins)
-    option = _draw_option(d, ins, prof)
-    mask = _mask(d, dtype, ins.word_order)
-    regime = d.choice(STRIDE_REGIMES)
-    if tik:
-        hi_rep = min(ins.repeat_range(option, dtype)[1], tik_max_repeat)
-        r = d.choice([1, 2, d.integers(1, min(16, hi_rep)), d.integers(1, min(300, hi_rep)), hi_rep,
-                      d.integers(1, hi_rep)])
-    else:
-        top = ins.repeat_range(option, dtype)[1]
-        r = d.choice([0, 1, d.integers(1, 8), d.integers(1, top), top])
-    budget = max_ub // 2
-    span = max(r - 1, 1)
-    rs = _stride(d, regime, min(65535, budget // (32 * span)))
-    params = {"repeat": r, "src_rep_stride": rs}
-    tags = {"stride_regime": regime, "mask_mode": "count" if isinstance(mask, int) else "bits"}
-    if tik:
-        src_bytes = ins.src_footprint(r, rs)
-    else:
-        bs = d.choice([1, 1, 0, 2, d.integers(3, 16)])
-        drs = d.choice([1, 1, 0, 2, d.integers(3, 9)])
-        if not prof.dst_rep_stride_zero and drs == 0:
-            drs = 1
-        params = {"repeat": r, "dst_rep_stride": drs, "src_blk_stride": bs, "src_rep_stride": rs}
-        src_bytes = ins.src_footprint(r, rs, bs)
-        tags["blk_stride"] = "zero" if bs == 0 else ("unit" if bs == 1 else "gapped")
-    src_bytes = _round_up(src_bytes, 32)
-    tensors = {"src": (0, src_bytes // s)}
-    cursor = src_bytes
-    if tik:
-        tensors["dst"] = (cursor, 16 if s == 2 else 8)
-        cursor += 32
-        need = ins.work_elements(r, option, dtype)
-        tensors["work_tensor"] = (cursor, need + d.choice([0, 0, 16]))
-        cursor += _round_up(tensors["work_tensor"][1] * s, 32)
-    else:
-        dst_bytes = ins.layout(dtype, option).dst_bytes(r, params["dst_rep_stride"])
-        if d.chance(0.1):                       # in place: dst inside src
-            tensors["dst"] = (0, _round_up(dst_bytes, 32) // s)
-            cursor = max(cursor, _round_up(dst_bytes, 32))
-        else:
-            tensors["dst"] = (cursor, _round_up(dst_bytes, 32) // s)
-            cursor += _round_up(dst_bytes, 32)
-    saturate = None
-    if ins.saturating and s == 2:
-        saturate = d.choice([None, True, False])
-        if saturate is False and prof.saturate_only:      # the only mode there: "off" is invalid
-            saturate = None
-    kind = d.choice(DATA_KINDS) if d.chance(special_rate) else "random_bits"
-    tags["data"] = kind
-    case = Case(api, chip_id, dtype, option, mask, params, tensors,
-                np.zeros(0, np.uint8), saturate, tags)
-    ub_size = _round_up(cursor + 64, 64)
-    if invalid_rate and d.chance(invalid_rate):
-        # the campaign breakers (one table, :data:`BREAKERS`) over this case as a one-case
-        # template: the full repeat range, this product, this UB size
-        lo, hi = ins.repeat_range(option, dtype)
-        t = Template(api, (chip_id,), dtype, option, tags["mask_mode"], lo, hi, ub_size)
-        break_rule(d, case, t, Distributions(invalid_rate=1.0), ub_size)
-        case.tags["broken"] = case.tags.pop("validity")
-    case.ub = fill_ub(ub_size, case.dtype, kind, d.data_seed())
-    return case
 
 
 # ------------------------------------------------------------------ campaigns --------------
@@ -717,7 +560,7 @@ def pool_weights(pool: Sequence[Template], cost_balance: float) -> list:
 
 
 def _campaign_mask(d, dist: Distributions, mode: str, dtype: str, word_order: str):
-    lanes = 256 // _size(dtype)
+    lanes = masks.lanes_per_repeat(dtype)
     if mode == "count":
         kind = dist.pick(d, "mask_count")
         m = {"full": lambda: lanes, "one": lambda: 1, "low": lambda: d.integers(1, 16),
@@ -753,10 +596,23 @@ def _named_stride(d, name: str) -> int:
     return {"unit": 1, "zero": 0, "double": 2}[name] if name != "gapped" else d.integers(3, 16)
 
 
+def _stride(d, regime: str, hi: int) -> int:
+    if regime == "zero":
+        return 0
+    if regime == "overlap":
+        return d.integers(1, 7)
+    if regime == "contiguous":
+        return 8
+    if regime == "gapped" or hi < 25:
+        return d.integers(9, max(9, min(24, hi)))
+    return d.integers(25, hi)
+
+
 def draw_campaign_case(d, template: Template, dist: Distributions,
                        prefer_repeat: Optional[str] = None, prefer_chip: Optional[str] = None,
                        force_rule: Optional[str] = None) -> Case:
-    """One case of ``template``: every dynamic parameter drawn from ``d`` by ``dist``.
+    """One case of ``template``: every dynamic parameter drawn from ``d`` by ``dist`` (the
+    one drawing flow: campaigns and :func:`draw_case` both end here).
 
     Valid unless the draw breaks one documented rule (``dist.invalid_rate``; tag
     ``validity``). ``prefer_repeat`` forces a repeat class of the template's bucket,
@@ -776,7 +632,7 @@ def draw_campaign_case(d, template: Template, dist: Distributions,
         chip_id = prefer_chip
     prof = get_chip(chip_id)
     ins = _ins(api)
-    s, tik = _size(dtype), _tik_style(ins)
+    s = _size(dtype)
     ub_len = t.ub_bytes
     budget = min(ub_len, prof.ub_bytes) - 64
     mask, mkind = _campaign_mask(d, dist, t.mask_mode, dtype, ins.word_order)
@@ -797,28 +653,26 @@ def draw_campaign_case(d, template: Template, dist: Distributions,
     tags = {"template": str(t), "combo": t.combo, "repeat_class": repeat_class(r, api, option, dtype),
             "mask_mode": t.mask_mode, "mask": f"{t.mask_mode}:{mkind}"}
     # destination / work first (their size does not depend on the source stride)
-    if tik:
-        bs: Optional[int] = None
-        drs: Optional[int] = None
-        dst_bytes = 32
-        work_n = ins.work_elements(r, option, dtype) + d.choice([0, 0, 0, 16])
-        work_bytes = _round_up(max(work_n, 1) * s, 32)
-    else:
+    bs: Optional[int] = None
+    drs = 1
+    if ins.has_blk_stride:
         bs = _named_stride(d, dist.pick(d, "blk_stride"))
+        tags["blk_stride"] = "zero" if bs == 0 else ("unit" if bs == 1 else "gapped")
+    if "dst_rep_stride" in ins.params:
         drs = _named_stride(d, dist.pick(d, "dst_stride"))
         if drs == 0 and not prof.dst_rep_stride_zero:
             drs = 1
-        slot = ins.layout(dtype, option).slot_bytes
-        while drs > 1 and slot * (span * drs + 1) > budget // 2:
+        while drs > 1 and ins.dst_extent(r, dtype, option, drs) > budget // 2:
             drs //= 2
-        dst_bytes = _round_up(slot * (span * drs + 1), 32)
-        work_bytes = 0
-        tags["blk_stride"] = "zero" if bs == 0 else ("unit" if bs == 1 else "gapped")
         tags["dst_stride"] = "zero" if drs == 0 else ("unit" if drs == 1 else "gapped")
-    fixed = (7 * bs * 32 + 32) if bs is not None else 256     # bs is None for TIK
+    dst_bytes = _round_up(ins.dst_extent(r, dtype, option, drs), 32)
+    work_n = work_bytes = 0
+    if "work_tensor" in ins.operands:
+        work_n = ins.work_elements(r, option, dtype) + d.choice([0, 0, 0, 16])
+        work_bytes = _round_up(max(work_n, 1) * s, 32)
     src_budget = budget - dst_bytes - work_bytes - 64
     regime = dist.pick(d, "stride")
-    hi_rs = max(0, min(65535, (src_budget - fixed) // (32 * span))) if span else 65535
+    hi_rs = min(65535, ins.rep_stride_fitting(r, src_budget, bs))
     rs = _stride(d, regime, hi_rs) if span else _stride(d, regime, 65535)
     if rs > hi_rs:                              # does not fit this UB: largest stride that does
         rs = hi_rs
@@ -827,20 +681,21 @@ def draw_campaign_case(d, template: Template, dist: Distributions,
     if not span:
         tags["stride_regime"] = regime if regime in ("zero", "overlap", "contiguous") else "gapped"
         rs = 65535 if regime == "large" and d.chance(0.5) else min(rs, 4096)
-    params = {"repeat": r, "src_rep_stride": rs}
-    if not tik:
-        params = {"repeat": r, "dst_rep_stride": drs, "src_blk_stride": bs, "src_rep_stride": rs}
-    src_bytes = _round_up(span * rs * 32 + fixed, 32)
+    given = {"repeat": r, "dst_rep_stride": drs, "src_blk_stride": bs, "src_rep_stride": rs}
+    params = {k: given[k] for k in ins.params}
+    src_bytes = _round_up(ins.src_footprint(r, rs, bs), 32)
     src_n = src_bytes // s
     if r and d.chance(0.3):                     # at the limit: ends at the last byte read
-        src_n = read_extent(api, dtype, mask, r, rs, bs) // s
+        src_n = ins.read_extent(dtype, mask, r, rs, bs) // s
         tags["src_size"] = "exact"
     used = src_bytes + dst_bytes + work_bytes
     free = max(0, budget - used)
     base = d.integers(0, free // 32) * 32 if free >= 32 and d.chance(dist.offset_rate) else 0
     tensors = {"src": (base, src_n)}
     cursor = base + src_bytes
-    in_place = (not tik) and d.chance(dist.in_place_rate) and dst_bytes <= src_bytes
+    # in place (dst inside src) where the instruction allows overlapping operands
+    in_place = (ins.kernel.overlap == "repeat" and d.chance(dist.in_place_rate)
+                and dst_bytes <= src_bytes)
     if in_place:
         tensors["dst"] = (base, dst_bytes // s)
     else:
@@ -848,11 +703,10 @@ def draw_campaign_case(d, template: Template, dist: Distributions,
         gap = gap if cursor + gap + dst_bytes + work_bytes <= budget else 0
         tensors["dst"] = (cursor + gap, dst_bytes // s)
         cursor += gap + dst_bytes
-    if tik:
-        tensors["dst"] = (tensors["dst"][0], 16 if s == 2 else 8)
+    if "work_tensor" in ins.operands:
         tensors["work_tensor"] = (cursor, work_n)
     tags["layout"] = "in_place" if in_place else ("offset" if base else "at_zero")
-    last = "work_tensor" if tik else "dst"
+    last = list(tensors)[-1]
     limit = min(ub_len, prof.ub_bytes)
     if not in_place and d.chance(0.1):          # at the limit: the last tensor ends at the UB end
         a, _ = tensors[last]
@@ -888,6 +742,62 @@ def draw_campaign_case(d, template: Template, dist: Distributions,
     return case
 
 
+# ------------------------------------------------------------------ the whole space --------
+
+def space_template(d, apis: Optional[Sequence[str]] = None,
+                   chips: Optional[Sequence[str]] = None, *, max_ub: int = 1 << 17,
+                   tik_max_repeat: int = 4095, mask_modes: Sequence[str] = MASK_MODES) -> Template:
+    """A one-product template drawn from ``d`` over the whole parameter space: an API of
+    ``apis`` that one of ``chips`` has, a product that has it, one of its dtypes and options
+    there, a mask mode, the documented repeat range (a TIK instruction's capped at
+    ``tik_max_repeat``) and a UB of ``max_ub`` bytes (more where the largest repeat count
+    needs it, at most the product's)."""
+    chips = list(chips or all_chips())
+    apis = list(apis or registry.names())
+    api = d.choice([a for a in apis if any(get_chip(c).dtypes(a) for c in chips)] or apis)
+    hosts = [c for c in chips if get_chip(c).dtypes(api)] or chips
+    chip_id = d.choice(hosts)
+    prof = get_chip(chip_id)
+    dtype = d.choice(list(prof.dtypes(api)) or ["float16"])
+    ins = _ins(api)
+    option = d.choice(ins.options(prof) or ins.options())
+    mode = d.choice(list(mask_modes))
+    lo, hi = ins.repeat_range(option, dtype)
+    if ins.family == "tik":
+        hi = max(lo, min(hi, int(tik_max_repeat)))
+    # at least room for the largest repeat count at stride 0 (work tensor included)
+    least = (ins.src_footprint(hi, 0, 1) + ins.dst_extent(hi, dtype, option)
+             + ins.work_elements(hi, option, dtype) * _size(dtype) + 512)
+    return Template(api, (chip_id,), dtype, option, mode, lo, hi,
+                    min(max(int(max_ub), _round_up(least, 64)), prof.ub_bytes))
+
+
+@functools.lru_cache(maxsize=64)
+def space_distributions(invalid_rate: float = 0.0, special_rate: float = 0.6) -> Distributions:
+    """The weights of :func:`draw_case`: the campaign defaults, ``invalid_rate``, and source
+    data that is adversarial (any kind but ``random_bits``) with probability about
+    ``special_rate``."""
+    kinds = CAMPAIGN_DATA_KINDS
+    data = {k: float(special_rate) / len(kinds) for k in kinds}
+    data["random_bits"] += 1.0 - float(special_rate)
+    return Distributions({"data": data}, invalid_rate=float(invalid_rate))
+
+
+def draw_case(d, *, apis: Optional[Sequence[str]] = None, chips: Optional[Sequence[str]] = None,
+              invalid_rate: float = 0.0, max_ub: int = 1 << 17, tik_max_repeat: int = 4095,
+              special_rate: float = 0.6) -> Case:
+    """Draw one call over the whole parameter space: :func:`draw_campaign_case` of a
+    :func:`space_template` with :func:`space_distributions`. Valid unless the draw breaks one
+    rule (``invalid_rate``; tags ``validity`` and ``broken``: the :data:`BREAKERS` rule it
+    broke, ``validity`` ``"valid"`` when none). The UB is ``max_ub`` bytes (see
+    :func:`space_template`)."""
+    t = space_template(d, apis, chips, max_ub=max_ub, tik_max_repeat=tik_max_repeat)
+    case = draw_campaign_case(d, t, space_distributions(invalid_rate, special_rate))
+    if case.tags["validity"] != "valid":
+        case.tags["broken"] = case.tags["validity"]
+    return case
+
+
 @dataclass
 class _Break:
     """What a breaker works on: the draw, the case (changed in place), its template and
@@ -907,11 +817,7 @@ class _Break:
 
     @property
     def lanes(self) -> int:
-        return 256 // self.s
-
-    @property
-    def tik(self) -> bool:
-        return _tik_style(self.ins)
+        return masks.lanes_per_repeat(self.case.dtype)
 
 
 @dataclass(frozen=True)
@@ -933,7 +839,7 @@ def _b_mask_range(b: _Break) -> None:
 
 def _b_mask_bits(b: _Break) -> None:
     c, d = b.case, b.d
-    if b.tik or b.lanes == 128:
+    if b.ins.word_order == "tik" or b.lanes == 128:      # two words already: add a third
         c.mask = list(c.mask) + [d.integers(0, 2**64 - 1)]
     else:                                   # edge: lane 64 only, the first that is not
         c.mask = [c.mask[0], 1 if b.edge else d.integers(2, 2**64 - 1)]
@@ -964,37 +870,17 @@ def _b_align(b: _Break) -> None:
     c, s = b.case, b.s
     tn = c.tensors
     key = b.d.choice(["src", "dst"] + (["work_tensor"] if "work_tensor" in tn else []))
-    align = _alignment(c, key)
+    align = b.ins.alignment(key, c.dtype, c.option)
     a, n = tn[key]
     step = s if align > s else 1            # the smallest step that breaks the alignment
     tn[key] = (a + (step if b.edge else max(1, align // 2)), n)
 
 
-def _alignment(c: Case, operand: str) -> int:
-    """The byte alignment the documentation requires of ``operand`` for case ``c``: the dst
-    of a slot reduction (``dst_align_slot``) is aligned to its result slot, read from the
-    declared layout (not from the kernel's rule, which is what the campaign tests); other
-    operands by the instruction's declared alignment (its dtype and option; an option the
-    kernel takes as data included)."""
-    from ..engine import Spec
-
-    ins = c.instruction
-    kern = ins.kernel
-    if operand == "dst" and kern.dst_align_slot:
-        return int(ins.layout(c.dtype, ins.canonical_option(c.option)).slot_bytes)
-    opt = c.instruction.engine_option(c.option)
-    traced = opt in kern.traced_options
-    align = kern.align(Spec(c.api, c.dtype, 1, "" if traced else opt)).get(operand, 1)
-    if callable(align):
-        align = align({"option": np.int32(kern.traced_options.index(opt))})
-    return int(align)
-
-
 def _b_tensor_small(b: _Break) -> None:
     c, s, p = b.case, b.s, b.case.params
     a, n = c.tensors["src"]
-    need = read_extent(c.api, c.dtype, c.mask, p["repeat"], p["src_rep_stride"],
-                       p.get("src_blk_stride")) // s
+    need = b.ins.read_extent(c.dtype, c.mask, p["repeat"], p["src_rep_stride"],
+                             p.get("src_blk_stride")) // s
     if b.edge and need >= 1:                # the last element read is just past the end
         c.tensors["src"] = (a, need - 1)
     else:
@@ -1046,12 +932,13 @@ def _b_index_overflow(b: _Break) -> bool:
     r = p["repeat"]
     rs = -(-4096 // (r - 1))
     src_bytes = _round_up(b.ins.src_footprint(r, rs), 32)
-    if src_bytes + 32 + tn["work_tensor"][1] * s + 64 > min(b.ub_len, b.prof.ub_bytes):
+    dst_bytes = tn["dst"][1] * s
+    if src_bytes + dst_bytes + tn["work_tensor"][1] * s + 64 > min(b.ub_len, b.prof.ub_bytes):
         return False
     p["src_rep_stride"] = rs
     tn["src"] = (0, src_bytes // s)
     tn["dst"] = (src_bytes, tn["dst"][1])
-    tn["work_tensor"] = (src_bytes + 32, tn["work_tensor"][1])
+    tn["work_tensor"] = (src_bytes + dst_bytes, tn["work_tensor"][1])
     return True
 
 
@@ -1128,6 +1015,3 @@ def break_rule(d, case: Case, t: Template, dist: Distributions, ub_len: int,
     if _BY_NAME[what].apply(_Break(d, case, t, ub_len, edge, ins, prof)) is False:
         case.tags["validity"] = "valid"
 
-
-#: the campaign generator's name for :func:`break_rule` (kept for callers)
-_break_campaign_rule = break_rule
