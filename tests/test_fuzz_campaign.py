@@ -345,3 +345,28 @@ def test_whole_slot_missing_uses_real_written_masks_when_the_side_has_them():
     # a side that wrote a value equal to the old bytes: a wrong value, not a missing slot
     assert signature(case, e, Outcome(None, dev, e.written.copy(), e.undefined)) != \
         "whole slot missing"
+
+
+def test_draw_case_is_the_campaign_flow_over_a_whole_space_template(monkeypatch):
+    """One generator: draw_case draws a one-product template and hands it to the campaign's
+    own drawing function; its illegal cases are BREAKERS rules."""
+    from ascend_ref.fuzz import generate
+
+    seen = []
+    real = generate.draw_campaign_case
+
+    def spy(d, t, dist, *a, **kw):
+        seen.append((t, dist))
+        return real(d, t, dist, *a, **kw)
+
+    monkeypatch.setattr(generate, "draw_campaign_case", spy)
+    rules = {b.name for b in generate.BREAKERS.values()}
+    for i in range(12):
+        c = draw_case(RngDraw(4, i), invalid_rate=0.5, tik_max_repeat=40)
+        t, dist = seen[-1]
+        assert (t.api, t.chips, t.dtype) == (c.api, (c.chip,), c.dtype) or \
+            c.tags["validity"] in ("dtype", "api_unsupported")
+        assert dist.invalid_rate == 0.5
+        assert c.tags["validity"] == "valid" or c.tags["validity"] in rules
+        assert c.tags.get("broken", "valid") == c.tags["validity"]
+    assert len(seen) == 12

@@ -165,3 +165,44 @@ def test_kind_is_what_the_oracle_computes():
             got = float(run_oracle(c).ub[32768 + off:32770 + off].view(np.float16)[0])
             assert got == (128 / lay.groups if ins.sums(opt) else 1.0), (ins, opt)
             assert ins.kind(opt) in (("sum",) if ins.sums(opt) else ("min", "max"))
+
+
+def _masks(ins, dtype):
+    """A continuous and a sparse bit mask (lanes 0, 15 and 67 / 3 on 32-bit types), in the
+    instruction's word order."""
+    lanes = 256 // np.dtype(dtype).itemsize
+    low = [(1 << 0) | (1 << 15) | ((1 << 3) if lanes == 64 else 0),
+           (1 << 3) if lanes == 128 else 0]
+    words = low[::-1] if ins.word_order == "tik" else (low if lanes == 128 else low[:1])
+    return [37, words]
+
+
+@pytest.mark.parametrize("ins,dtype,option", list(_variants()))
+def test_read_extent_is_the_smallest_source_the_oracle_accepts(ins, dtype, option):
+    """``read_extent``: a source tensor of exactly that many bytes is in bounds, one element
+    fewer is TENSOR_BOUNDS (the oracle's own addressing)."""
+    s = np.dtype(dtype).itemsize
+    for mask in _masks(ins, dtype):
+        c = _case(ins, dtype, option, 3)
+        c.mask = mask
+        c.params["src_rep_stride"] = 9
+        if "src_blk_stride" in c.params:
+            c.params["src_blk_stride"] = 2
+        p = c.params
+        need = ins.read_extent(dtype, mask, 3, 9, p.get("src_blk_stride"))
+        assert need % s == 0 and need <= ins.src_footprint(3, 9, p.get("src_blk_stride"))
+        c.tensors["src"] = (0, need // s)
+        assert run_oracle(c).code is None, (mask, need)
+        c.tensors["src"] = (0, need // s - 1)
+        assert run_oracle(c).code == Code.TENSOR_BOUNDS, (mask, need)
+
+
+@pytest.mark.parametrize("ins", INSTRUCTIONS, ids=lambda i: i.name)
+def test_rep_stride_fitting_is_the_largest_stride_whose_footprint_fits(ins):
+    for r in (2, 7, 255):
+        for n in (300, 4096, 100_000):
+            for blk in (1, 3):
+                k = ins.rep_stride_fitting(r, n, blk)
+                assert ins.src_footprint(r, k + 1, blk) > n
+                assert k == 0 or ins.src_footprint(r, k, blk) <= n
+    assert ins.rep_stride_fitting(1, 10, 1) >= 65535          # one repeat: any stride
