@@ -92,7 +92,8 @@ class Rows:
         cases copies of the first (a fixed batch shape)."""
         out = np.zeros((b, width), np.uint8)
         for j, (ub, a, n) in enumerate(zip(self.ubs, self.base.tolist(), self.length.tolist())):
-            out[j, :n] = ub[a:a + n]
+            part = ub[a:a + n]
+            out[j, :part.size] = part
         if len(self) < b:
             out[len(self):] = out[0]
         return out
@@ -250,7 +251,7 @@ def _windows(ins: registry.Instruction, option: Any, dtype: str, cols: Dict[str,
     base = np.where(ok, addr.min(axis=0) // WINDOW_ALIGN * WINDOW_ALIGN, 0)
     top = np.minimum(np.maximum(end.max(axis=0), reach_end), n)
     length = np.where(ok, top - base, n)
-    return base.astype(np.int64), np.maximum(length, 1).astype(np.int64)
+    return base.astype(np.int64), length.astype(np.int64)
 
 
 def _finish_spec(prep: Any, heights: Sequence[int], r_max: Optional[int] = None) -> engine.Spec:
