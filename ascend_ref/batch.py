@@ -168,7 +168,16 @@ def _run_group(ins, spec, width, rows, b, cases, outcomes) -> None:
 @functools.lru_cache(maxsize=None)
 def _array_fn(api: str, chip: str, dtype: str, option: Any, mask_mode: str,
               max_repeat: Optional[int], has_saturate: bool,
-              path: str = "fast", static_src: Optional[tuple] = None):
+              path: str = "fast", static_src: Optional[tuple] = None,
+              columns: tuple = ()):
+    """The kernel of one static configuration: ``run(ubs, rows, shared)``.
+
+    ``columns``: ``((key, words, shared), ...)`` — how the int32 parameter matrix ``rows``
+    (``[B, K]``: one row per case) and vector ``shared`` (the values every case of the batch
+    shares, found on the host) hold the parameters. Shared values enter the vmapped kernel
+    unbatched, so everything that depends only on them (write tables, extents, masks) is
+    computed once per batch instead of once per case. ``ubs`` may be a view of the rows as
+    the element type (then the source slices need no byte assembly)."""
     ins = registry.lookup(api)
 
     def one(q):
@@ -183,15 +192,76 @@ def _array_fn(api: str, chip: str, dtype: str, option: Any, mask_mode: str,
         spec = dataclasses.replace(spec, compact=True, static_src=static_src)
         return prep.ins, spec, dict(prep.p, ub_base=q["ub_base"])
 
-    def run(ubs, qs):
+    def unpack(vec, shared: bool) -> dict:
+        out, at = {}, 0
+        for key, words, sh in columns:
+            if sh != shared:
+                continue
+            v = vec[at:at + words] if key == "mask" and mask_mode == "bits" else vec[at]
+            at += words
+            if key == "mask" and mask_mode == "bits":
+                v = jax.lax.bitcast_convert_type(v, jnp.uint32)
+            elif key == "saturate":
+                v = v != 0
+            out[key] = v
+        return out
+
+    def run(ubs, rows, shared):
         TRACES[("run_batch", api, chip, dtype, option, mask_mode, max_repeat)] += 1
-        ps = jax.vmap(lambda q: one(q)[2])(qs)
-        kernel, spec, _ = one(jax.tree_util.tree_map(lambda v: v[0], qs))
-        ps["ub_len"] = jnp.full((ubs.shape[0],), ubs.shape[1], jnp.int32)
-        writes, status, _, _, _ = engine.batched(kernel, spec, ubs, ps)
+        common = unpack(shared, True)
+        width = np.int32(ubs.shape[1] * ubs.dtype.itemsize)       # the row's bytes
+
+        def prep(row):
+            p = one({**common, **unpack(row, False)})[2]
+            p["ub_len"] = width
+            return p
+
+        kernel, spec, _ = one({**common, **unpack(rows[0], False)})
+        writes, status, _, _, _ = engine.batched(kernel, spec, ubs, rows, prep=prep)
         return writes, status
 
     return run
+
+
+@functools.lru_cache(maxsize=None)
+def _jitted(fn):
+    return jax.jit(fn)
+
+
+@functools.lru_cache(maxsize=None)
+def _unshared(fn):
+    """``fn`` with nothing shared (rows sharded over several devices carry every value);
+    one stable object per kernel, so :func:`ascend_ref.scale.run_rows` compiles it once."""
+    empty = np.zeros((0,), np.int32)
+    return lambda ubs, rows: fn(ubs, rows, empty)
+
+
+def _pack(q: dict, b: int, share: bool) -> tuple:
+    """``(columns, rows, shared)``: the parameters as one int32 ``[B, K]`` matrix and one
+    int32 vector of the values every case shares (``share``; else empty)."""
+    columns: list = []
+    cols: List[np.ndarray] = []
+    common: List[np.ndarray] = []
+    for key in sorted(q):
+        v = np.asarray(q[key])
+        v = v.view(np.int32) if v.dtype == np.uint32 else v.astype(np.int32)
+        v = v.reshape(b, -1)
+        same = share and b > 0 and key != "ub_base" and bool(np.all(v == v[:1]))
+        columns.append((key, v.shape[1], same))
+        (common if same else cols).append(v[0] if same else v)
+    rows = np.concatenate(cols, axis=1) if cols else np.zeros((b, 0), np.int32)
+    shared = np.concatenate(common) if common else np.zeros((0,), np.int32)
+    return tuple(columns), np.ascontiguousarray(rows), shared
+
+
+def _aligned_copy(a: np.ndarray, align: int = 64) -> np.ndarray:
+    """A copy of ``a`` starting at an ``align``-byte boundary (the CPU backend then reads
+    slices of it in place, without a copy)."""
+    buf = np.empty(a.nbytes + align, np.uint8)
+    off = (-buf.ctypes.data) % align
+    out = buf[off:off + a.nbytes].view(a.dtype).reshape(a.shape)
+    np.copyto(out, a)
+    return out
 
 
 def _max_table(api: str, option, max_repeat: Optional[int], dtype: str) -> int:
@@ -327,23 +397,38 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
     # a host-side choice; processes of one SPMD call might choose differently: not there
     static = None if path == "general" or scale._is_global(devs) else \
         _static_src(api, option, max_repeat, q, ubs.shape[1], dtype)
+    one_device = len(devs) == 1
+    columns, rows, shared = _pack(q, b, share=one_device)
     fn = _array_fn(api, chip if isinstance(chip, str) else chip.id, dtype, option, mask_mode,
-                   max_repeat, has_sat, path, static)
+                   max_repeat, has_sat, path, static, columns)
     engine.release_if_needed()
-    out = ubs.copy()
+    # the result starts as a copy of the input; the kernel reads its rows (in place on CPU)
+    # before the chunk's words are merged into them
+    out = _aligned_copy(ubs)
     status = np.zeros(b, np.int32)
     if b == 0:
         return out, status
+    size = np.dtype(dtype).itemsize
+    words = static is not None and ubs.shape[1] % size == 0
     # one device: chunks of equal shape (one compile); several: one sharded call (SPMD)
-    c = _chunk(b, _max_table(api, option, max_repeat, dtype)) if len(devs) == 1 else b
+    c = _chunk(b, _max_table(api, option, max_repeat, dtype)) if one_device else b
     for start in range(0, b, c):
         stop = min(start + c, b)
-        xs, qs = ubs[start:stop], {k: v[start:stop] for k, v in q.items()}
+        xs, qs = out[start:stop], rows[start:stop]
         if stop - start < c:                      # same shape as every chunk: no recompile
             fill = c - (stop - start)
             xs = np.concatenate([xs, np.repeat(xs[:1], fill, axis=0)])
-            qs = {k: np.concatenate([v, np.repeat(v[:1], fill, axis=0)]) for k, v in qs.items()}
-        writes, st = scale.run_rows(fn, xs, qs, devices=devs)
+            qs = np.concatenate([qs, np.repeat(qs[:1], fill, axis=0)])
+        if words:                                 # the element type: no byte assembly
+            xs = xs.view(f"uint{8 * size}")
+        if one_device:
+            scale.CALLS[1] += 1
+            args = (xs, qs, shared)
+            if devs[0] != jax.devices()[0]:      # numpy arguments go to the default device
+                args = tuple(jax.device_put(a, devs[0]) for a in args)
+            writes, st = jax.device_get(_jitted(fn)(*args))
+        else:
+            writes, st = scale.run_rows(_unshared(fn), xs, qs, devices=devs)
         status[start:stop] = np.asarray(st)[:stop - start]
         _merge(out, start, writes)
     return out, status

@@ -427,28 +427,37 @@ def _dense_src(spec: Spec, ub, p):
     rep, blk = spec.static_src
     s, r_max = spec.size, spec.r_max
     span = static_span(r_max, rep, blk)
-    sl = jax.lax.dynamic_slice(ub, (p["src.addr"],), (span,))
+    # a row of words (the host viewed the UB as the element type: no byte assembly here);
+    # a misaligned src.addr is an ALIGN error whose reads do not matter
+    unit = ub.dtype.itemsize
+    sl = jax.lax.dynamic_slice(ub, (p["src.addr"] // unit,), (span // unit,))
     if blk == 1 and rep == 8:           # the common layout: repeats back to back
-        raw = sl.reshape(r_max, 256)
+        raw = sl.reshape(r_max, 256 // unit)
     else:
         idx = (np.arange(r_max)[:, None] * rep + np.arange(8)[None, :] * blk).reshape(-1)
-        raw = sl.reshape(-1, BLOCK)[idx]
+        raw = sl.reshape(-1, BLOCK // unit)[idx]
+    if unit == s:
+        return raw.reshape(r_max, spec.lanes)
     words = jax.lax.bitcast_convert_type(raw.reshape(r_max, -1, s), jnp.dtype(f"uint{8 * s}"))
     return words.reshape(r_max, spec.lanes)
 
 
 def _read_extent(spec: Spec, p, blk, lane_mask):
-    """``[lo, hi)`` of the active reads in closed form: the first active lane of repeat 0 and
-    the last active lane of the last repeat (addresses grow with lane and repeat)."""
+    """``[lo, hi)`` of the active reads in closed form: the lowest active lane offset in
+    repeat 0 and the highest in the last repeat (repeats grow with the repeat stride; lane
+    offsets grow with the lane only for a block stride >= 1 — with block stride 0 the
+    blocks coincide and a later lane may sit lower, so the offsets' min / max are taken).
+    Also returns those two offsets."""
     s, lanes = spec.size, spec.lanes
     offs = addressing.lane_offsets(blk, s, lanes)
-    first = jnp.argmax(lane_mask)
-    last = lanes - 1 - jnp.argmax(lane_mask[::-1])
+    first = jnp.min(jnp.where(lane_mask, offs, _BIG))
+    last = jnp.max(jnp.where(lane_mask, offs, 0))
     nrep = jnp.minimum(p["repeat"], spec.r_max)
     live = jnp.any(lane_mask) & (nrep > 0)
-    lo = p["src.addr"] + offs[first]
-    hi = p["src.addr"] + addressing.blocks_bytes(nrep - 1, p["src_rep_stride"]) + offs[last] + s
-    return jnp.where(live, lo, _BIG), jnp.where(live, hi, 0), offs[first], offs[last]
+    lo = p["src.addr"] + first
+    hi = p["src.addr"] + addressing.blocks_bytes(nrep - 1, p["src_rep_stride"]) + last + s
+    return (jnp.where(live, lo, _BIG), jnp.where(live, hi, 0), jnp.where(live, first, 0),
+            last)
 
 
 def _raw_candidate(w: "Write", p, blk, lane_mask, off_first, off_last):
@@ -457,12 +466,13 @@ def _raw_candidate(w: "Write", p, blk, lane_mask, off_first, off_last):
     step = addressing.blocks_bytes(1, p["src_rep_stride"])
     d_first = w.addr - (p["src.addr"] + off_first)
     d_last = w.addr - (p["src.addr"] + off_last)
-    safe = jnp.maximum(step, 1)
-    dl = jnp.maximum(d_last, 0)
-    ceil_last = dl // safe + (dl % safe > 0).astype(jnp.int32)   # no overflow: no dl + step
-    later = jnp.where(step > 0, (d_first >= 0) & (d_first // safe >= w.repeat + 1)
-                      & (ceil_last <= p["repeat"] - 1),
-                      (d_first >= 0) & (d_last <= 0))
+    # some repeat r' with w.repeat < r' < repeat reads between its first and last active
+    # lane: (w.repeat + 1) * step <= d_first and d_last <= (repeat - 1) * step. No division
+    # (integer division is not vectorised on CPU). Products stay below 2**31 where it
+    # matters: for a repeat outside [0, 255] or a stride outside [0, 65535] a rule with a
+    # lower code than OVERLAP fails, whatever this says (status_of keeps the lowest code).
+    nrep = jnp.clip(p["repeat"], 0, 256)
+    later = ((w.repeat + 1) * step <= d_first) & (d_last <= (nrep - 1) * step)
     return jnp.any(w.issued & later & (w.repeat + 1 <= p["repeat"] - 1)) & jnp.any(lane_mask)
 
 
@@ -634,13 +644,20 @@ def evaluate(prep: "Prepared", src, cls: Any):
     return writes, status, diag
 
 
-def batched(ins: Instruction, spec: Spec, ubs, ps: dict):
+def batched(ins: Instruction, spec: Spec, ubs, ps: dict,
+            prep: Optional[Callable[[Any], dict]] = None):
     """The kernel over a batch (leading axis of ``ubs`` and every ``ps`` leaf), bit-equal to
     the general path: the fast kernel first and, only if some case needs it, the whole batch
-    again on the exact fallback (a batch-level ``lax.cond``: one branch runs, also on GPU)."""
+    again on the exact fallback (a batch-level ``lax.cond``: one branch runs, also on GPU).
+
+    ``prep``: when given, ``ps`` holds per-case inputs and ``prep(row)`` builds a case's
+    parameters inside the vmapped kernel, so values it closes over (parameters every case
+    shares) stay unbatched and what depends only on them is computed once per batch."""
     def run(path):
-        return jax.vmap(functools.partial(kernel, ins, dataclasses.replace(spec, path=path)))(
-            ubs, ps)
+        sp = dataclasses.replace(spec, path=path)
+        if prep is None:
+            return jax.vmap(functools.partial(kernel, ins, sp))(ubs, ps)
+        return jax.vmap(lambda ub, q: kernel(ins, sp, ub, prep(q)))(ubs, ps)
 
     if spec.path in ("general", "fallback"):
         return run(spec.path)

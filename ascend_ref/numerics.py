@@ -288,33 +288,95 @@ def _pad_pow2(x: jax.Array, fill: ArrayLike) -> jax.Array:
     return jnp.concatenate([x, pad], -1)
 
 
+#: lanes left after the first step of a tree (see :func:`_fold_min`)
+_FOLD_WIDTH = 16
+
+
+def _packed_key16(bits: jax.Array, active: jax.Array, kind: str, dtype: str,
+                  lane: jax.Array, lb: int) -> jax.Array:
+    """``key << lb | lane`` of 16-bit elements: the order key (mirrored for max), every NaN
+    ``-_SENT`` (it wins), inactive lanes ``_SENT``."""
+    if dtype == "float16":                      # order_key's value, without a select
+        sx = lax.bitcast_convert_type(bits, jnp.int16).astype(jnp.int32)
+        key = sx ^ ((sx >> 15) & 0x7FFF)
+    else:
+        key = order_key(bits, dtype)
+    if kind != "min":
+        key = ~key
+    if is_float(dtype):
+        key = jnp.where(is_nan(bits), -_SENT, key)
+    key = jnp.where(active, key, _SENT)
+    return key * (1 << lb) + lane
+
+
+def _fold_min(x: jax.Array) -> jax.Array:
+    """Minimum over the last axis (a power of two): a reduction over a major axis down to
+    ``_FOLD_WIDTH`` lanes, then a halving tree. XLA:CPU fuses the key computation into that
+    first reduction and vectorises it along the lanes (one pass over the input, no int32 key
+    table stored); fused into a halving tree instead, it computes one scalar per row (~4x
+    slower, measured), and a key table costs a pass of its own."""
+    m = x.shape[-1]
+    w = min(_FOLD_WIDTH, m)
+    if w < m:
+        x = jnp.min(x.reshape(x.shape[:-1] + (m // w, w)), axis=-2)
+    return _halving(x, jnp.minimum)
+
+
+def _packed_min16(bits: Bits, active: ArrayLike, kind: str, dtype: str,
+                  lb: int) -> jax.Array:
+    """The smallest packed key over the last axis (padded to a power of two with inactive
+    lanes)."""
+    act = _pad_pow2(jnp.broadcast_to(active, bits.shape), False)
+    bits = _pad_pow2(jnp.asarray(bits), 0)
+    lane = jnp.arange(bits.shape[-1], dtype=jnp.int32)
+    return _fold_min(_packed_key16(bits, act, kind, dtype, lane, lb))
+
+
+def _float32_extreme(bits: Bits, active: ArrayLike,
+                     kind: str) -> Tuple[jax.Array, jax.Array]:
+    """float32 min / max over the last axis as ``(index, found)`` in two passes: the
+    smallest key (every NaN ``INT_MIN``, inactive lanes ``INT_MAX``: no float32 key is
+    either, so no lane needs packing), then the first lane holding it."""
+    n = bits.shape[-1]
+    act = _pad_pow2(jnp.broadcast_to(active, bits.shape), False)
+    bits = _pad_pow2(jnp.asarray(bits), 0)
+    m = bits.shape[-1]
+    x = lax.bitcast_convert_type(bits, jnp.int32)
+    key = x ^ ((x >> 31) & _INT_MAX)                   # order_key's value, without a select
+    if kind != "min":
+        key = ~key
+    key = jnp.where(act, jnp.where(is_nan(bits), _INT_MIN, key), _INT_MAX)
+    best = _fold_min(key)
+    index = _fold_min(jnp.where(key == best[..., None], jnp.arange(m, dtype=jnp.int32), m))
+    return jnp.minimum(index, n - 1), best != _INT_MAX
+
+
 def select_extreme_tree(bits: Bits, active: ArrayLike, kind: str,
                         dtype: DType) -> Tuple[jax.Array, jax.Array, jax.Array]:
     """:func:`select_extreme` by one halving tree of elementwise minima (same three results).
 
     Each element gets a monotone key (mirrored for max), every NaN the smallest key (it wins),
     inactive lanes the largest. 16-bit types pack ``key << k | lane`` into one int32, so the
-    smallest lane among equal keys falls out of a plain minimum; 32-bit types carry
-    ``(inactive, key, lane)`` and compare lexicographically. No active lane: index ``n - 1``
-    as in the general path.
+    smallest lane among equal keys falls out of a plain minimum; float32 takes the minimum
+    key, then the first lane holding it; 32-bit integers carry ``(inactive, key, lane)`` and
+    compare lexicographically. No active lane: index ``n - 1`` as in the general path.
     """
     dtype = str(dtype)
     n = bits.shape[-1]
-    key = order_key(bits, dtype)
-    if kind != "min":
-        key = ~key                                     # mirrored: max becomes min, no overflow
-    nan = is_nan(bits) if is_float(dtype) else None
-    lane = jnp.broadcast_to(jnp.arange(n, dtype=jnp.int32), key.shape)
-    active = jnp.broadcast_to(active, key.shape)
     lb = max(n - 1, 1).bit_length()
     if _width(bits) == 2 and lb <= 14:
-        k = key if nan is None else jnp.where(nan, -_SENT, key)
-        k = jnp.where(active, k, _SENT)
-        packed = _pad_pow2(k * (1 << lb) + lane, _SENT * (1 << lb))
-        best = _halving(packed, jnp.minimum)
+        best = _packed_min16(bits, active, kind, dtype, lb)
         index = best & ((1 << lb) - 1)
         found = (best >> lb) != _SENT
+    elif dtype == "float32":
+        index, found = _float32_extreme(bits, active, kind)
     else:
+        key = order_key(bits, dtype)
+        if kind != "min":
+            key = ~key                                 # mirrored: max becomes min, no overflow
+        nan = is_nan(bits) if is_float(dtype) else None
+        lane = jnp.broadcast_to(jnp.arange(n, dtype=jnp.int32), key.shape)
+        active = jnp.broadcast_to(active, key.shape)
         k = key if nan is None else jnp.where(nan, _INT_MIN, key)
         idle = _pad_pow2((~active).astype(jnp.int32), 1)
         k, ln = _pad_pow2(k, _INT_MAX), _pad_pow2(lane, n)
@@ -393,6 +455,15 @@ class Summation:
             return jnp.bool_(True)
         return functools.reduce(jnp.logical_and, [jnp.all(jnp.isfinite(v)) for v in values])
 
+    def ok_bits(self, *bits: jax.Array) -> jax.Array:
+        """:meth:`ok` read from the results' bits (after :meth:`leave`): the exponent is not
+        all ones. Same answer (a fast half value is a half; a float one is its own bits),
+        on the results every path returns."""
+        if not self.fast:
+            return jnp.bool_(True)
+        expo = jnp.uint16(0x7C00) if self.half else jnp.uint32(0x7F800000)
+        return functools.reduce(jnp.logical_and, [jnp.all((b & expo) != expo) for b in bits])
+
 
 def itemsize_of(dtype: DType) -> int:
     return jnp.dtype(str(dtype)).itemsize
@@ -412,9 +483,8 @@ def guarded_sums(compute: Callable[[Summation], Sequence[jax.Array]], dtype: DTy
         s = Summation(dtype, chip, saturate, False)
         return tuple(compute(s)), jnp.bool_(True)
     s = Summation(dtype, chip, saturate, True)
-    vals = tuple(compute(s))
-    ok = s.ok(*vals)
-    fast = tuple(s.leave(v) for v in vals)
+    fast = tuple(s.leave(v) for v in compute(s))
+    ok = s.ok_bits(*fast)
     if path == "batch":
         return fast, ok
     e = Summation(dtype, chip, saturate, False)

@@ -1,5 +1,11 @@
 """Throughput of the batched reference against baselines measured in the same run.
 
+Conditions (printed with the results): issue 11's table — B = 256 cases at R = 255 (each
+case a ~66 KB window, 17 MB in all; the 64 cases ``--quick`` used to run there were 4 MB, a
+copy baseline of another kind), 2048 at R = 16 and 8192 at R = 1 (``--quick``: a quarter of
+those two; R = 255 keeps 256 cases); standard-normal data; the machine's load average before
+and after (ratios are taken within one run, but a loaded machine slows both sides unevenly).
+
 For each API (half and float where the product has it) and R = 1, 16, 255 repeats with
 realistic strides (block stride 1, repeat stride 8) and full masks, one run measures:
 
@@ -28,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import resource
 import time
@@ -57,6 +64,10 @@ CONFIGS = [  # (api, chip, dtype, option)
     ("vec_reduce_add", "atlas_training", "float32", None),
 ]
 TIK = ("vec_reduce_min", "vec_reduce_max", "vec_reduce_add")
+#: cases per run_batch call by repeat count (issue 11's table: 256 at R = 255)
+CASES = {1: 8192, 16: 2048, 255: 256}
+CONDITIONS = ("full mask, dst_rep_stride 1 / src_blk_stride 1 / src_rep_stride 8, "
+              "standard-normal data; cases per batch: R=1 {r1}, R=16 {r16}, R=255 {r255}")
 
 
 def _timeit(fn, repeat=3):
@@ -144,7 +155,7 @@ def run(quick: bool, only=None, repeats=(1, 16, 255)):
             continue
         for r in repeats:
             tensors, window = layout(api, dtype, r)
-            b = {1: 8192, 16: 2048, 255: 256}[r] // (4 if quick else 1)
+            b = CASES[r] // (4 if quick and r != 255 else 1)
             s = np.dtype(dtype).itemsize
             data = rng.standard_normal((b, window // s)).astype(dtype)
             ubs = np.ascontiguousarray(data).view(np.uint8)
@@ -232,22 +243,55 @@ def _fmt_row(r):
             f"{r['vs_numpy']:>7.2f} {r['vs_oracle']:>8.0f} {r['compile_s']:>9.2f}")
 
 
+def markdown(rows) -> str:
+    """README's Performance table from the bench's rows."""
+    out = ["| API | dtype | R | cases | run_batch cases/s | × copy | × np.sum | "
+           "run_cases cases/s | cases / batch | × numpy golden | × scalar oracle | compile s |",
+           "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rows:
+        opt = "" if r["option"] == "None" else f" {r['option']}"
+        out.append(f"| {r['api']}{opt} | {r['dtype']} | {r['repeat']} | {r['cases']} | "
+                   f"{r['jax_cases_per_s']:,.0f} | {r['vs_copy']:.3f} | {r['vs_sum']:.2f} | "
+                   f"{r['cases_cases_per_s']:,.0f} | {r['cases_vs_batch']:.2f} | "
+                   f"{r['vs_numpy']:.2f} | {r['vs_oracle']:,.0f} | {r['compile_s']:.2f} |")
+    return "\n".join(out)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--quick", action="store_true", help="a quarter of the cases")
+    ap.add_argument("--quick", action="store_true",
+                    help="a quarter of the cases at R = 1 and 16 (R = 255 keeps 256)")
     ap.add_argument("--json", default=str(Path(__file__).parent / "results" / "bench.json"))
     ap.add_argument("--only", action="append", metavar="API[:DTYPE]",
                     help="only these rows (prefix of 'api:dtype'; repeatable)")
     ap.add_argument("--repeats", default="1,16,255", help="R values (default 1,16,255)")
+    ap.add_argument("--markdown", metavar="JSON",
+                    help="print README's table from a results file instead of measuring")
     args = ap.parse_args()
+    if args.markdown:
+        res = json.loads(Path(args.markdown).read_text())
+        print(f"conditions: {res.get('conditions')}; load average before "
+              f"{res.get('load_before')}, after {res.get('load_after')}; "
+              f"peak RSS {res['peak_rss_mb']:.0f} MB\n")
+        print(markdown(res["rows"]))
+        return
+    cases = {r: CASES[r] // (4 if args.quick and r != 255 else 1) for r in CASES}
+    conditions = CONDITIONS.format(**{f"r{k}": v for k, v in cases.items()})
+    load_before = os.getloadavg()
     print(f"jax {jax.__version__} on {jax.devices()[0].platform} ({jax.device_count()} device(s)), "
-          f"{platform.processor() or platform.machine()}")
+          f"{platform.processor() or platform.machine()}, {os.cpu_count()} CPU(s)")
+    print(f"conditions: {conditions}")
+    print(f"load average before: {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}")
     print(HEADER, flush=True)
     rows, peak = run(args.quick, args.only, tuple(int(r) for r in args.repeats.split(",")))
+    load_after = os.getloadavg()
+    print(f"load average after: {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}")
     print(f"peak resident memory: {peak:.0f} MB")
     out = Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"jax": jax.__version__, "platform": jax.devices()[0].platform,
+                               "cpus": os.cpu_count(), "conditions": conditions,
+                               "load_before": load_before, "load_after": load_after,
                                "peak_rss_mb": peak, "rows": rows}, indent=1))
     print(f"wrote {out}")
 

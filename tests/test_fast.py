@@ -258,3 +258,132 @@ def test_closed_form_overlap_check_matches_the_table():
         np.testing.assert_array_equal(status, wstatus)
         np.testing.assert_array_equal(out, want)
         assert {0, int(ar.Code.OVERLAP)} <= set(status.tolist())
+
+
+# ------------------------------------------------------------- run_batch kernels -----------
+
+BATCH_CONFIGS = [  # (api, chip, dtype, option): every API, both widths, every option kind
+    ("whole_reduce_min", "atlas_a2", "float16", "ORDER_VALUE_INDEX"),
+    ("whole_reduce_max", "atlas_a2", "float32", "ORDER_INDEX_VALUE"),
+    ("whole_reduce_min", "ascend950", "float32", "ORDER_ONLY_INDEX"),
+    ("whole_reduce_sum", "atlas_a2", "float16", None),
+    ("whole_reduce_sum", "atlas_a2", "float32", None),
+    ("reduce_data_block", "atlas_a2", "float16", "SUM"),
+    ("reduce_data_block", "ascend950", "float32", "MAX"),
+    ("reduce_data_block", "atlas_a2", "float16", "MIN"),
+    ("vec_reduce_min", "atlas_training", "float16", True),
+    ("vec_reduce_max", "atlas_training", "float16", False),
+    ("vec_reduce_add", "atlas_training", "float16", None),
+    ("vec_reduce_add", "atlas_training", "float32", None),
+]
+_R = 6                     # compiled table height (max_repeat): small, every path the same
+
+
+def _batch_layout(api, dtype, option):
+    from ascend_ref import registry
+
+    s = np.dtype(dtype).itemsize
+    src_bytes = 4096                          # room for every stride drawn below
+    if api.startswith("vec_"):
+        need = int(registry.lookup(api).work_need(_R, option, dtype))
+        work = -(-need * s // 32) * 32
+        return dict(src=(0, src_bytes // s), dst=(src_bytes, 32 // s),
+                    work_tensor=(src_bytes + 32, work // s)), src_bytes + 32 + work
+    return dict(src=(0, src_bytes // s), dst=(src_bytes, 1024 // s)), src_bytes + 1024
+
+
+def _batch_kwargs(api, option, tensors, per_case, rng, b, lanes):
+    kw = dict(max_repeat=_R, **tensors)
+    if per_case:
+        kw["repeat"] = rng.integers(0 if not api.startswith("vec_") else 1, _R + 1, b)
+        kw["src_rep_stride"] = rng.integers(0, 13, b)       # 0: every repeat reads one block
+        kw["mask"] = rng.integers(1, lanes + 1, b)
+        kw["mask"][:3] = [lanes, 1, lanes // 2 + 3]
+    else:
+        kw.update(repeat=_R, src_rep_stride=8, mask=lanes)
+    if not api.startswith("vec_"):
+        if per_case:
+            kw["src_blk_stride"] = rng.integers(0, 3, b)   # 0: the 8 blocks coincide
+            kw["dst_rep_stride"] = rng.integers(0, 3, b)
+            src_addr, src_size = tensors["src"]
+            # dst inside the source's reads for some cases (read-after-write), else after it
+            dst_addr = np.where(rng.random(b) < 0.3, rng.integers(0, 16, b) * 32,
+                                tensors["dst"][0])
+            kw["dst"] = (dst_addr, np.full(b, tensors["dst"][1]))
+        else:
+            kw.update(src_blk_stride=1, dst_rep_stride=1)
+    if api.startswith("whole_reduce_m"):
+        kw["order"] = option
+    elif api == "reduce_data_block":
+        kw["reduce_type"] = option
+    elif api in ("vec_reduce_min", "vec_reduce_max"):
+        kw["cal_index"] = option
+    return kw
+
+
+def _batch_data(rng, b, width, dtype, benign):
+    s = np.dtype(dtype).itemsize
+    if benign:          # sums stay finite: the fast trees' guard holds, no fallback
+        x = (rng.standard_normal((b, width // s)) * 4).astype(dtype)
+        return x.view(np.uint8)
+    x = adversarial_bits(rng, (b, width // s), dtype)
+    lanes = 256 // s
+    big = np.array(60000 if s == 2 else 3e38, dtype).view(x.dtype)
+    x[5, :lanes] = big                                   # saturating / overflowing sums
+    x[6, lanes:2 * lanes] = x[6, lanes]                  # a repeat of ties
+    return x.view(np.uint8)
+
+
+@pytest.mark.parametrize("api,chip,dtype,option", BATCH_CONFIGS)
+def test_run_batch_fast_kernels_equal_the_general_path(api, chip, dtype, option):
+    """run_batch's kernels (shared parameters unbatched, static strides as word slices,
+    packed-key trees, guarded sums with the batch fallback) against the general path, on
+    adversarial and on benign data, with shared and with per-case parameters (zero and
+    overlapping strides, masked lanes, read-after-write dst); a few rows against the oracle."""
+    from ascend_ref.case import Case
+
+    rng = np.random.default_rng(BATCH_CONFIGS.index((api, chip, dtype, option)) + 7)
+    b, lanes = 12, 256 // np.dtype(dtype).itemsize
+    tensors, width = _batch_layout(api, dtype, option)
+    for per_case in (False, True):
+        for benign in (False, True):
+            ubs = _batch_data(rng, b, width, dtype, benign)
+            kw = _batch_kwargs(api, option, tensors, per_case, rng, b, lanes)
+            out, status = ar.run_batch(api, ubs, chip=chip, dtype=dtype, **kw)
+            with engine.use_path("general"):
+                want, wstatus = ar.run_batch(api, ubs, chip=chip, dtype=dtype, **kw)
+            np.testing.assert_array_equal(status, wstatus, err_msg=f"{per_case} {benign}")
+            np.testing.assert_array_equal(out, want, err_msg=f"{per_case} {benign}")
+            assert per_case or (status == 0).all()
+            if per_case:
+                continue
+            params = ({"repeat": _R, "src_rep_stride": 8} if api.startswith("vec_") else
+                      {"repeat": _R, "dst_rep_stride": 1, "src_blk_stride": 1,
+                       "src_rep_stride": 8})
+            for k in range(3):
+                o = run_oracle(Case(api, chip, dtype, option, lanes, params, dict(tensors),
+                                    ubs[k].copy()))
+                assert o.code is None
+                keep = ~np.asarray(o.undefined, bool)
+                np.testing.assert_array_equal(out[k][keep], np.asarray(o.ub)[keep])
+
+
+def test_block_stride_zero_read_extent_is_the_highest_lane_offset():
+    """With src_blk_stride 0 the 8 blocks coincide: the last active lane need not be the
+    highest read. A source sized to end at the highest read is in bounds; one element
+    less is a TENSOR_BOUNDS error — on the fast closed form as on the general table."""
+    b = 4
+    ubs = np.zeros((b, 2048), np.uint8)
+    # lanes 15 (block 0, offset 30) and 16 (block 1, offset 0): the last lane reads lowest
+    words = np.zeros((b, 4), np.uint32)
+    words[:, 0] = (1 << 15) | (1 << 16)
+    kw = dict(chip="atlas_a2", dtype="half", mask=words, mask_mode="bits", repeat=1,
+              dst_rep_stride=1, src_blk_stride=0, src_rep_stride=8, dst=(1024, 16),
+              order="ORDER_VALUE_INDEX")
+    for size, code in ((16, 0), (15, int(ar.Code.TENSOR_BOUNDS))):
+        out, status = ar.run_batch("whole_reduce_min", ubs, src=(0, size), **kw)
+        with engine.use_path("general"):
+            want, wstatus = ar.run_batch("whole_reduce_min", ubs, src=(0, size), **kw)
+        assert wstatus.tolist() == [code] * b
+        np.testing.assert_array_equal(status, wstatus)
+        np.testing.assert_array_equal(out, want)

@@ -103,16 +103,21 @@ def _odd_even_order(spec, p, vectors, add, zero):
 
 def _effects(spec, p, bits, active, arith):
     chip = Product(p)                                # the order is data: every one is computed
-    add, zero = arith.add, arith.zero
-    vectors = jnp.where(active, bits, zero)          # masked lanes are +0
-    stage1 = numerics.tree_sum(vectors, add)
+    tree = chip.add_order_is("tree")
+
+    def compute(s):                                  # in the summation's domain (fast / exact)
+        add, zero = s.add, s.zero
+        vectors = s.enter(bits, active)              # masked lanes are +0
+        stage1 = numerics.tree_sum(vectors, add)
+        total = jnp.where(tree, _tree_order(spec, p, stage1, add, zero),
+                          jnp.where(chip.add_order_is("group255"),
+                                    _group255_order(spec, p, stage1, add, zero),
+                                    _odd_even_order(spec, p, vectors, add, zero)))
+        return stage1, total
+
+    (stage1, total), ok = arith.sums(compute)
     work, size = p["work_tensor.addr"], p["work_tensor.size"] * spec.size
     runs, gated = gate(spec, p)                      # mask 0: a NOP where allowed (§C)
-    tree = chip.add_order_is("tree")
-    total = jnp.where(tree, _tree_order(spec, p, stage1, add, zero),
-                      jnp.where(chip.add_order_is("group255"),
-                                _group255_order(spec, p, stage1, add, zero),
-                                _odd_even_order(spec, p, vectors, add, zero)))
     # "tree": work_tensor after the call (issue 12 finding 6): seed 003 shows the stage-1
     # sums there; Huawei's TIK code leaves work untouched for R = 1 and runs the later stages
     # in place (work[0] = the final sum for 2 <= R <= L; chunk sums in front for R > L).
@@ -125,7 +130,7 @@ def _effects(spec, p, bits, active, arith):
                  # the other orders' pages document the order only: nothing about work_tensor
                  Region(work, size, runs & ~tree)]
     return Effects(writes + [element_write("dst", spec, p, total[None], runs)],
-                   undefined + gated)
+                   undefined + gated, {"exact_ok": ok})
 
 
 def _rules(spec):
