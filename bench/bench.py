@@ -246,13 +246,16 @@ def _fmt_row(r):
 def markdown(rows) -> str:
     """README's Performance table from the bench's rows."""
     out = ["| API | dtype | R | cases | run_batch cases/s | × copy | × np.sum | "
-           "run_cases cases/s | cases / batch | × numpy golden | × scalar oracle | compile s |",
-           "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+           "run_cases cases/s | cases / batch | verify cases/s | verify / batch | "
+           "× numpy golden | × scalar oracle | compile s |",
+           "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         opt = "" if r["option"] == "None" else f" {r['option']}"
+        ver = (f"{r['verify_cases_per_s']:,.0f} | {r['verify_vs_batch']:.3f}"
+               if "verify_cases_per_s" in r else "– | –")
         out.append(f"| {r['api']}{opt} | {r['dtype']} | {r['repeat']} | {r['cases']} | "
                    f"{r['jax_cases_per_s']:,.0f} | {r['vs_copy']:.3f} | {r['vs_sum']:.2f} | "
-                   f"{r['cases_cases_per_s']:,.0f} | {r['cases_vs_batch']:.2f} | "
+                   f"{r['cases_cases_per_s']:,.0f} | {r['cases_vs_batch']:.2f} | {ver} | "
                    f"{r['vs_numpy']:.2f} | {r['vs_oracle']:,.0f} | {r['compile_s']:.2f} |")
     return "\n".join(out)
 
@@ -270,8 +273,10 @@ def main():
     args = ap.parse_args()
     if args.markdown:
         res = json.loads(Path(args.markdown).read_text())
-        print(f"conditions: {res.get('conditions')}; load average before "
-              f"{res.get('load_before')}, after {res.get('load_after')}; "
+        load = {k: " / ".join(f"{v:.1f}" for v in res.get(k, ())) for k in
+                ("load_before", "load_after")}
+        print(f"conditions: {res.get('conditions')}; load average (1 / 5 / 15 min) before "
+              f"{load['load_before']}, after {load['load_after']}; "
               f"peak RSS {res['peak_rss_mb']:.0f} MB\n")
         print(markdown(res["rows"]))
         return
