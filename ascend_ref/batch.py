@@ -387,7 +387,7 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
     if has_sat:
         from .chips import chip as get_chip
 
-        default = get_chip(chip).saturate_default and np.dtype(dtype).itemsize == 2
+        default = get_chip(chip).saturate_default and dtype == "float16"
         q["saturate"] = batch_args.flag(api, "saturate",
                                         default if saturate is None else saturate, b)
     q = {k: np.asarray(v, np.uint32 if k == "mask" and mask_mode == "bits" else

@@ -224,7 +224,9 @@ def _windows(ins: registry.Instruction, option: Any, dtype: str, cols: Dict[str,
     s = np.dtype(dtype).itemsize
     ops = ins.operands
     addr = np.stack([cols[f"{t}.addr"] for t in ops])
-    end = addr + np.stack([cols[f"{t}.size"] for t in ops]) * s
+    # each operand's own element size (dst may be wider: Ascend 950 int16 -> int32 sums)
+    isz = np.array([[np.dtype(ins.tensor_dtype(t, dtype)).itemsize] for t in ops], np.int64)
+    end = addr + np.stack([cols[f"{t}.size"] for t in ops]) * isz
     rep = cols["repeat"]
     ok = (end <= n[None, :]).all(axis=0) & (rep >= 0) & (rep <= hi)
     for k in ins.kernel.strides:

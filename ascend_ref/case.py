@@ -43,7 +43,9 @@ JAX = _JaxApi()
 
 @dataclass
 class Case:
-    """One call. ``tensors`` maps operand → ``(addr, size)`` (dtype is ``dtype``)."""
+    """One call. ``tensors`` maps operand → ``(addr, size)``; ``dtype`` is the source's
+    (every operand's but a dst the products pair with another type:
+    :meth:`ascend_ref.registry.Instruction.tensor_dtype`)."""
 
     api: str
     chip: Union[str, ChipProfile]       # a product id, or a profile (the audit's variants)
@@ -62,7 +64,8 @@ class Case:
         from .ub import Tensor
 
         ins = self.instruction
-        args, kw = ins.call_args(self, lambda k: Tensor(self.tensors[k][0], self.dtype,
+        args, kw = ins.call_args(self, lambda k: Tensor(self.tensors[k][0],
+                                                         ins.tensor_dtype(k, self.dtype),
                                                          self.tensors[k][1]))
         return ins.public(impl)(self.ub.copy(), *args, **{**kw, "chip": self.chip, **extra})
 

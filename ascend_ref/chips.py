@@ -58,7 +58,7 @@ ADD_ORDERS = ("tree", "group255", "odd_even")
 SHARED_KEYS = ("id", "product", "ub_bytes", "saturate_default", "fp32_ftz", "default_nan_f16",
                "default_nan_f32", "zero_mask", "zero_repeat", "dst_rep_stride_zero",
                "block_fill", "apis", "orders", "block_fill_values", "assumed", "saturate_only",
-               "add_order", "minmax_nan")
+               "add_order", "minmax_nan", "dst_dtypes")
 
 
 class _Facts:
@@ -148,10 +148,20 @@ class ChipProfile(_Facts):
     minmax_nan: str = "payload"
     #: instruction-declared facts (top-level keys outside :data:`SHARED_KEYS`), by name
     facts: Mapping[str, Any] = field(default_factory=dict)
+    #: ``[dst_dtypes]``: per API, src dtype -> the dst dtype the page pairs with it where
+    #: they differ (Ascend 950 ReduceRepeat<SUM>: int16 -> int32, uint16 -> uint32); a src
+    #: dtype not listed pairs with a dst of its own dtype
+    dst_dtypes: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
 
     def dtypes(self, api: str) -> tuple:
-        """Element dtypes the product supports for ``api`` (empty: API not on this product)."""
+        """Element dtypes the product supports for ``api`` (empty: API not on this product).
+        For an API whose dst type may differ, these are the *source* dtypes."""
         return self.apis.get(api, ())
+
+    def dst_dtype(self, api: str, src_dtype: str) -> str:
+        """The dst dtype ``api`` pairs with a ``src_dtype`` source on this product (the
+        documented (dst, src) pair table; the same dtype unless ``[dst_dtypes]`` says)."""
+        return dict(self.dst_dtypes.get(api, {})).get(src_dtype, src_dtype)
 
     def fill_bits(self, reduce_type: str, dtype: str) -> int:
         """Raw bits written into a ReduceDataBlock result whose block has no active lane."""
@@ -203,6 +213,7 @@ def _load(path: Path) -> ChipProfile:
         add_order=str(raw.get("add_order", "tree")),
         minmax_nan=str(raw.get("minmax_nan", "payload")),
         facts={k: v for k, v in raw.items() if k not in SHARED_KEYS},
+        dst_dtypes={a: dict(v) for a, v in raw.get("dst_dtypes", {}).items()},
     )
     if prof.id != path.stem:
         raise ValueError(f"{path}: id {prof.id!r} does not match the file name")
@@ -214,6 +225,11 @@ def _load(path: Path) -> ChipProfile:
         raise ValueError(f"{path}: add_order must be one of {ADD_ORDERS}")
     if prof.block_fill not in FILL_RULES:
         raise ValueError(f"{path}: block_fill must be one of {FILL_RULES}")
+    for a, pairs in prof.dst_dtypes.items():
+        bad = [k for k in pairs if k not in prof.dtypes(a)]
+        if bad:
+            raise ValueError(f"{path}: [dst_dtypes] {a} pairs {bad} with a dst type, but "
+                             f"[apis] {a} does not list them")
     if prof.block_fill == "fill" and set(fills) != {"SUM", "MAX", "MIN"}:
         raise ValueError(f"{path}: block_fill = 'fill' needs block_fill_values for SUM, MAX, MIN")
     return prof

@@ -64,10 +64,18 @@ class Spec:
     #: return the words each write produces (``(addr, bits, valid)`` per write) instead of
     #: the updated UB; the caller merges them into its copy on the host.
     compact: bool = False
+    #: dst's dtype where it differs from the source's (Ascend 950 ReduceRepeat<SUM>: int16
+    #: -> int32, the products' ``[dst_dtypes]`` pair tables); ``""``: dst has ``dtype``
+    dst_dtype: str = ""
 
     @property
     def size(self) -> int:
+        """Bytes per source element (the lanes' width)."""
         return itemsize(self.dtype)
+
+    def tsize(self, tensor: str) -> int:
+        """Bytes per element of operand ``tensor`` (dst may be wider than the source)."""
+        return itemsize(self.dst_dtype) if tensor == "dst" and self.dst_dtype else self.size
 
     @property
     def lanes(self) -> int:
@@ -224,7 +232,7 @@ def gate(spec: Spec, p: dict, dst: str = "dst"):
     zero_rep = p["repeat"] == 0
     undefined = (zero_mask & chip.zero_mask_is("undefined")) | \
         (zero_rep & chip.zero_repeat_is("undefined"))
-    region = Region(p[f"{dst}.addr"], p[f"{dst}.size"] * spec.size, undefined)
+    region = Region(p[f"{dst}.addr"], p[f"{dst}.size"] * spec.tsize(dst), undefined)
     return ~(zero_mask | zero_rep), [region]
 
 
@@ -258,6 +266,9 @@ class Instruction:
     #: the documented dst alignment is the result slot (the per-repeat slot reductions): the
     #: fuzz alignment breaker aims there, from the layout, not from the ``align`` rule
     dst_align_slot: bool = False
+    #: the mask modes the API takes (``"count"``: continuous, ``"bits"``: bit mode); another
+    #: mode is BAD_ARGUMENT (RepeatReduceSum takes an ``int32_t mask`` only)
+    mask_modes: tuple = ("count", "bits")
 
     def __hash__(self) -> int:
         return id(self)
@@ -271,14 +282,14 @@ def _ub_limit(spec: Spec, p) -> Any:
     return jnp.minimum(p["ub_len"], p["chip_ub"] - p["ub_base"])
 
 
-def _inside_ub(spec: Spec, p, addr, size) -> Any:
+def _inside_ub(spec: Spec, p, addr, size, isz: int) -> Any:
     """``0 <= addr`` and ``addr + size * itemsize <= limit``, computed without int32
     overflow: the byte end is never formed; the room left after ``addr`` (at most the UB
     size) is divided by the item size instead, exactly as the oracle's unbounded integers
     decide it (a 2**31 - 1 element tensor is outside the UB, not a wrapped small extent)."""
     lim = _ub_limit(spec, p)
     room = lim - jnp.minimum(jnp.maximum(addr, 0), lim)          # in [0, lim]: no overflow
-    return (addr >= 0) & (size >= 0) & (addr <= lim) & (size <= room // spec.size)
+    return (addr >= 0) & (size >= 0) & (addr <= lim) & (size <= room // isz)
 
 
 def rules(ins: Instruction, spec: Spec) -> list:
@@ -309,21 +320,23 @@ def rules(ins: Instruction, spec: Spec) -> list:
                         lambda p, t=t: int(p[f"{t}.addr"]),
                         lambda p, u=unit: f"a multiple of {int(u(p))} bytes"))
     for t in ins.operands:
+        isz = spec.tsize(t)
         out.append(Rule(
             Code.UB_BOUNDS, t,
-            lambda p, t=t: _inside_ub(spec, p, p[f"{t}.addr"], p[f"{t}.size"]),
-            lambda p, t=t: f"bytes [{int(p[f'{t}.addr'])}, "
-                           f"{int(p[f'{t}.addr']) + int(p[f'{t}.size']) * spec.size})",
+            lambda p, t=t, isz=isz: _inside_ub(spec, p, p[f"{t}.addr"], p[f"{t}.size"], isz),
+            lambda p, t=t, isz=isz: f"bytes [{int(p[f'{t}.addr'])}, "
+                                    f"{int(p[f'{t}.addr']) + int(p[f'{t}.size']) * isz})",
             lambda p: f"inside the UB: [0, {int(_ub_limit(spec, p))})"))
         if t in ins.sized_by_rule:
             continue
         out.append(Rule(
             Code.TENSOR_BOUNDS, t,
-            lambda p, t=t: (p[f"lo.{t}"] >= p[f"{t}.addr"])
-            & (p[f"hi.{t}"] <= p[f"{t}.addr"] + p[f"{t}.size"] * spec.size),
+            lambda p, t=t, isz=isz: (p[f"lo.{t}"] >= p[f"{t}.addr"])
+            & (p[f"hi.{t}"] <= p[f"{t}.addr"] + p[f"{t}.size"] * isz),
             lambda p, t=t: f"access to bytes [{int(p[f'lo.{t}'])}, {int(p[f'hi.{t}'])})",
-            lambda p, t=t: f"the declared extent of {t}: bytes [{int(p[f'{t}.addr'])}, "
-                           f"{int(p[f'{t}.addr']) + int(p[f'{t}.size']) * spec.size})",
+            lambda p, t=t, isz=isz: f"the declared extent of {t}: bytes "
+                                    f"[{int(p[f'{t}.addr'])}, "
+                                    f"{int(p[f'{t}.addr']) + int(p[f'{t}.size']) * isz})",
             hint="Enlarge the tensor or reduce repeat / strides / mask"))
     if ins.overlap == "repeat":
         out.append(Rule(Code.OVERLAP, "dst", lambda p: ~p["raw_conflict"],
@@ -340,14 +353,15 @@ def rules(ins: Instruction, spec: Spec) -> list:
         for a, b in pairs:
             out.append(Rule(
                 Code.OVERLAP, f"{a}/{b}",
-                lambda p, a=a, b=b: (p[f"{a}.addr"] + p[f"{a}.size"] * spec.size <= p[f"{b}.addr"])
-                | (p[f"{b}.addr"] + p[f"{b}.size"] * spec.size <= p[f"{a}.addr"]),
+                lambda p, a=a, b=b: (p[f"{a}.addr"] + p[f"{a}.size"] * spec.tsize(a)
+                                     <= p[f"{b}.addr"])
+                | (p[f"{b}.addr"] + p[f"{b}.size"] * spec.tsize(b) <= p[f"{a}.addr"]),
                 lambda p, a=a, b=b: f"{a} at {int(p[f'{a}.addr'])}, {b} at {int(p[f'{b}.addr'])}",
                 lambda p, what=what: what))
-    if ins.saturating and spec.size == 4:
+    if ins.saturating and spec.dtype != "float16":      # float32, and the integer sums
         out.append(Rule(Code.SATURATE_DTYPE, "saturate", lambda p: ~p["saturate"],
-                        lambda p: True, lambda p: "False for float32 (half only)"))
-    if ins.saturating and spec.size == 2:
+                        lambda p: True, lambda p: f"False for {spec.dtype} (half only)"))
+    if ins.saturating and spec.dtype == "float16":
         out.append(Rule(Code.SATURATE_DTYPE, "saturate",
                         lambda p: p["saturate"] | ~Product(p).saturate_only,
                         lambda p: False, lambda p: "True or None: this product has only the "
@@ -568,7 +582,7 @@ def _evaluate(ins: Instruction, spec: Spec, p: dict, x, active, lane_mask, blk, 
         diag[f"lo.{t}"] = jnp.min(jnp.stack(los))
         diag[f"hi.{t}"] = jnp.max(jnp.stack(his))
     if ins.overlap == "repeat":
-        checked = [w for w in eff.writes if w.repeat is not None]
+        checked = [_narrowed(w, s) for w in eff.writes if w.repeat is not None]
 
         def table():
             return jnp.any(jnp.stack([
@@ -602,6 +616,19 @@ def source_reads(ins: Instruction, spec: Spec, p: dict):
     return reads, lane_mask, active
 
 
+def _narrowed(w: Write, s: int) -> Write:
+    """``w`` as words of the source width ``s`` (the read-after-write tables match whole
+    source words): a 4-byte int32 sum over int16 lanes covers two 2-byte lane addresses."""
+    k = w.size // s
+    if k <= 1:
+        return w
+    def split(x: Any) -> Any:
+        return jnp.broadcast_to(jnp.asarray(x)[..., None], jnp.shape(w.addr) + (k,))
+    addr = w.addr[..., None] + jnp.arange(k, dtype=jnp.int32) * s
+    return Write(w.tensor, addr, split(w.bits), s, split(w.issued), split(w.final),
+                 None if w.repeat is None else split(w.repeat))
+
+
 def source_elements(ins: Instruction, spec: Spec, p: dict):
     """``(index, active)``, both ``(r_max, L)``: the source element (counted from ``src``'s
     first element) each lane of each repeat reads, and which lanes take part."""
@@ -620,8 +647,8 @@ def _evaluate_values(ins: Instruction, spec: Spec, cls: Any, src, p: dict):
     ok = status == 0
     writes: dict = {}
     for w in eff.writes:
-        if w.size != spec.size:
-            raise NotImplementedError(f"{ins.api}: a write of {w.size}-byte words")
+        if w.size != spec.tsize(w.tensor):
+            raise NotImplementedError(f"{ins.api}: a write of {w.size}-byte words to {w.tensor}")
         writes.setdefault(w.tensor, []).append((w.addr, w.bits, w.final & ok))
     return writes, status, diag
 
@@ -845,17 +872,28 @@ def prepare(ins: Instruction, ub, tensors: dict, mask, params: dict, *, chip, op
         raise ConstraintError(Code.API_UNSUPPORTED, api=api, param="chip", value=prof.id,
                               allowed=f"a product with {api}: {_products_with(api)}",
                               chip=prof.id)
+    # the documented (dst, src) pairs (``[dst_dtypes]``): dst may take a paired type
+    dst_types = list(supported) + [d for d in prof.dst_dtypes.get(api, {}).values()
+                                   if d not in supported]
     for name, t in tensors.items():
-        if t.dtype not in supported:
+        allowed = dst_types if name == "dst" else list(supported)
+        if t.dtype not in allowed:
             raise ConstraintError(Code.DTYPE_UNSUPPORTED, api=api, param=f"{name}.dtype",
-                                  value=t.dtype, allowed=f"one of {list(supported)}",
+                                  value=t.dtype, allowed=f"one of {allowed}",
                                   chip=prof.id)
+    dst_dtype = prof.dst_dtype(api, dtype)
     for name, t in tensors.items():
-        if t.dtype != dtype:
+        want = dst_dtype if name == "dst" else dtype
+        if t.dtype != want:
+            why = "the dtype of src" if want == dtype else \
+                f"the dst type {api} pairs with a {dtype} src on this product"
             raise ConstraintError(Code.DTYPE_MISMATCH, api=api, param=f"{name}.dtype",
-                                  value=t.dtype, allowed=f"{dtype} (the dtype of src)",
-                                  chip=prof.id)
+                                  value=t.dtype, allowed=f"{want} ({why})", chip=prof.id)
     m = masks.parse(mask, dtype, api=api, chip=prof.id, word_order=ins.word_order)
+    if m.mode not in ins.mask_modes:
+        raise ConstraintError(Code.BAD_ARGUMENT, api=api, param="mask", value=mask,
+                              allowed="an int: the continuous mode only (this API has no bit "
+                                      "mode)", chip=prof.id)
 
     given: dict = {}
     p = {k: _int_param(api, k, v, given) for k, v in params.items()}
@@ -869,14 +907,15 @@ def prepare(ins: Instruction, ub, tensors: dict, mask, params: dict, *, chip, op
         p["option"] = np.int32(ins.traced_options.index(option))
         option = ""
     if ins.saturating:
-        default = prof.saturate_default and itemsize(dtype) == 2   # half only
+        default = prof.saturate_default and dtype == "float16"   # half only
         p["saturate"] = _bool_param(api, "saturate", default if saturate is None else saturate)
     traced_repeat = not _is_concrete(p["repeat"])
     p["chip_ub"] = np.int32(prof.ub_bytes)
     lo, hi = ins.repeat_range(Spec(api, dtype, 1, option))
     hi = repeat_hi or hi
     r_max = hi if traced_repeat else _bucket(np.clip(p["repeat"], 0, hi), hi)
-    spec = Spec(api, dtype, r_max, option, traced_repeat, info, _PATH.get())
+    spec = Spec(api, dtype, r_max, option, traced_repeat, info, _PATH.get(),
+                dst_dtype="" if dst_dtype == dtype else dst_dtype)
     p["ub_len"] = np.int32(ub.shape[-1])
     p["ub_base"] = _int_param(api, "ub_base", ub_base)
     return Prepared(ins, spec, p, ub, prof.id, given)

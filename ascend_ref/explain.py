@@ -111,9 +111,11 @@ def make_case(api: str, *, chip: Optional[str] = None, dtype: str = "float16", m
     tensors = {"src": tuple(src)}
     if dst is None:
         nbytes = ins.dst_extent(repeat, dtype, option, dst_rep_stride)
-        dst = (cursor, _round_up(nbytes, BLOCK) // s)
+        ds = itemsize(ins.tensor_dtype("dst", dtype))     # dst may be wider (950 int sums)
+        dst = (cursor, _round_up(nbytes, BLOCK) // ds)
     tensors["dst"] = tuple(dst)
-    cursor = max(cursor, _round_up(dst[0] + dst[1] * s, BLOCK))
+    cursor = max(cursor, _round_up(dst[0] + dst[1] * itemsize(ins.tensor_dtype("dst", dtype)),
+                                   BLOCK))
     if "work_tensor" in ins.operands:
         if work_tensor is None:
             need = ins.work_elements(max(repeat, 1), option, dtype)
@@ -346,16 +348,17 @@ class AccessMap:
             if not w.per_repeat or r >= w.addr.shape[0] or not w.issued[r].any():
                 continue
             addrs = w.addr[r][w.issued[r]]
-            where = f"{w.tensor} bytes [{int(addrs.min())}, {int(addrs.max()) + self.size})"
+            wdt = self.case.instruction.tensor_dtype(w.tensor, self.dtype)   # dst may be wider
+            where = f"{w.tensor} bytes [{int(addrs.min())}, {int(addrs.max()) + itemsize(wdt)})"
             later = "" if w.final[r][w.issued[r]].all() else "  (overwritten by a later repeat)"
             if len(w.fields) > 2:
-                vals = [_word_text(n, int(b), self.dtype) if i else "-" for n, b, i in
+                vals = [_word_text(n, int(b), wdt) if i else "-" for n, b, i in
                         zip(w.fields, w.bits[r], w.issued[r])]
                 lines.append(f"writes {where}: [{', '.join(vals)}]{later}"
                              + ("  ('-': no active lane in its group, not written)"
                                 if not w.issued[r].all() else ""))
             else:
-                parts = [f"{n}={_word_text(n, int(b), self.dtype)}" for n, b, i in
+                parts = [f"{n}={_word_text(n, int(b), wdt)}" for n, b, i in
                          zip(w.fields, w.bits[r], w.issued[r]) if i]
                 lines.append(f"writes {where}: " + ", ".join(parts) + later)
         return lines
@@ -879,7 +882,8 @@ def rounding_tree(source, *, repeat: int = 0, block: Optional[int] = None, stage
     prof = get_chip(case.chip)
     dt = dtype_name(case.dtype)
     s = itemsize(dt)
-    sat = (prof.saturate_default and s == 2) if case.saturate is None else bool(case.saturate)
+    sat = (prof.saturate_default and case.dtype == "float16") if case.saturate is None \
+        else bool(case.saturate)
     amap = access_map(case)
     L = amap.lanes
     R = amap.repeat

@@ -344,6 +344,16 @@ def _work_need(call: Call, dtype: str) -> int:
     return ins.work_elements(max(call.params["repeat"], 1), call.option, dtype)
 
 
+def out_dtype(k: Kernel) -> str:
+    """The output's element type: what the calls write to dst (the kernel's dtype, or the
+    type the products pair with it: an int16 Ascend 950 ReduceRepeat<SUM> writes int32)."""
+    types = {registry.lookup(c.api).tensor_dtype("dst", k.dtype) for c in k.calls}
+    if len(types) != 1:
+        raise GoldenError(k.path, "calls", f"the calls write dst types {sorted(types)}; one "
+                                           "output holds one type")
+    return types.pop()
+
+
 def kernel_cases(kernel: Union[Kernel, str, os.PathLike]):
     """The kernel as reference calls: ``(cases, outcomes, inputs, layout, out_size)``.
 
@@ -356,6 +366,8 @@ def kernel_cases(kernel: Union[Kernel, str, os.PathLike]):
     k = kernel if isinstance(kernel, Kernel) else load_kernel(kernel)
     prof = get_chip(k.chip)
     s = np.dtype(k.dtype).itemsize
+    od = out_dtype(k)
+    os_ = np.dtype(od).itemsize           # output elements (dst_offset, output.size) in od
     base = Path(k.path).parent
     layout: Dict[str, tuple] = {}
     cursor = 0
@@ -374,9 +386,9 @@ def kernel_cases(kernel: Union[Kernel, str, os.PathLike]):
         layout[f"input:{inp.name}"] = (cursor, nbytes)
         images.append((cursor, img))
         cursor = _round_up(cursor + nbytes, ALIGN)
-    need = max(c.dst_offset * s + _dst_bytes(c, k.dtype) for c in k.calls)
-    out_size = k.out_size if k.out_size is not None else _round_up(need, s) // s
-    out_bytes = _round_up(max(need, out_size * s), ALIGN)
+    need = max(c.dst_offset * os_ + _dst_bytes(c, k.dtype) for c in k.calls)
+    out_size = k.out_size if k.out_size is not None else _round_up(need, os_) // os_
+    out_bytes = _round_up(max(need, out_size * os_), ALIGN)
     layout["output"] = (cursor, out_bytes)
     out_addr = cursor
     cursor += out_bytes
@@ -391,7 +403,7 @@ def kernel_cases(kernel: Union[Kernel, str, os.PathLike]):
     ub = np.zeros(prof.ub_bytes, np.uint8)
     for a, img in images:
         ub[a:a + img.size * s] = np.ascontiguousarray(img.astype(np.dtype(k.dtype).newbyteorder("<"))).view(np.uint8).ravel()
-    init = np.full(out_bytes // s, k.out_init, dtype=k.dtype)
+    init = np.full(out_bytes // os_, k.out_init, dtype=od)
     ub[out_addr:out_addr + out_bytes] = init.view(np.uint8)
     cases, outs = [], []
     for i, c in enumerate(k.calls):
@@ -399,7 +411,7 @@ def kernel_cases(kernel: Union[Kernel, str, os.PathLike]):
         if c.src_offset * s >= inb:
             raise GoldenError(k.path, f"calls[{i}].src_offset", f"{c.src_offset} is past the end "
                                                                 f"of input {c.src}")
-        tensors = {"dst": (out_addr + c.dst_offset * s, out_bytes // s - c.dst_offset),
+        tensors = {"dst": (out_addr + c.dst_offset * os_, out_bytes // os_ - c.dst_offset),
                    "src": (ia + c.src_offset * s, inb // s - c.src_offset)}
         if "work_tensor" in registry.lookup(c.api).operands:
             wa, wn = layout[f"work:{i}"]
@@ -431,20 +443,22 @@ def generate(kernel: Union[Kernel, str, os.PathLike], out_dir: Union[str, os.Pat
     """
     k = kernel if isinstance(kernel, Kernel) else load_kernel(kernel)
     cases, outs, inputs, layout, out_size = kernel_cases(k)
-    s = np.dtype(k.dtype).itemsize
+    od = out_dtype(k)
+    s = np.dtype(od).itemsize
     out_addr = layout["output"][0]
     final = np.asarray(outs[-1].ub)
-    le = np.dtype(k.dtype).newbyteorder("<")
-    golden = final[out_addr:out_addr + out_size * s].copy().view(le).astype(k.dtype)
+    le = np.dtype(od).newbyteorder("<")
+    golden = final[out_addr:out_addr + out_size * s].copy().view(le).astype(od)
     if k.out_shape:
         golden = golden.reshape(k.out_shape)
     out = Path(out_dir)
     (out / "input").mkdir(parents=True, exist_ok=True)
     (out / "output").mkdir(parents=True, exist_ok=True)
     files = []
+    ile = np.dtype(k.dtype).newbyteorder("<")        # the inputs' type (the source's)
     for inp in k.inputs:
         p = out / "input" / inp.file
-        inputs[inp.name].astype(le).tofile(p)
+        inputs[inp.name].astype(ile).tofile(p)
         files.append(str(p))
     p = out / "output" / k.out_file
     golden.astype(le).tofile(p)

@@ -202,6 +202,11 @@ def prepare(ins: registry.Instruction, src, mask, params: Dict[str, Any], *, opt
                               value=f"an array of shape {src.shape}",
                               allowed="a 1-D array: the source tensor's elements")
     dtype = dtype_name(src.dtype)
+    if dtype not in ("float16", "float32"):
+        raise ConstraintError(Code.DTYPE_UNSUPPORTED, api=ins.name, param="src.dtype",
+                              value=dtype, allowed="float16 or float32: grad differentiates "
+                              "float reductions (an integer sum has no derivative; call "
+                              f"ar.ascendc.{ins.name} for its value)", chip=prof.id)
     opt = None if ins.option is None else ins.option.parse(option, api=ins.name, chip=prof)
     if max_repeat is not None and (_concrete_int(max_repeat) is None or max_repeat < 1):
         raise ConstraintError(Code.BAD_ARGUMENT, api=ins.name, param="max_repeat",

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import functools
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
@@ -53,6 +54,7 @@ MODULES = (
     "ascend_ref.ascendc.whole_reduce",
     "ascend_ref.ascendc.reduce_data_block",
     "ascend_ref.ascendc.pair_reduce_sum",
+    "ascend_ref.ascendc.repeat_reduce_sum",
     "ascend_ref.tik.vec_reduce_minmax",
     "ascend_ref.tik.vec_reduce_add",
 )
@@ -321,6 +323,10 @@ class Instruction:
     profile_rules: Tuple[str, ...] = ()
     codes: Tuple[Code, ...] = ()
     profile_fields: Tuple[ProfileField, ...] = ()
+    #: public parameters the page documents as having no effect (RepeatReduceSum's
+    #: ``dstBlkStride``: "此参数无效，可以配置任意值"), with the value :meth:`call_args` passes; a
+    #: :class:`~ascend_ref.case.Case` does not carry them (nothing can depend on them)
+    ignored: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     summary: str = ""
 
     def __hash__(self) -> int:
@@ -346,6 +352,12 @@ class Instruction:
         return str(self.kernel.word_order)
 
     @property
+    def mask_modes(self) -> Tuple[str, ...]:
+        """The mask modes the API takes: ``("count", "bits")``, or ``("count",)`` for an API
+        with a continuous mask only (RepeatReduceSum: "不支持mask逐bit模式")."""
+        return tuple(self.kernel.mask_modes)
+
+    @property
     def has_blk_stride(self) -> bool:
         return bool(self.kernel.blk_stride)
 
@@ -355,6 +367,15 @@ class Instruction:
 
     def sums(self, option: Any) -> bool:
         return self.kind(option) == "sum"
+
+    def dst_dtype(self, src_dtype: str) -> str:
+        """The dst dtype a ``src_dtype`` source writes (:func:`dst_dtype`)."""
+        return dst_dtype(self.name, src_dtype)
+
+    def tensor_dtype(self, tensor: str, src_dtype: str) -> str:
+        """The dtype of operand ``tensor`` in a call whose source is ``src_dtype`` (a
+        :class:`~ascend_ref.case.Case` holds the source dtype only)."""
+        return self.dst_dtype(src_dtype) if tensor == "dst" else src_dtype
 
     def has_index(self, option: Any, dtype: str = "float16") -> bool:
         lay = self.layout(dtype, option)
@@ -494,6 +515,8 @@ class Instruction:
                 args.append(case.mask)
             elif self.option is not None and name == self.option.key:
                 args.append(case.option)
+            elif name in self.ignored:
+                args.append(self.ignored[name])
             else:
                 args.append(case.params[name])
         if self.option is not None and not self.option.positional:
@@ -539,7 +562,8 @@ class Instruction:
         """:meth:`prepare` for a :class:`~ascend_ref.case.Case` (its UB unless ``ub``)."""
         from .ub import Tensor
 
-        tensors = {k: Tensor(a, case.dtype, s) for k, (a, s) in case.tensors.items()}
+        tensors = {k: Tensor(a, self.tensor_dtype(k, case.dtype), s)
+                   for k, (a, s) in case.tensors.items()}
         params = {k: case.params[k] for k in self.params}
         return self.prepare(case.ub if ub is None else ub, tensors, case.mask, params,
                             chip=case.chip, option=case.option,
@@ -634,6 +658,28 @@ def check_profile(prof: Any, instructions: Sequence[Instruction]) -> None:
                              f"({f.doc or 'one of ' + str(list(f.choices))})")
 
 
+@functools.lru_cache(maxsize=None)
+def _dst_dtypes(api: str) -> Dict[str, str]:
+    from .chips import chip, chips
+
+    out: Dict[str, str] = {}
+    for c in chips():
+        for src, dst in chip(c).dst_dtypes.get(api, {}).items():
+            if out.setdefault(src, dst) != dst:
+                raise ValueError(f"configs/chips/{c}.toml: [dst_dtypes] {api} pairs {src} with "
+                                 f"{dst}, another product with {out[src]} (the layouts need one)")
+    return out
+
+
+def dst_dtype(api: str, src_dtype: str) -> str:
+    """The dst dtype of ``api`` for a ``src_dtype`` source: the products' documented (dst,
+    src) pair tables (``[dst_dtypes]`` in ``configs/chips/*.toml``; Ascend 950
+    ReduceRepeat<SUM>: int16 -> int32, uint16 -> uint32), the same dtype where none pairs
+    it. The products must agree (one result layout per dtype); which pairs a product
+    accepts is its own table (:meth:`ascend_ref.chips.ChipProfile.dst_dtype`)."""
+    return _dst_dtypes(api).get(str(src_dtype), str(src_dtype))
+
+
 def _checked_profiles() -> None:
     """Every product profile names registered instructions and sets their declared fields."""
     if not _profiles_checked[0]:
@@ -641,6 +687,8 @@ def _checked_profiles() -> None:
 
         for c in chips():
             check_profile(chip(c), list(_BY_NAME.values()))
+        for name in _BY_NAME:              # one dst type per (API, src type) across products
+            _dst_dtypes(name)
         _profiles_checked[0] = True
 
 

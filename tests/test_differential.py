@@ -12,7 +12,8 @@ from ascend_ref.fuzz.compare import diff
 from ascend_ref.fuzz.generate import HypothesisDraw, RngDraw, draw_case
 
 SETTINGS = dict(deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
-ASCENDC = ["whole_reduce_min", "whole_reduce_max", "whole_reduce_sum", "reduce_data_block"]
+ASCENDC = ["whole_reduce_min", "whole_reduce_max", "whole_reduce_sum", "reduce_data_block",
+           "repeat_reduce_sum"]
 TIK = ["vec_reduce_min", "vec_reduce_max", "vec_reduce_add"]
 
 

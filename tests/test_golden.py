@@ -36,7 +36,13 @@ def independent(name):
     s = np.dtype(dt).itemsize
     (xname, xs), = raw["inputs"].items()
     np.random.seed(xs["seed"])
-    x = np.random.uniform(xs["low"], xs["high"], xs["shape"]).astype(dt)
+    if xs["generator"] == "randint":
+        x = np.random.randint(xs["low"], xs["high"], xs["shape"]).astype(dt)
+    else:
+        x = np.random.uniform(xs["low"], xs["high"], xs["shape"]).astype(dt)
+    # ReduceRepeat.md id18 (Ascend 950 SUM): an int16 / uint16 source writes int32 / uint32
+    od = {"int16": "int32", "uint16": "uint32"}.get(dt, dt)
+    os_ = np.dtype(od).itemsize
     stride = xs.get("ub_row_stride", xs["shape"][-1])
     padded = np.zeros((int(np.prod(xs["shape"][:-1])), stride), dt)
     padded[:, :xs["shape"][-1]] = x.reshape(padded.shape[0], -1)
@@ -47,10 +53,10 @@ def independent(name):
     src_b = padded.view(np.uint8).ravel()
     ub[:src_b.size] = src_b
     dst_addr = 32768
-    ub[dst_addr:dst_addr + 4096] = np.full(4096 // s, out.get("init", 0), dt).view(np.uint8)
+    ub[dst_addr:dst_addr + 4096] = np.full(4096 // os_, out.get("init", 0), od).view(np.uint8)
     api, chip = call["api"], raw["chip"]
     src = T(0, dt, padded.size)
-    dst = T(dst_addr, dt, 4096 // s)
+    dst = T(dst_addr, od, 4096 // os_)
     if api == "vec_reduce_add":
         work = T(40960, dt, call["work_size"])
         r = oracle.vec_reduce_add(ub, call["mask"], dst, src, work, call["repeat"],
@@ -60,6 +66,10 @@ def independent(name):
             else call["mask"]
         r = oracle.pair_reduce_sum(ub, dst, src, call["repeat"], mask, call["dst_rep_stride"],
                                    call["src_blk_stride"], call["src_rep_stride"], chip=chip)
+    elif api == "repeat_reduce_sum":                   # repeat, mask, dstBlkStride (no effect)
+        r = oracle.repeat_reduce_sum(ub, dst, src, call["repeat"], call["mask"], 0,
+                                     call["src_blk_stride"], call["dst_rep_stride"],
+                                     call["src_rep_stride"], chip=chip)
     else:
         args = (ub, dst, src, call["mask"], call["repeat"], call["dst_rep_stride"],
                 call["src_blk_stride"], call["src_rep_stride"])
@@ -69,7 +79,7 @@ def independent(name):
             r = oracle.whole_reduce_sum(*args, chip=chip)
         else:
             r = getattr(oracle, api)(*args, call["order"], chip=chip)
-    golden = r.ub[dst_addr:dst_addr + n_out * s]
+    golden = r.ub[dst_addr:dst_addr + n_out * os_]
     return {f"input_{xname}.bin": x.tobytes()}, golden.tobytes(), x
 
 
@@ -80,9 +90,11 @@ def generated(tmp_path_factory):
 
 
 def test_the_example_kernels_ship():
-    assert KERNELS == ["pair_reduce_sum_half", "reduce_data_block_sum_half", "row_sum_float_13x57",
+    assert KERNELS == ["pair_reduce_sum_half", "reduce_data_block_sum_half",
+                       "repeat_reduce_sum_half", "row_sum_float_13x57",
                        "tik_vec_reduce_add_half", "whole_reduce_max_half",
-                       "whole_reduce_min_index_half", "whole_reduce_sum_float"]
+                       "whole_reduce_min_index_half", "whole_reduce_sum_float",
+                       "whole_reduce_sum_int16_950"]
 
 
 @pytest.mark.parametrize("name", KERNELS)
@@ -115,6 +127,14 @@ def test_golden_against_plain_numpy(generated):
     assert (g.view("<u2")[1::2] == x.reshape(8, 128).argmin(1)).all()
     _, _, x = independent("whole_reduce_sum_float")             # float32 adds are exact IEEE
     assert read("whole_reduce_sum_float", "<f4").tobytes() == tree(x.reshape(32, 64)).tobytes()
+    _, _, x = independent("whole_reduce_sum_int16_950")     # widened: exact integer sums
+    assert read("whole_reduce_sum_int16_950", "<i4").tolist() == \
+        x.astype(np.int64).reshape(8, 128).sum(1).tolist()
+    _, _, x = independent("repeat_reduce_sum_half")          # the half tree, rounded per add
+    t = x.reshape(4, 128)
+    while t.shape[-1] > 1:
+        t = (t[:, 0::2] + t[:, 1::2]).astype(np.float16)
+    assert read("repeat_reduce_sum_half", "<f2").tobytes() == t[:, 0].tobytes()
     _, _, x = independent("row_sum_float_13x57")
     p = np.zeros((13, 64), np.float32)
     p[:, :57] = x

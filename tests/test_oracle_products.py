@@ -34,6 +34,11 @@ def differences(prof, row) -> list:
         if prof.dtypes(ins.name) or name in prof.facts:
             if prof.facts.get(name) != getattr(row, name):
                 out.append((name, prof.facts.get(name), getattr(row, name)))
+    # the (dst, src) pair tables (Ascend 950 ReduceRepeat<SUM>: int16 -> int32, ...)
+    toml_pairs = {a: dict(v) for a, v in prof.dst_dtypes.items() if v}
+    row_pairs = {a: dict(v) for a, v in row.dst_dtypes.items() if v}
+    if toml_pairs != row_pairs:
+        out.append(("dst_dtypes", toml_pairs, row_pairs))
     toml_fill = {rt: dict(v) for rt, v in prof.block_fill_values.items()}
     row_fill = {rt: dict(v) for rt, v in row.fill_values.items()}
     if toml_fill != row_fill:
@@ -56,7 +61,7 @@ def test_every_row_names_its_sources(chip_id):
     for f in ("apis", "orders", "zero_mask", "zero_repeat", "dst_rep_stride_zero", "block_fill",
               "ub_bytes", "saturate_default", "fp32_ftz", "default_nan_f16", "default_nan_f32",
               "saturate_only", "add_order", "minmax_nan", "pair_masked_pair",
-              "pair_masked_lane"):
+              "pair_masked_lane", "int_sum_overflow", "dst_dtypes"):
         assert row.sources.get(f, "").strip(), (chip_id, f)
 
 
@@ -70,6 +75,8 @@ def test_every_row_names_its_sources(chip_id):
               "reduce_data_block": ("float32",)}},
     {"facts": {**ar.chip("atlas_200i_500_a2").facts, "pair_masked_pair": "keep"}},
     {"facts": {**ar.chip("atlas_200i_500_a2").facts, "pair_masked_lane": "passthrough"}},
+    {"facts": {**ar.chip("atlas_200i_500_a2").facts, "int_sum_overflow": "saturate"}},
+    {"dst_dtypes": {"whole_reduce_sum": {"float16": "float32"}}},
 ])
 def test_a_wrong_profile_value_is_caught(change):
     prof = dataclasses.replace(ar.chip("atlas_200i_500_a2"), **change)

@@ -26,13 +26,14 @@ def slot_write(spec: Spec, p: dict, words, runs, keep=None, slot_words=None) -> 
     fewer than ``fields`` (may be traced: the dst stride unit)."""
     fields = words.shape[-1]
     unit = fields if slot_words is None else slot_words
+    size = spec.tsize("dst")          # dst's element width (a 950 int32 sum of int16 lanes: 4)
     addr, issued, final = addressing.write_table(
-        p["dst.addr"], p["dst_rep_stride"] * (unit * spec.size), p["repeat"],
-        r_max=spec.r_max, fields=fields, size=spec.size)
+        p["dst.addr"], p["dst_rep_stride"] * (unit * size), p["repeat"],
+        r_max=spec.r_max, fields=fields, size=size)
     issued = issued & runs if keep is None else issued & runs & keep
     final = final & issued
     rep = jnp.broadcast_to(jnp.arange(spec.r_max, dtype=jnp.int32)[:, None], addr.shape)
-    return Write("dst", addr, words, spec.size, issued, final, rep)
+    return Write("dst", addr, words, size, issued, final, rep)
 
 
 def repeat_range(option: Any = None, dtype: str = "") -> Tuple[int, int]:
@@ -41,7 +42,8 @@ def repeat_range(option: Any = None, dtype: str = "") -> Tuple[int, int]:
 
 
 def instruction(api: str, effects: Callable, layout: Callable[[str, Any], registry.Layout], *,
-                saturating: bool = False, traced_options: Tuple[str, ...] = ()) -> Instruction:
+                saturating: bool = False, traced_options: Tuple[str, ...] = (),
+                mask_modes: Tuple[str, ...] = ("count", "bits")) -> Instruction:
     """An Ascend C reduction over ``(dst, src)`` with the shared parameter set and rules;
     dst's alignment is its slot (``layout``). ``traced_options``: option values that travel
     as data (``p["option"]``, :func:`ascend_ref.engine.option_value`): one kernel for all."""
@@ -57,7 +59,7 @@ def instruction(api: str, effects: Callable, layout: Callable[[str, Any], regist
         strides=("dst_rep_stride", "src_blk_stride", "src_rep_stride"),
         align=lambda spec: {"src": 32, "dst": dst_align(spec)},
         effects=effects, saturating=saturating, traced_options=tuple(traced_options),
-        dst_align_slot=True)
+        dst_align_slot=True, mask_modes=tuple(mask_modes))
 
 
 def declare(kernel: Instruction, *, kind: Callable[[Any], str],
@@ -65,7 +67,8 @@ def declare(kernel: Instruction, *, kind: Callable[[Any], str],
             option: Optional[registry.Option] = None, checks: tuple = (),
             aliases: tuple = (), profile_rules: tuple = (), codes: tuple = (),
             signature: Tuple[str, ...] = SIGNATURE,
-            summary: str = "") -> registry.Instruction:
+            profile_fields: Tuple[registry.ProfileField, ...] = (),
+            ignored: Optional[dict] = None, summary: str = "") -> registry.Instruction:
     """Register an Ascend C reduction: by default the signature ``(ub, dst, src, mask,
     repeat_time, dst_rep_stride, src_blk_stride, src_rep_stride[, option])`` (an API whose
     documented order differs, e.g. repeat before mask, passes its own ``signature``)."""
@@ -73,7 +76,9 @@ def declare(kernel: Instruction, *, kind: Callable[[Any], str],
     return registry.register(registry.Instruction(
         name=kernel.api, family="ascendc", kernel=kernel, signature=tuple(signature) + pos,
         params=PARAMS, kind=kind, layout=layout, repeat_range=repeat_range, option=option,
-        checks=checks, aliases=aliases, profile_rules=profile_rules,
+        checks=checks, aliases=aliases,
+        profile_rules=tuple(profile_rules) + tuple(f.name for f in profile_fields),
+        profile_fields=tuple(profile_fields), ignored=dict(ignored or {}),
         codes=tuple(codes) + ((option.code,) if isinstance(option, registry.EnumOption) else ()),
         summary=summary))
 

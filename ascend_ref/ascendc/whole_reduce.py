@@ -35,6 +35,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 import jax.numpy as jnp
+from jax import lax
 
 from .. import numerics, registry
 from ..constraints import Code, ConstraintError
@@ -69,9 +70,59 @@ def minmax_layout(dtype: Any, order: Any) -> registry.Layout:
     return registry.Layout(registry.fields(*words, nbytes=s), per_repeat=True)
 
 
-def sum_layout(dtype: Any, option: Any = None) -> registry.Layout:
-    return registry.Layout(registry.fields(("sum", "value"), nbytes=itemsize(dtype)),
-                           per_repeat=True)
+def sum_layout_of(api: str):
+    """The result slot of a ReduceRepeat<SUM> API: one word of dst's type -- the source's,
+    or the type the products pair with it (:func:`ascend_ref.registry.dst_dtype`: on Ascend
+    950 an int16 / uint16 source sums into int32 / uint32, a 4-byte slot, the dst unit and
+    alignment, ``sizeof`` of the dst type as the implementation checks it)."""
+    def layout(dtype: Any, option: Any = None) -> registry.Layout:
+        size = itemsize(registry.dst_dtype(api, str(dtype)))
+        return registry.Layout(registry.fields(("sum", "value"), nbytes=size), per_repeat=True)
+
+    return layout
+
+
+sum_layout = sum_layout_of("whole_reduce_sum")
+
+#: Ascend 950 ReduceRepeat<SUM> over int32 / uint32 lanes: 64 lanes can leave 32 bits; no
+#: page says what happens (16-bit lanes widen to 32 bits and cannot overflow)
+INT_OVERFLOW = registry.ProfileField(
+    "int_sum_overflow", ("wrap", "saturate"),
+    "ReduceRepeat<SUM> of int32 / uint32 lanes whose sum leaves 32 bits: modulo 2^32, or "
+    "clamped to the type's range at every add of the tree")
+
+
+def _sat_add(signed: bool):
+    """A two's-complement add clamped to int32 (``signed``) or uint32, on uint32 words."""
+    def add2(a, b):
+        r = a + b                                                       # modulo 2^32
+        if not signed:
+            return jnp.where(r < a, jnp.uint32(0xFFFFFFFF), r)
+        sa, sb, sr = (lax.bitcast_convert_type(v, jnp.int32) for v in (a, b, r))
+        over = ((sa ^ sr) & (sb ^ sr)) < 0
+        clamp = jnp.where(sa < 0, jnp.uint32(0x80000000), jnp.uint32(0x7FFFFFFF))
+        return jnp.where(over, clamp, r)
+
+    return add2
+
+
+def int_sums(spec, p, bits, active):
+    """Integer ReduceRepeat<SUM> of each repeat (uint32 words of the dst type): int16 lanes
+    sign-extended, uint16 zero-extended to 32 bits (``Reg::ReduceSum<int32, int16>``), masked
+    lanes 0 (Reg Reduce.md: "不参与计算的元素，被当作0"), the sum modulo 2^32 -- the same in
+    any order -- or, where the profile's ``int_sum_overflow`` is ``"saturate"``, the binary
+    tree of clamped adds (ReduceRepeat.md: "二叉树累加")."""
+    if spec.dtype == "int16":
+        v = lax.bitcast_convert_type(lax.bitcast_convert_type(bits, jnp.int16).astype(jnp.int32),
+                                     jnp.uint32)
+    else:
+        v = bits.astype(jnp.uint32)
+    v = jnp.where(active, v, jnp.uint32(0))
+    total = jnp.sum(v, axis=-1, dtype=jnp.uint32)
+    if itemsize(spec.dtype) == 4:             # only 32-bit lanes can overflow
+        clamped = numerics.tree_sum(v, _sat_add(spec.dtype == "int32"))
+        total = jnp.where(INT_OVERFLOW.holds(p, "saturate"), clamped, total)
+    return total
 
 
 #: the orders as the kernel parameter ``p["option"]`` indexes them: the order is data, so one
@@ -98,7 +149,10 @@ def _minmax(kind: str):
 
 
 def _sum_effects(spec, p, bits, active, arith):
-    (total,), ok = arith.sums(lambda s: (numerics.tree_sum(s.enter(bits, active), s.add),))
+    if not numerics.is_float(spec.dtype):    # Ascend 950 integer sums (exact, no arithmetic)
+        total, ok = int_sums(spec, p, bits, active), jnp.bool_(True)
+    else:
+        (total,), ok = arith.sums(lambda s: (numerics.tree_sum(s.enter(bits, active), s.add),))
     runs, undefined = gate(spec, p)
     return Effects([slot_write(spec, p, total[:, None], runs)], undefined, {"exact_ok": ok})
 
@@ -125,7 +179,7 @@ _WR_MAX = declare(instruction("whole_reduce_max", _minmax("max"), minmax_layout,
                   kind=lambda o: "max", layout=minmax_layout, option=registry.ORDER,
                   checks=(_order_on_product,), summary="WholeReduceMax (ReduceRepeat<MAX>)")
 _WR_SUM = declare(instruction("whole_reduce_sum", _sum_effects, sum_layout, saturating=True),
-                  kind=lambda o: "sum", layout=sum_layout,
+                  kind=lambda o: "sum", layout=sum_layout, profile_fields=(INT_OVERFLOW,),
                   summary="WholeReduceSum (ReduceRepeat<SUM>)")
 
 

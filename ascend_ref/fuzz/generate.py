@@ -431,7 +431,7 @@ def template_universe(apis: Sequence[str], chips: Sequence[str], dtypes: Optiona
                     share = {k: sum(k in _bucket_classes(b, api, opt, dt) for b in buckets)
                              for k in REPEAT_CLASSES}
                     for mode in MASK_MODES:
-                        if mode_w[mode] <= 0:
+                        if mode_w[mode] <= 0 or mode not in _ins(api).mask_modes:
                             continue
                         for b in buckets:
                             w = sum(dist.weight("repeat", k) / share[k]
@@ -696,12 +696,13 @@ def draw_campaign_case(d, template: Template, dist: Distributions,
     # in place (dst inside src) where the instruction allows overlapping operands
     in_place = (ins.kernel.overlap == "repeat" and d.chance(dist.in_place_rate)
                 and dst_bytes <= src_bytes)
+    ds = _size(ins.tensor_dtype("dst", dtype))        # dst may be wider (950 int sums)
     if in_place:
-        tensors["dst"] = (base, dst_bytes // s)
+        tensors["dst"] = (base, dst_bytes // ds)
     else:
         gap = d.choice([0, 0, 32, 256])
         gap = gap if cursor + gap + dst_bytes + work_bytes <= budget else 0
-        tensors["dst"] = (cursor + gap, dst_bytes // s)
+        tensors["dst"] = (cursor + gap, dst_bytes // ds)
         cursor += gap + dst_bytes
     if "work_tensor" in ins.operands:
         tensors["work_tensor"] = (cursor, work_n)
@@ -710,10 +711,10 @@ def draw_campaign_case(d, template: Template, dist: Distributions,
     limit = min(ub_len, prof.ub_bytes)
     if not in_place and d.chance(0.1):          # at the limit: the last tensor ends at the UB end
         a, _ = tensors[last]
-        tensors[last] = (a, (limit - a) // s)
+        tensors[last] = (a, (limit - a) // (ds if last == "dst" else s))
         tags["layout"] = "ub_end"
     saturate = None
-    if ins.saturating and s == 2:
+    if ins.saturating and dtype == "float16":      # half only (not the 16-bit integers)
         saturate = {"default": None, "on": True, "off": False}[dist.pick(d, "saturate")]
         if saturate is False and prof.saturate_only:      # the only mode there: "off" is invalid
             saturate = None
@@ -761,7 +762,7 @@ def space_template(d, apis: Optional[Sequence[str]] = None,
     dtype = d.choice(list(prof.dtypes(api)) or ["float16"])
     ins = _ins(api)
     option = d.choice(ins.options(prof) or ins.options())
-    mode = d.choice(list(mask_modes))
+    mode = d.choice([m for m in mask_modes if m in ins.mask_modes] or list(ins.mask_modes))
     lo, hi = ins.repeat_range(option, dtype)
     if ins.family == "tik":
         hi = max(lo, min(hi, int(tik_max_repeat)))

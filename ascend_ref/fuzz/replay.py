@@ -154,9 +154,10 @@ def python_snippet(case: Case, saved: Optional[str] = None) -> List[str]:
     elif nz.size:
         lines[1:2] = [f"# the UB holds {nz.size} non-zero words: replay with --save FILE.npz "
                       f"to write it, then", "ub = np.load('FILE.npz')['ub']"]
-    t = {k: f"ar.Tensor({a}, {case.dtype!r}, {n})" for k, (a, n) in case.tensors.items()}
-    mask = case.mask if isinstance(case.mask, int) else "[" + ", ".join(hex(x) for x in case.mask) + "]"
     ins = case.instruction
+    t = {k: f"ar.Tensor({a}, {ins.tensor_dtype(k, case.dtype)!r}, {n})"
+         for k, (a, n) in case.tensors.items()}
+    mask = case.mask if isinstance(case.mask, int) else "[" + ", ".join(hex(x) for x in case.mask) + "]"
     args, kws = ins.call_args(case, lambda k: t[k])
     opt = ins.option.key if ins.option is not None else None
     text = [a if k in ins.operands else str(mask) if k == "mask" else

@@ -286,7 +286,8 @@ class _Writer:
 
 def _ascendc(api: str, kind: str, ub, dst, src, mask, repeat_time, dst_rep_stride,
              src_blk_stride, src_rep_stride, chip, *, order=None, reduce_type=None,
-             saturate=None, minmax: str = "", table_api: Optional[str] = None) -> OracleResult:
+             saturate=None, minmax: str = "", table_api: Optional[str] = None,
+             continuous_only: bool = False) -> OracleResult:
     """kind: "whole_minmax" | "whole_sum" | "block" | "pair". ``api`` names the call in
     messages; ``table_api`` (default ``api``) is its row in the product table (an alias
     shares the row of the API it renames)."""
@@ -300,11 +301,22 @@ def _ascendc(api: str, kind: str, ub, dst, src, mask, repeat_time, dst_rep_strid
 
     d = _parse_tensor(fails, "dst", dst)
     s = _parse_tensor(fails, "src", src)
+    # the documented (dst T, src U) pairs (Ascend 950 ReduceRepeat<SUM>: int32 <- int16 /
+    # int32, uint32 <- uint16 / uint32); every other pair: dst and src of one type
+    pairs = dict(getattr(prof, "dst_dtypes", {}).get(table_api or api, {}))
     for t in (d, s):
-        if t is not None and supported and t.dtype not in supported:
-            fails.add(Code.DTYPE_UNSUPPORTED, f"{t.name}.dtype = {t.dtype}; allowed {list(supported)}")
-    if d is not None and s is not None and d.dtype != s.dtype:
-        fails.add(Code.DTYPE_MISMATCH, f"src.dtype = {s.dtype} but dst.dtype = {d.dtype}")
+        ok = list(supported) + ([v for v in pairs.values() if v not in supported]
+                                if t is d else [])
+        if t is not None and supported and t.dtype not in ok:
+            fails.add(Code.DTYPE_UNSUPPORTED, f"{t.name}.dtype = {t.dtype}; allowed {ok}")
+    if d is not None and s is not None and d.dtype != pairs.get(s.dtype, s.dtype):
+        fails.add(Code.DTYPE_MISMATCH, f"src.dtype = {s.dtype} but dst.dtype = {d.dtype}; "
+                                       f"allowed {pairs.get(s.dtype, s.dtype)}")
+    if continuous_only and not (_as_int(mask) is not None and not isinstance(mask, bool)):
+        # RepeatReduceSum takes ``const int32_t mask`` only ("不支持mask逐bit模式"): a list is
+        # a malformed argument, reported with what was found so far
+        fails.add(Code.BAD_ARGUMENT, f"mask must be an int (continuous mode only), got {mask!r}")
+        fails.raise_first()
     fmt = s.fmt if s is not None else None            # the computation type
     L = None if fmt is None else REPEAT_BYTES // fmt.size
     epb = None if fmt is None else BLOCK // fmt.size
@@ -419,7 +431,11 @@ def _ascendc(api: str, kind: str, ub, dst, src, mask, repeat_time, dst_rep_strid
                 full = [0] * L                       # non-participating lanes are +0
                 for i, v in vals:
                     full[i] = v
-                total = _fp.tree_sum(full, fmt, **kw)
+                if fmt.is_float:
+                    total = _fp.tree_sum(full, fmt, **kw)
+                else:                                # 950 integer sums, into dst's type
+                    total = _fp.int_sum(full, fmt, dfmt,
+                                        clamp=prof.int_sum_overflow == "saturate")
                 (addr, n, _), = pieces
                 out.write(addr, n, total)
             elif kind == "pair":
@@ -508,7 +524,7 @@ def _ascendc_plan(kind, s: _T, d: _T, fmt: _fp.Fmt, lanes, R, strides, unit, ord
                       "ORDER_ONLY_INDEX": [(0, 4, "index")]}[order_name]
             pieces = [(base + off, n, what) for off, n, what in layout]
         elif kind == "whole_sum":
-            pieces = [(base, sz, "sum")]
+            pieces = [(base, unit, "sum")]          # one word of dst's type
         elif kind == "pair":
             active = set(lanes)
             pieces = []
@@ -584,6 +600,19 @@ def whole_reduce_sum(ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_st
                      src_rep_stride, *, chip, saturate=None) -> OracleResult:
     return _ascendc("whole_reduce_sum", "whole_sum", ub, dst, src, mask, repeat_time,
                     dst_rep_stride, src_blk_stride, src_rep_stride, chip, saturate=saturate)
+
+
+def repeat_reduce_sum(ub, dst, src, repeat_time, mask, dst_blk_stride, src_blk_stride,
+                      dst_rep_stride, src_rep_stride, *, chip, saturate=None) -> OracleResult:
+    """RepeatReduceSum (deprecated; RepeatReduceSum.md at 3825d1c98^): WholeReduceSum with a
+    continuous mask only, in its own argument order; ``dst_blk_stride`` "此参数无效，可以配置任意
+    值" (an int, no effect). Its own product row (not WholeReduceSum's)."""
+    if _as_int(dst_blk_stride) is None:
+        raise OracleError(Code.BAD_ARGUMENT, f"dst_blk_stride must be an int, got "
+                                             f"{dst_blk_stride!r}")
+    return _ascendc("repeat_reduce_sum", "whole_sum", ub, dst, src, mask, repeat_time,
+                    dst_rep_stride, src_blk_stride, src_rep_stride, chip, saturate=saturate,
+                    continuous_only=True)
 
 
 def reduce_data_block(ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_stride,

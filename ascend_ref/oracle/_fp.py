@@ -203,6 +203,20 @@ def add(a: int, b: int, f: Fmt, *, default_nan: int, ftz: bool = False,
     return r
 
 
+def int_sum(vals: Sequence[int], src: Fmt, dst: Fmt, *, clamp: bool = False) -> int:
+    """Integer sum of ``src`` words into a ``dst`` word: each value read as a ``src`` integer
+    (signed or not), summed exactly, stored modulo 2**bits of ``dst``; ``clamp``: the
+    pairwise tree of adds each clamped to ``dst``'s range (the audit's alternative)."""
+    ints = [to_int(v, src) for v in vals]
+    if not clamp:
+        return sum(ints) & dst.mask
+    lo, hi = (-(1 << (dst.nbits - 1)), (1 << (dst.nbits - 1)) - 1) if dst.signed else \
+        (0, dst.mask)
+    while len(ints) > 1:
+        ints = [min(hi, max(lo, ints[k] + ints[k + 1])) for k in range(0, len(ints), 2)]
+    return ints[0] & dst.mask
+
+
 def tree_sum(vals: Sequence[int], f: Fmt, **kw) -> int:
     """Pairwise tree over a power-of-two vector: v0+v1, v2+v3, …, then again, until one."""
     vals = list(vals)

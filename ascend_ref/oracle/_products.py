@@ -59,6 +59,9 @@ class Product:
     minmax_nan: str = "payload"
     pair_masked_pair: str = "keep"
     pair_masked_lane: str = "add_zero"
+    int_sum_overflow: str = "wrap"
+    #: API -> {src dtype: dst dtype} where the page pairs different types
+    dst_dtypes: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     sources: Mapping[str, str] = field(default_factory=dict)
 
     def dtypes(self, api: str) -> Tuple[str, ...]:
@@ -84,11 +87,18 @@ _COMMON_SOURCES = {
     "minmax_nan": "SEMANTICS §D: a NaN min/max result keeps the first NaN lane's bits",
     "pair_masked_pair": "RPE 约束说明 id20-id27 does not list this product (PairReduceSum is "
                         "not supported here, or the page is silent)",
+    "int_sum_overflow": "no integer ReduceRepeat<SUM> on this product (RRP 数据类型: half/float)",
+    "dst_dtypes": "RRP 数据类型: dst and src of one type on this product (id19)",
     "pair_masked_lane": "SEMANTICS §L: a masked lane of a pair counts as +0 in the pair's add "
                         "(the Ascend 950 Reg page PairReduceElem.md: 不参与计算的元素，被当作0进行"
                         "累加; no page for the other products; assumed)",
 }
 _RPE = "RPE (ReducePairElem, current)"
+_RRP = "RRP (ReduceRepeat.md, current)"
+_RRS = "RRS (RepeatReduceSum.md at 3825d1c98^, the last page of the deprecated name)"
+#: Ascend 950 ReduceRepeat<SUM> pairs (RRP id18; RRS: "src数据类型uint16_t和int16_t时，dst数据
+#: 类型分别为uint32_t和int32_t，其他情况下，dst数据类型均与src数据类型相同")
+_PAIRS_950 = {"int16": "int32", "uint16": "uint32"}
 _RPE_T = f"{_RPE} 数据类型"
 _RPE_KEEP = f"{_RPE} 约束说明 id21: a pair whose two mask bits are 0 is skipped (kept) on"
 _RPE_ZERO = f"{_RPE} 约束说明 id25: a pair whose two mask bits are 0 is set to 0 on"
@@ -114,7 +124,8 @@ def _row(pid: str, ub: int, apis: dict, orders: tuple, zero_mask: str, zero_repe
          drs0: bool, fill: str, fills: dict, sources: dict, **more) -> Product:
     full = {a: tuple(apis.get(a, _NONE)) for a in (
         "whole_reduce_min", "whole_reduce_max", "whole_reduce_sum", "reduce_data_block",
-        "pair_reduce_sum", "vec_reduce_min", "vec_reduce_max", "vec_reduce_add")}
+        "pair_reduce_sum", "repeat_reduce_sum", "vec_reduce_min", "vec_reduce_max",
+        "vec_reduce_add")}
     return Product(pid, ub, full, orders, zero_mask, zero_repeat, drs0, fill, fills,
                    sources={**_COMMON_SOURCES, **sources}, **more)
 
@@ -132,7 +143,8 @@ def _kirin(pid: str, name: str) -> Product:
          _FILL_950,
          {"apis": f"seed 001: {name} half/float (ReduceDataBlock); SPEC §2 table: half "
                   f"float for WholeReduce too; {_RPE} 产品支持情况 does not list {name}: no "
-                  "PairReduceSum (asc-devkit dav_l300/l311 implement it; the page wins)",
+                  "PairReduceSum (asc-devkit dav_l300/l311 implement it; the page wins); "
+                  f"{_RRS} does not list {name}: no RepeatReduceSum",
           "orders": "SPEC §2 product table: VALUE_INDEX, INDEX_VALUE (not in seed 000's list)",
           "zero_mask": "asc-devkit builds it as dav_l300/l311 on the 950 Reg path: as 950, undefined (assumed)", "zero_repeat": "as zero_mask (assumed)",
           "dst_rep_stride_zero": "only Atlas training forbids 0",
@@ -144,12 +156,18 @@ def _kirin(pid: str, name: str) -> Product:
 #: the product table (id -> Product)
 PRODUCTS: Dict[str, Product] = {p.id: p for p in [
     _row("ascend950", 253952,
-         {**_ascendc(ALL6), "whole_reduce_sum": (F16, F32), "reduce_data_block": (F16, F32),
-          "pair_reduce_sum": (F16, F32)},
+         {**_ascendc(ALL6), "whole_reduce_sum": ALL6, "reduce_data_block": (F16, F32),
+          "pair_reduce_sum": (F16, F32), "repeat_reduce_sum": ALL6},
          ORDERS4, "undefined", "undefined", True, "fill", _FILL_950,
          {"apis": f"{_S000_T} (Ascend 950PR/950DT: uint16/int16/uint32/int32/half/float); "
-                  f"seed 001 (ReduceDataBlock: half/float); {_RPE_T} (950: half, float)",
+                  f"seed 001 (ReduceDataBlock: half/float); {_RPE_T} (950: half, float); {_RRP} "
+                  "数据类型 id10 (SUM too: int16/uint16/half/int32/uint32/float sources); "
+                  f"{_RRS}: 950 supported, the same sources",
           "orders": f"{_S000_ORDER} (950: all four)",
+          "int_sum_overflow": f"{_RRP} id18 allows int32 / uint32 sums; no page says what a "
+                              "sum past 32 bits gives: modulo 2^32 (assumed)",
+          "dst_dtypes": f"{_RRP} id18 SUM pairs: int32 <- int16, int32; uint32 <- uint16, "
+                        f"uint32; half <- half; float <- float ({_RRS} says the same)",
           "pair_masked_pair": f"{_RPE_ZERO} Ascend 950PR/950DT (PRS said unchanged: the newer "
                               "page wins; dav_3510 ZEROING + a full 128-byte store agrees)",
           "zero_mask": "seed 001: on Ascend 950PR/950DT a 0 mask / repeatTime is not "
@@ -160,12 +178,14 @@ PRODUCTS: Dict[str, Product] = {p.id: p for p in [
           "ub_bytes": "SPEC §2 product table: 253952 bytes (248 KiB usable)",
           "minmax_nan": "asc-devkit Reg Reduce.md: a NaN input writes the type's NaN and the "
                         "first NaN's index (issue 12)"}, minmax_nan="default",
-         pair_masked_pair="zero"),
+         pair_masked_pair="zero",
+         dst_dtypes={"whole_reduce_sum": _PAIRS_950, "repeat_reduce_sum": _PAIRS_950}),
     _row("atlas_a2", 196608, {**_ascendc((F16, F32)), **_TIK_F, "vec_reduce_add": (F16, F32),
-                              "pair_reduce_sum": (F16, F32)},
+                              "pair_reduce_sum": (F16, F32), "repeat_reduce_sum": (F16, F32)},
          ORDERS4, "nop", "nop", True, "keep", {},
          {"apis": f"{_S000_T} (Atlas A2: half/float); seed 001 (half/float); {_TIK_NEW}: "
-                  f"min/max/add float16/float32 on Atlas A2; {_RPE_T} (A2: half, float)",
+                  f"min/max/add float16/float32 on Atlas A2; {_RPE_T} (A2: half, float); {_RRS}: "
+                  "A2 half/float",
           "pair_masked_pair": f"{_RPE_KEEP} Atlas A2",
           "add_order": f"{_TIK_NEW}: Atlas A2 sums repeat results in order, 255 at a time, "
                        "then the group sums pairwise",
@@ -174,12 +194,14 @@ PRODUCTS: Dict[str, Product] = {p.id: p for p in [
           "dst_rep_stride_zero": "seed 000 dstRepStride: only Atlas training forbids 0",
           "block_fill": "seed 001: a block with no active lane is not written (A2/A3)",
           "ub_bytes": "SPEC §2 product table: 196608 bytes"}, add_order="group255"),
-    _row("atlas_a3", 196608, {**_ascendc((F16, F32)), **_TIK_F, "pair_reduce_sum": (F16, F32)},
+    _row("atlas_a3", 196608, {**_ascendc((F16, F32)), **_TIK_F, "pair_reduce_sum": (F16, F32),
+                              "repeat_reduce_sum": (F16, F32)},
          ORDERS4, "nop", "nop", True,
          "keep", {},
          {"apis": f"{_S000_T} (Atlas A3: half/float); seed 001 (half/float); {_TIK_NEW}: "
                   "min/max float16/float32 on A3 (vec_reduce_add not listed for A3); "
-                  f"{_RPE_T} (A3: half, float)",
+                  f"{_RPE_T} (A3: half, float); {_RRS}: A3 half/float (added by 7c950ce98; "
+                  "the 950/A2-only context page said A3 x: the SIMD-API page wins)",
           "pair_masked_pair": f"{_RPE_KEEP} Atlas A3",
           "orders": f"{_S000_ORDER} (A3: all four)",
           "zero_mask": f"{_S001_NOP} Atlas A2/A3", "zero_repeat": f"{_S001_NOP} Atlas A2/A3",
@@ -192,7 +214,7 @@ PRODUCTS: Dict[str, Product] = {p.id: p for p in [
          ("ORDER_VALUE_INDEX", "ORDER_ONLY_VALUE"), "error", "nop", True, "fill", _FILL_200I,
          {"apis": f"{_S000_T} (Atlas 200I/500 A2: half/float); seed 001 (half/float); "
                   f"{_TIK_NEW}: min/max/add float16/float32 on 200I/500 A2; {_RPE_T} "
-                  "(200I/500 A2: half, float)",
+                  f"(200I/500 A2: half, float); {_RRS}: 200I/500 A2 x (not supported)",
           "pair_masked_pair": f"{_RPE_ZERO} Atlas 200I/500 A2 (PRS says the same)",
           "add_order": f"{_TIK_NEW}: 200I/500 A2 accumulates odd / even repeats element-wise, "
                        "then adds the lanes pairwise",
@@ -206,11 +228,11 @@ PRODUCTS: Dict[str, Product] = {p.id: p for p in [
          add_order="odd_even", pair_masked_pair="zero"),
     _row("atlas_inference_aicore", 262144,
          {**_ascendc((F16, F32)), **_TIK_F, "vec_reduce_add": (F16, F32),
-          "pair_reduce_sum": (F16, F32)},
+          "pair_reduce_sum": (F16, F32), "repeat_reduce_sum": (F16, F32)},
          ("ORDER_VALUE_INDEX", "ORDER_INDEX_VALUE"), "error", "nop", True, "undefined", {},
          {"apis": f"{_S000_T} (AI Core: half/float); seed 001; {_S003_T} (AI Core); "
                   f"{_TIK_NEW}: min/max float16/float32 on the AI Core; {_RPE_T} (AI Core: "
-                  "half, float)",
+                  f"half, float); {_RRS}: AI Core half/float",
           "pair_masked_pair": f"{_RPE_KEEP} Atlas inference AI Core",
           "orders": f"{_S000_ORDER} (AI Core: ORDER_VALUE_INDEX, ORDER_INDEX_VALUE)",
           "zero_mask": "seed 000 mask range starts at 1", "zero_repeat": "SEMANTICS §C (assumed)",
@@ -231,10 +253,12 @@ PRODUCTS: Dict[str, Product] = {p.id: p for p in [
           "ub_bytes": "SPEC §2 product table: 262144 bytes"}),
     _row("atlas_training", 262144,
          {**_ascendc((F16,)), "vec_reduce_min": (F16,), "vec_reduce_max": (F16,),
-          "vec_reduce_add": (F16, F32), "pair_reduce_sum": (F16,)},
+          "vec_reduce_add": (F16, F32), "pair_reduce_sum": (F16,), "repeat_reduce_sum": (F16,)},
          ("ORDER_VALUE_INDEX",), "error", "nop", False, "undefined", {},
          {"apis": f"{_S000_T} (Atlas training: half); seed 001 (half); "
-                  f"{_S002_T} Atlas Training; {_S003_T} (training); {_RPE_T} (training: half)",
+                  f"{_S002_T} Atlas Training; {_S003_T} (training); {_RPE_T} (training: half); "
+                  f"{_RRS}: training half/float, but {_RRP} (newer; RepeatReduceSum runs "
+                  "ReduceRepeat<SUM>) lists training half only: half",
           "pair_masked_pair": f"{_RPE} id20 does not list Atlas training; PRS: every product "
                               "but 200I/500 A2 leaves the dst element unchanged (and training "
                               "runs the same vcpadd intrinsic as A2/A3): kept (assumed)",

@@ -130,8 +130,9 @@ def case_meta(case: Case, *, layout: str = "ub", regions: Optional[dict] = None,
 
 def tensor_regions(case: Case) -> dict:
     """``{name: (addr, nbytes)}``: each tensor's declared extent (the default dump regions)."""
-    s = np.dtype(case.dtype).itemsize
-    return {k: (int(a), int(n) * s) for k, (a, n) in case.tensors.items()}
+    ins = case.instruction
+    return {k: (int(a), int(n) * np.dtype(ins.tensor_dtype(k, case.dtype)).itemsize)
+            for k, (a, n) in case.tensors.items()}
 
 
 def _case_arrays(i: int, case: Case, ub_after, regions, error) -> dict:
