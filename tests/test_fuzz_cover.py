@@ -209,10 +209,15 @@ def test_every_rule_of_every_api_is_broken_at_the_edge_in_the_cover(default, pla
             and c.tags["validity"] == "work_small"]
     assert adds and all(c.tensors["work_tensor"][1] == c.params["repeat"] - 1 for c in adds)
     for api in ("vec_reduce_min", "vec_reduce_max"):
+        # the cover's own case of the rule is at the edge; other draws are at the edge 80 %
+        # of the time (BOUNDARY_RATE), else 2..4 short (at least 0)
+        short = []
         for c in plan_cases:
             if c.api == api and c.tags["validity"] == "work_small":
                 need = _spec_work_need(api, c.params["repeat"], c.option is True, c.dtype)
-                assert c.tensors["work_tensor"][1] == need - 1
+                short.append(need - c.tensors["work_tensor"][1])
+                assert max(need - 4, 0) <= c.tensors["work_tensor"][1] < need
+        assert 1 in short, (api, short)
     masks = [c for c in plan_cases if c.tags["validity"] == "mask_range"]
     at = sum(c.mask == 256 // np.dtype(c.dtype).itemsize + 1 for c in masks)
     assert masks and at >= 0.6 * len(masks), (at, len(masks))

@@ -10,13 +10,16 @@ ORDER_VALUE_INDEX (default)   [value, index]       2·s  (4 B half, 8 B float)
 ORDER_INDEX_VALUE             [index, value]       2·s
 ORDER_ONLY_VALUE              [value]              s
 ORDER_ONLY_INDEX              [index as uint32]    4 B
-WholeReduceSum                [tree sum]           s
+WholeReduceSum                [tree sum]           sizeof(dst): s, or 4 B for the
+                                                   Ascend 950 int16 / uint16 sums
 ============================  ===================  =================================
 
 The index is the lane within the repeat (0…L−1), stored as raw integer bits in a slot of
 the value's width (read a half slot back with ``.view(np.uint16)``). Min/max: first NaN
 wins, −0 < +0, the smallest lane among equals. Sum: pairwise tree over all L lanes, masked
-lanes +0, every add rounded (saturating half if ``saturate``).
+lanes +0, every add rounded (saturating half if ``saturate``); Ascend 950 also sums integers
+(int16 -> int32, uint16 -> uint32, int32, uint32: the products' ``[dst_dtypes]`` pairs;
+modulo 2^32, docs/SEMANTICS.md §M).
 
 Example (seed 000): 512 halves, repeat 0 all 10 except 1 at lane 52.
 
