@@ -128,7 +128,8 @@ def run_cases(cases: Iterable[Case], *, heights: Sequence[int] = TABLE_HEIGHTS) 
 
     ``heights``: the repeat-table heights to compile below each API's maximum
     (:data:`TABLE_HEIGHTS`); ``()`` compiles one kernel per (API, dtype, option) — what a
-    campaign does, where compiles cost more than taller tables.
+    campaign does, where compiles cost more than taller tables (a campaign also runs whole
+    UBs, not compact windows: window widths vary per chunk and would multiply the kernels).
 
     The cases of each static configuration run as one batch sharded over the local devices
     (:func:`ascend_ref.scale.run_rows`; :func:`ascend_ref.scale.use_devices` picks others):

@@ -284,7 +284,10 @@ def _group(cases: List[Case], ks: List[int], rows: List[tuple], outcomes: list,
     option = ins.canonical_option(rep.option) if ins.option is not None else None
     dtype = prep.spec.dtype
     hi = prep.ins.repeat_range(prep.spec)[1]
-    base, length = _windows(ins, option, dtype, cols, n, hi)
+    if heights:
+        base, length = _windows(ins, option, dtype, cols, n, hi)
+    else:       # a campaign: whole UBs, so the compiled UB width stays one per template size
+        base, length = np.zeros(m, np.int64), n
     values = {name: _int32(c - base if name.endswith(".addr") else c)   # window addresses
               for name, c in cols.items()}
     values["mask"] = np.array([r[1] for r in rows], np.uint32).reshape(m, 4)
