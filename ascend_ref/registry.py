@@ -55,6 +55,7 @@ MODULES = (
     "ascend_ref.ascendc.reduce_data_block",
     "ascend_ref.ascendc.pair_reduce_sum",
     "ascend_ref.ascendc.repeat_reduce_sum",
+    "ascend_ref.ascendc.reduce",
     "ascend_ref.tik.vec_reduce_minmax",
     "ascend_ref.tik.vec_reduce_add",
 )
@@ -300,6 +301,9 @@ class Instruction:
     instruction shares (``engine.rules``, ``mask.rules``): what a fuzz breaker may aim at.
     ``profile_fields``: :class:`ProfileField` s -- product rules only this instruction has,
     kept in the profiles as instruction facts (``chip.fact(name)``).
+    ``arg_names``: operand key -> the public parameter's name where they differ (the tools
+    key the temporary tensor of every instruction ``"work_tensor"``; level-2 ReduceMax calls
+    it ``shared_tmp_buffer``, its documented ``sharedTmpBuffer``).
     ``aliases``: other public names of the same instruction (:func:`lookup` finds it by
     them); an alias may fix the option (``block_reduce_sum`` = ReduceDataBlock<SUM>), so a
     :class:`~ascend_ref.case.Case` always names the instruction itself. ``family``:
@@ -327,6 +331,7 @@ class Instruction:
     #: ``dstBlkStride``: "此参数无效，可以配置任意值"), with the value :meth:`call_args` passes; a
     #: :class:`~ascend_ref.case.Case` does not carry them (nothing can depend on them)
     ignored: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    arg_names: Mapping[str, str] = dataclasses.field(default_factory=dict)
     summary: str = ""
 
     def __hash__(self) -> int:
@@ -364,6 +369,12 @@ class Instruction:
     @property
     def repeat_param(self) -> str:
         return str(self.kernel.repeat_param)
+
+    def public_arg(self, name: str) -> str:
+        """The public function's name for signature entry ``name``."""
+        if name == "repeat":
+            return self.repeat_param
+        return self.arg_names.get(name, name)
 
     def sums(self, option: Any) -> bool:
         return self.kind(option) == "sum"

@@ -61,6 +61,14 @@ def independent(name):
         work = T(40960, dt, call["work_size"])
         r = oracle.vec_reduce_add(ub, call["mask"], dst, src, work, call["repeat"],
                                   call["src_rep_stride"], chip=chip)
+    elif api == "reduce_max":                          # level 2: sharedTmpBuffer third
+        tmp = T(40960, dt, call["work_size"])
+        r = oracle.reduce_max(ub, dst, src, tmp, call["mask"], call["repeat"],
+                              call["src_rep_stride"], call["cal_index"], chip=chip)
+    elif api == "reduce_sum":
+        tmp = T(40960, dt, call["work_size"])
+        r = oracle.reduce_sum(ub, dst, src, tmp, call["mask"], call["repeat"],
+                              call["src_rep_stride"], chip=chip)
     elif api == "pair_reduce_sum":                     # repeat before mask; hex mask words
         mask = [int(w, 16) for w in call["mask"]] if isinstance(call["mask"], list) \
             else call["mask"]
@@ -91,6 +99,7 @@ def generated(tmp_path_factory):
 
 def test_the_example_kernels_ship():
     assert KERNELS == ["pair_reduce_sum_half", "reduce_data_block_sum_half",
+                       "reduce_max_index_half", "reduce_sum_float",
                        "repeat_reduce_sum_half", "row_sum_float_13x57",
                        "tik_vec_reduce_add_half", "whole_reduce_max_half",
                        "whole_reduce_min_index_half", "whole_reduce_sum_float",

@@ -39,7 +39,7 @@ def test_declared_signature_is_the_public_one(ins):
     for impl in (ar, oracle):
         params = list(inspect.signature(ins.public(impl)).parameters.values())
         positional = [p.name for p in params[1:] if p.kind == p.POSITIONAL_OR_KEYWORD]
-        want = [ins.repeat_param if n == "repeat" else n for n in ins.signature]
+        want = [ins.public_arg(n) for n in ins.signature]
         assert positional == want, impl.__name__
         keywords = {p.name for p in params if p.kind == p.KEYWORD_ONLY}
         assert ("saturate" in keywords) == ins.saturating

@@ -6,6 +6,7 @@ from .reduce_data_block import (block_reduce_max, block_reduce_min, block_reduce
                                 reduce_data_block)
 from .pair_reduce_sum import pair_reduce_sum, reduce_pair_elem
 from .repeat_reduce_sum import repeat_reduce_sum
+from .reduce import reduce_max, reduce_min, reduce_sum
 from .whole_reduce import whole_reduce_max, whole_reduce_min, whole_reduce_sum
 
 
@@ -26,4 +27,5 @@ def reduce_repeat(ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_strid
 
 __all__ = ["whole_reduce_min", "whole_reduce_max", "whole_reduce_sum", "reduce_data_block",
            "reduce_repeat", "block_reduce_sum", "block_reduce_max", "block_reduce_min",
-           "pair_reduce_sum", "reduce_pair_elem", "repeat_reduce_sum"]
+           "pair_reduce_sum", "reduce_pair_elem", "repeat_reduce_sum", "reduce_max", "reduce_min",
+           "reduce_sum"]

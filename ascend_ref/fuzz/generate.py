@@ -930,12 +930,24 @@ def _b_work_small(b: _Break) -> None:
 def _b_index_overflow(b: _Break) -> bool:
     # source offsets of the last repeat pass 65535: an error if that repeat wins
     c, s, p, tn = b.case, b.s, b.case.params, b.case.tensors
-    r = p["repeat"]
-    rs = -(-4096 // (r - 1))
-    src_bytes = _round_up(b.ins.src_footprint(r, rs), 32)
+    room = min(b.ub_len, b.prof.ub_bytes)
     dst_bytes = tn["dst"][1] * s
-    if src_bytes + dst_bytes + tn["work_tensor"][1] * s + 64 > min(b.ub_len, b.prof.ub_bytes):
+    # the case's repeat count, else its bucket's shortest (a long repeat range); its work
+    # tensor, else just the elements needed (one stretched to the UB's end leaves no room)
+    fit = None
+    for r in (p["repeat"], max(b.t.r_lo, 2)):
+        rs = -(-4096 // (r - 1))
+        src_bytes = _round_up(b.ins.src_footprint(r, rs), 32)
+        for work in (tn["work_tensor"][1], b.ins.work_elements(r, c.option, c.dtype)):
+            if fit is None and src_bytes + dst_bytes + work * s + 64 <= room:
+                fit = (r, rs, src_bytes, work)
+    if fit is None:
         return False
+    r, rs, src_bytes, work = fit
+    if r != p["repeat"]:
+        p["repeat"] = r
+        c.tags["repeat_class"] = repeat_class(r, c.api, c.option, c.dtype)
+    tn["work_tensor"] = (tn["work_tensor"][0], work)
     p["src_rep_stride"] = rs
     tn["src"] = (0, src_bytes // s)
     tn["dst"] = (src_bytes, tn["dst"][1])

@@ -853,3 +853,179 @@ def vec_reduce_add(ub, mask, dst, src, work_tensor, repeat_times, src_rep_stride
                    saturate=None) -> OracleResult:
     return _tik("vec_reduce_add", "ADD", ub, mask, dst, src, work_tensor, repeat_times,
                 src_rep_stride, chip, saturate=saturate)
+
+
+# ====================================================================== Ascend C level 2
+
+def _level2(api: str, kind: str, ub, dst, src, tmp, mask, repeat_time, src_rep_stride,
+            cal_index, chip, saturate=None) -> OracleResult:
+    """ReduceMax / ReduceMin / ReduceSum, high-dimensional form (ReduceMax.md / ReduceMin.md /
+    ReduceSum.md, current asc-devkit pages; docs/SEMANTICS.md §N). kind: "MIN" | "MAX" |
+    "SUM" (calIndex False)."""
+    prof = _resolve_chip(chip, api)
+    fails = _Failures(api, prof.id)
+    if src_rep_stride is None:                 # ReduceMax(dst, src, tmp, count[, calIndex])
+        fails.add(Code.BAD_ARGUMENT, "the count form (dst, src, sharedTmpBuffer, count, "
+                                     "calIndex) is not modelled")
+        fails.raise_first()
+    ubarr = _parse_ub(fails, ub)
+    supported = prof.dtypes(api)
+    if not supported:
+        fails.add(Code.API_UNSUPPORTED, f"{api} does not exist on {prof.id}")
+    d = _parse_tensor(fails, "dst", dst)
+    s = _parse_tensor(fails, "src", src)
+    w = _parse_tensor(fails, "shared_tmp_buffer", tmp)
+    tensors = [d, s, w]
+    for t in tensors:
+        if t is not None and supported and t.dtype not in supported:
+            fails.add(Code.DTYPE_UNSUPPORTED, f"{t.name}.dtype = {t.dtype}; allowed {list(supported)}")
+    known = [t for t in tensors if t is not None]
+    if len({t.dtype for t in known}) > 1:
+        fails.add(Code.DTYPE_MISMATCH, "dst, src and sharedTmpBuffer share the type T, got "
+                                       + ", ".join(f"{t.name}={t.dtype}" for t in known))
+    fmt = s.fmt if s is not None else None
+    L = None if fmt is None else REPEAT_BYTES // fmt.size
+    epb = None if fmt is None else BLOCK // fmt.size
+    ci = _as_bool(cal_index)
+    if ci is None:
+        fails.add(Code.BAD_ARGUMENT, f"calIndex must be a bool, got {cal_index!r}")
+    sat = False
+    if kind == "SUM":
+        sat, _ = _parse_saturate(fails, saturate, prof, fmt)
+    lanes = _parse_mask(fails, mask, L, "ascendc")
+    zero_mask = lanes == []
+    if zero_mask and prof.zero_mask == "error":
+        fails.add(Code.MASK_ZERO, "mask selects no lane; not allowed on this product")
+        lanes = None
+    R = _as_int(repeat_time)
+    top = None if L is None else L * L // 4    # the model's limit (SEMANTICS §N)
+    if R is None:
+        fails.add(Code.BAD_ARGUMENT, f"repeatTime must be an int, got {repeat_time!r}")
+    elif top is not None:
+        low = 1 if prof.zero_repeat == "error" else 0
+        if R < low or R > top:
+            fails.add(Code.REPEAT_RANGE, f"repeatTime = {R} outside [{low}, {top}]")
+            R = None
+    srs = _as_int(src_rep_stride)
+    if srs is None:
+        fails.add(Code.BAD_ARGUMENT, f"srcRepStride must be an int, got {src_rep_stride!r}")
+    elif srs < 0 or srs > STRIDE_MAX:
+        fails.add(Code.STRIDE_RANGE, f"srcRepStride = {srs} outside [0, {STRIDE_MAX}]")
+        srs = None
+    # alignment: src and sharedTmpBuffer 32 B; dst per ReduceRepeat table 3: [value, index]
+    # 2*size with calIndex, [value] size without; SUM: size
+    if fmt is not None and ci is not None:
+        for t, need in ((d, fmt.size * (2 if ci else 1)), (s, BLOCK), (w, BLOCK)):
+            if t is not None and t.addr % need:
+                fails.add(Code.ALIGN, f"{t.name}.addr = {t.addr} not {need}-byte aligned")
+    _check_ub_bounds(fails, prof, ubarr, tensors)
+
+    ready = (ubarr is not None and all(t is not None and t.fmt is not None for t in tensors)
+             and fmt is not None and lanes is not None and R is not None and srs is not None
+             and ci is not None)
+    nop = ready and (len(lanes) == 0 or R == 0)
+    # ReduceSum's high-dimensional form is 方式二 on every product (ReduceSum.md): the buffer
+    # is used everywhere; ReduceMax / ReduceMin: the products' list
+    used = kind == "SUM" or prof.reduce_tmp_buffer == "used"
+    if ready:
+        sz = fmt.size
+        if not nop:
+            for r in range(R):
+                for i in lanes:
+                    a = s.addr + r * srs * BLOCK + i * sz
+                    if a + sz > s.end:
+                        fails.add(Code.TENSOR_BOUNDS, f"repeat {r} lane {i} reads [{a}, {a + sz}) "
+                                                      f"outside src [{s.addr}, {s.end})")
+                        break
+                else:
+                    continue
+                break
+            if d.size < (2 if ci else 1):
+                fails.add(Code.TENSOR_BOUNDS, f"dst holds {d.size} elements; the call writes "
+                                              f"{2 if ci else 1}")
+        if used and kind == "SUM":
+            # ReduceSum.md 关键特性说明, 方式二: DivCeil(firstMaxRepeat, epb) * epb elements
+            need = (R + epb - 1) // epb * epb
+            if w.size < need:
+                fails.add(Code.WORK_SIZE, f"sharedTmpBuffer.size = {w.size} < {need} elements")
+        elif used:
+            # ReduceMax.md 关键特性说明: the size formula (elements), firstMaxRepeat = repeatTime
+            up = lambda a, b: (a + b - 1) // b      # noqa: E731 - the page's RoundUp
+            it1 = R * 2
+            need = up(it1, epb) * epb
+            if ci:
+                it2 = up(it1, L) * 2
+                end2 = up(it2, epb) * epb
+                need = need + end2
+                if it2 > 2:
+                    it3 = up(it2, L) * 2
+                    need = need + up(it3, epb) * epb
+            if w.size < need:
+                fails.add(Code.WORK_SIZE, f"sharedTmpBuffer.size = {w.size} < {need} elements")
+    fails.raise_first()
+
+    assert ready
+    out = _Writer(ubarr.copy())
+    if nop:
+        rule = prof.zero_mask if len(lanes) == 0 else prof.zero_repeat
+        if (len(lanes) == 0 and prof.zero_mask == "undefined") or \
+                (R == 0 and prof.zero_repeat == "undefined"):
+            out.undef(d.addr, d.nbytes)
+            if used:
+                out.undef(w.addr, w.nbytes)
+        del rule
+        return out.result()
+    sz = fmt.size
+    if kind == "SUM":
+        kw = dict(default_nan=prof.default_nan(fmt.name), ftz=prof.fp32_ftz, saturate=sat)
+        sums = []                                # 方式二: a tree inside each repeat ...
+        for r in range(R):
+            full = [0] * L                       # masked lanes are +0
+            for i in lanes:
+                full[i] = _read(ubarr, s.addr + r * srs * BLOCK + i * sz, sz)
+            sums.append(_fp.tree_sum(full, fmt, **kw))
+        if R == 1:                               # ... one repeat: its sum
+            total = sums[0]
+        else:                                    # ... the repeat sums as trees of L lanes
+            chunks = [_fp.tree_sum(sums[c:c + L] + [0] * (L - len(sums[c:c + L])), fmt, **kw)
+                      for c in range(0, R, L)]
+            total = chunks[0] if len(chunks) == 1 else \
+                _fp.tree_sum(chunks + [0] * (L - len(chunks)), fmt, **kw)
+        out.undef(w.addr, w.nbytes)
+        out.write(d.addr, sz, total)
+        return out.result()
+    items = sorted({(r * srs * epb + i, _read(ubarr, s.addr + (r * srs * epb + i) * sz, sz))
+                    for r in range(R) for i in lanes})
+    index, value = _fp.select(items, fmt, kind)
+    if ci and sz == 2 and index > 65535:
+        raise OracleError(Code.INDEX_OVERFLOW,
+                          f"{api} on {prof.id}: result index {index} above 65535",
+                          all_failures=[(Code.INDEX_OVERFLOW, "")])
+    value = _minmax_nan(value, fmt, prof)
+    if used:                                   # intermediate results: undefined afterwards
+        out.undef(w.addr, w.nbytes)
+    out.write(d.addr, sz, value)
+    if ci:
+        out.write(d.addr + sz, sz, index)
+    return out.result()
+
+
+def reduce_max(ub, dst, src, shared_tmp_buffer, mask, repeat_time=None, src_rep_stride=None,
+               cal_index=False, *, chip) -> OracleResult:
+    """ReduceMax (level 2), high-dimensional form."""
+    return _level2("reduce_max", "MAX", ub, dst, src, shared_tmp_buffer, mask, repeat_time,
+                   src_rep_stride, cal_index, chip)
+
+
+def reduce_min(ub, dst, src, shared_tmp_buffer, mask, repeat_time=None, src_rep_stride=None,
+               cal_index=False, *, chip) -> OracleResult:
+    """ReduceMin (level 2), high-dimensional form."""
+    return _level2("reduce_min", "MIN", ub, dst, src, shared_tmp_buffer, mask, repeat_time,
+                   src_rep_stride, cal_index, chip)
+
+
+def reduce_sum(ub, dst, src, shared_tmp_buffer, mask, repeat_time=None, src_rep_stride=None, *,
+               chip, saturate=None) -> OracleResult:
+    """ReduceSum (level 2), high-dimensional form (方式二)."""
+    return _level2("reduce_sum", "SUM", ub, dst, src, shared_tmp_buffer, mask, repeat_time,
+                   src_rep_stride, False, chip, saturate=saturate)

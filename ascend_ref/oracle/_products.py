@@ -62,6 +62,7 @@ class Product:
     int_sum_overflow: str = "wrap"
     #: API -> {src dtype: dst dtype} where the page pairs different types
     dst_dtypes: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    reduce_tmp_buffer: str = "used"
     sources: Mapping[str, str] = field(default_factory=dict)
 
     def dtypes(self, api: str) -> Tuple[str, ...]:
@@ -89,6 +90,8 @@ _COMMON_SOURCES = {
                         "not supported here, or the page is silent)",
     "int_sum_overflow": "no integer ReduceRepeat<SUM> on this product (RRP 数据类型: half/float)",
     "dst_dtypes": "RRP 数据类型: dst and src of one type on this product (id19)",
+    "reduce_tmp_buffer": "ReduceMax.md / ReduceMin.md 约束说明: 需要使用sharedTmpBuffer on A3, "
+                         "A2, 200I/500 A2, inference AI Core, training, Kirin X90, Kirin 9030",
     "pair_masked_lane": "SEMANTICS §L: a masked lane of a pair counts as +0 in the pair's add "
                         "(the Ascend 950 Reg page PairReduceElem.md: 不参与计算的元素，被当作0进行"
                         "累加; no page for the other products; assumed)",
@@ -114,6 +117,12 @@ _FILL_200I = {"SUM": {F16: _bits("0", F16), F32: _bits("0", F32)},
 _NONE = ()
 
 
+def _l2(dtypes: Tuple[str, ...]) -> Dict[str, Tuple[str, ...]]:
+    """ReduceMax.md / ReduceMin.md (current) 数据类型, and ReduceSum.md's (half / float only)."""
+    return {"reduce_max": dtypes, "reduce_min": dtypes,
+            "reduce_sum": tuple(d for d in dtypes if d in (F16, F32))}
+
+
 def _ascendc(half_float: Tuple[str, ...]) -> Dict[str, Tuple[str, ...]]:
     return {"whole_reduce_min": half_float, "whole_reduce_max": half_float,
             "whole_reduce_sum": half_float[:2] if len(half_float) > 2 else half_float,
@@ -125,7 +134,7 @@ def _row(pid: str, ub: int, apis: dict, orders: tuple, zero_mask: str, zero_repe
     full = {a: tuple(apis.get(a, _NONE)) for a in (
         "whole_reduce_min", "whole_reduce_max", "whole_reduce_sum", "reduce_data_block",
         "pair_reduce_sum", "repeat_reduce_sum", "vec_reduce_min", "vec_reduce_max",
-        "vec_reduce_add")}
+        "vec_reduce_add", "reduce_max", "reduce_min", "reduce_sum")}
     return Product(pid, ub, full, orders, zero_mask, zero_repeat, drs0, fill, fills,
                    sources={**_COMMON_SOURCES, **sources}, **more)
 
@@ -138,7 +147,7 @@ _S002_T = "seed 002 (TIK vec_reduce_min) dst/src/work_tensor: float16 on"
 
 def _kirin(pid: str, name: str) -> Product:
     """Kirin X90 and Kirin 9030: the same documented facts and sources, one row each."""
-    return _row(pid, 262144, _ascendc((F16, F32)),
+    return _row(pid, 262144, {**_ascendc((F16, F32)), **_l2((F16, F32))},
          ("ORDER_VALUE_INDEX", "ORDER_INDEX_VALUE"), "undefined", "undefined", True, "fill",
          _FILL_950,
          {"apis": f"seed 001: {name} half/float (ReduceDataBlock); SPEC §2 table: half "
@@ -157,7 +166,7 @@ def _kirin(pid: str, name: str) -> Product:
 PRODUCTS: Dict[str, Product] = {p.id: p for p in [
     _row("ascend950", 253952,
          {**_ascendc(ALL6), "whole_reduce_sum": ALL6, "reduce_data_block": (F16, F32),
-          "pair_reduce_sum": (F16, F32), "repeat_reduce_sum": ALL6},
+          "pair_reduce_sum": (F16, F32), "repeat_reduce_sum": ALL6, **_l2(ALL6)},
          ORDERS4, "undefined", "undefined", True, "fill", _FILL_950,
          {"apis": f"{_S000_T} (Ascend 950PR/950DT: uint16/int16/uint32/int32/half/float); "
                   f"seed 001 (ReduceDataBlock: half/float); {_RPE_T} (950: half, float); {_RRP} "
@@ -177,11 +186,14 @@ PRODUCTS: Dict[str, Product] = {p.id: p for p in [
           "block_fill": "seed 001: a block without active lanes gets SUM 0, MAX -inf, MIN +inf",
           "ub_bytes": "SPEC §2 product table: 253952 bytes (248 KiB usable)",
           "minmax_nan": "asc-devkit Reg Reduce.md: a NaN input writes the type's NaN and the "
-                        "first NaN's index (issue 12)"}, minmax_nan="default",
-         pair_masked_pair="zero",
+                        "first NaN's index (issue 12)",
+          "reduce_tmp_buffer": "ReduceMax.md / ReduceMin.md 约束说明: on Ascend 950 无需使用"
+                               "sharedTmpBuffer (any size, src itself)"}, minmax_nan="default",
+         pair_masked_pair="zero", reduce_tmp_buffer="unused",
          dst_dtypes={"whole_reduce_sum": _PAIRS_950, "repeat_reduce_sum": _PAIRS_950}),
     _row("atlas_a2", 196608, {**_ascendc((F16, F32)), **_TIK_F, "vec_reduce_add": (F16, F32),
-                              "pair_reduce_sum": (F16, F32), "repeat_reduce_sum": (F16, F32)},
+                              "pair_reduce_sum": (F16, F32), "repeat_reduce_sum": (F16, F32),
+                              **_l2((F16, F32))},
          ORDERS4, "nop", "nop", True, "keep", {},
          {"apis": f"{_S000_T} (Atlas A2: half/float); seed 001 (half/float); {_TIK_NEW}: "
                   f"min/max/add float16/float32 on Atlas A2; {_RPE_T} (A2: half, float); {_RRS}: "
@@ -195,7 +207,7 @@ PRODUCTS: Dict[str, Product] = {p.id: p for p in [
           "block_fill": "seed 001: a block with no active lane is not written (A2/A3)",
           "ub_bytes": "SPEC §2 product table: 196608 bytes"}, add_order="group255"),
     _row("atlas_a3", 196608, {**_ascendc((F16, F32)), **_TIK_F, "pair_reduce_sum": (F16, F32),
-                              "repeat_reduce_sum": (F16, F32)},
+                              "repeat_reduce_sum": (F16, F32), **_l2((F16, F32))},
          ORDERS4, "nop", "nop", True,
          "keep", {},
          {"apis": f"{_S000_T} (Atlas A3: half/float); seed 001 (half/float); {_TIK_NEW}: "
@@ -210,7 +222,7 @@ PRODUCTS: Dict[str, Product] = {p.id: p for p in [
           "ub_bytes": "SPEC §2 product table: 196608 bytes"}),
     _row("atlas_200i_500_a2", 253952,
          {**_ascendc((F16, F32)), **_TIK_F, "vec_reduce_add": (F16, F32),
-          "pair_reduce_sum": (F16, F32)},
+          "pair_reduce_sum": (F16, F32), **_l2((F16, F32))},
          ("ORDER_VALUE_INDEX", "ORDER_ONLY_VALUE"), "error", "nop", True, "fill", _FILL_200I,
          {"apis": f"{_S000_T} (Atlas 200I/500 A2: half/float); seed 001 (half/float); "
                   f"{_TIK_NEW}: min/max/add float16/float32 on 200I/500 A2; {_RPE_T} "
@@ -228,7 +240,7 @@ PRODUCTS: Dict[str, Product] = {p.id: p for p in [
          add_order="odd_even", pair_masked_pair="zero"),
     _row("atlas_inference_aicore", 262144,
          {**_ascendc((F16, F32)), **_TIK_F, "vec_reduce_add": (F16, F32),
-          "pair_reduce_sum": (F16, F32), "repeat_reduce_sum": (F16, F32)},
+          "pair_reduce_sum": (F16, F32), "repeat_reduce_sum": (F16, F32), **_l2((F16, F32))},
          ("ORDER_VALUE_INDEX", "ORDER_INDEX_VALUE"), "error", "nop", True, "undefined", {},
          {"apis": f"{_S000_T} (AI Core: half/float); seed 001; {_S003_T} (AI Core); "
                   f"{_TIK_NEW}: min/max float16/float32 on the AI Core; {_RPE_T} (AI Core: "
@@ -253,7 +265,8 @@ PRODUCTS: Dict[str, Product] = {p.id: p for p in [
           "ub_bytes": "SPEC §2 product table: 262144 bytes"}),
     _row("atlas_training", 262144,
          {**_ascendc((F16,)), "vec_reduce_min": (F16,), "vec_reduce_max": (F16,),
-          "vec_reduce_add": (F16, F32), "pair_reduce_sum": (F16,), "repeat_reduce_sum": (F16,)},
+          "vec_reduce_add": (F16, F32), "pair_reduce_sum": (F16,), "repeat_reduce_sum": (F16,),
+          **_l2((F16,))},
          ("ORDER_VALUE_INDEX",), "error", "nop", False, "undefined", {},
          {"apis": f"{_S000_T} (Atlas training: half); seed 001 (half); "
                   f"{_S002_T} Atlas Training; {_S003_T} (training); {_RPE_T} (training: half); "

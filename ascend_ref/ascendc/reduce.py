@@ -1,0 +1,285 @@
+"""Level-2 ReduceMax / ReduceMin / ReduceSum (with ``sharedTmpBuffer``) — asc-devkit
+ReduceMax.md / ReduceMin.md / ReduceSum.md (current pages), docs/SEMANTICS.md §N.
+
+The high-dimensional form ``ReduceMax(dst, src, sharedTmpBuffer, mask, repeatTime,
+srcRepStride, calIndex = false)``: repeat ``r`` reads ``L`` lanes (128 half / 64 float; no
+block stride: the 8 DataBlocks of a repeat are contiguous) at ``src + r * srcRepStride * 32``;
+``mask`` picks the lanes of every repeat. One result over all repeats:
+
+* ``dst[0]`` = the maximum (minimum) of every participating element — NaN, ``-0 < +0`` and
+  the integer orders as every min / max (SEMANTICS §D);
+* with ``cal_index``, ``dst[1]`` = its index, the element offset from ``src``
+  ``r * srcRepStride * (32 / s) + lane``, stored as raw integer bits of the element width;
+  among equal extremes the **smallest index** ("如果存在多个最大值，该指令会将最小索引写入目的操作数");
+  above 65535 for a 16-bit type ("只支持获取最大不超过65535的索引值"): ``INDEX_OVERFLOW``.
+  Without ``cal_index`` only ``dst[0]`` is written.
+
+``sharedTmpBuffer`` (operand key ``work_tensor``: the work tensor of every tool) holds the
+intermediate results on every product but Ascend 950 (profile field ``reduce_tmp_buffer``):
+there it must hold the page's size (elements; ``first = repeatTime``)::
+
+    no index:   ceil(2*first / epb) * epb
+    with index: start2 = ceil(2*first / epb) * epb; it2 = ceil(2*first / L) * 2
+                end2 = ceil(it2 / epb) * epb; it3 = ceil(it2 / L) * 2
+                need = start2 + end2                       (it2 == 2)
+                need = start2 + end2 + ceil(it3 / epb) * epb  (it2 > 2)
+
+(``WORK_SIZE`` otherwise) and its whole declared extent is undefined after the call, except
+the dst bytes where dst overlaps it (allowed by the page). On 950 it is not used: any size, not
+touched. dst alignment: the slot ([value, index] 2·s, [value] s; ReduceRepeat table 3);
+src and sharedTmpBuffer 32 B. repeatTime: the page allows up to INT32_MAX; the reference
+models up to ``L*L/4`` (4096 half, 1024 float), where the page's three-round size formula
+ends (assumption ``reduce_l2_max_repeat``). repeatTime 0 / mask 0: the product's zero rules
+(A2/A3 NOP, 950 not guaranteed). The count form ``ReduceMax(dst, src, sharedTmpBuffer, count,
+calIndex)`` is not modelled yet: ``BAD_ARGUMENT``.
+
+ReduceSum (same geometry, no calIndex, ``saturate`` as every half sum): 方式二 on every product
+(the page's accumulation table: the high-dimensional form is 方式二 everywhere, 950's Normal
+mode included) — a tree inside each repeat (masked lanes +0), the repeat sums tree-summed in
+chunks of L (zero-padded), the chunk sums tree-summed again when R > L, one repeat being its
+own sum (the chunking is assumption ``reduce_sum_tree_chunking``: the page says only "不同repeat
+的结果也按二叉树累加"). sharedTmpBuffer: ``ceil(repeatTime / epb) * epb`` elements on every
+product, undefined afterwards; dst aligned to ``s`` (ReduceRepeat table 3, SUM).
+
+Example (ReduceMax.md, tensor高维切分 example, shortened): the maximum 0.9985 at index 114.
+
+>>> import numpy as np, ascend_ref as ar
+>>> x = np.full(512, 0.5, np.float16); x[114] = 0.9985; x[300] = 0.9985
+>>> ub = ar.store(ar.new_ub("atlas_a2"), 0, x)
+>>> dst, src, tmp = ar.Tensor(1024, "half", 16), ar.Tensor(0, "half", 512), ar.Tensor(1056, "half", 32)
+>>> ub = ar.ascendc.reduce_max(ub, dst, src, tmp, 128, 4, 8, True, chip="atlas_a2")
+>>> out = ar.load(ub, 1024, "float16", 2)
+>>> float(out[0]), int(out.view(np.uint16)[1])
+(0.99853515625, 114)
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+
+from .. import mask as masks, numerics, registry
+from ..constraints import Code, ConstraintError, Rule
+from ..engine import Effects, Instruction as Kernel, Region, Write, gate
+from ..ub import itemsize
+
+#: Numeric parameters (Case keys) and the public signature after ``ub``
+PARAMS = ("repeat", "src_rep_stride")
+SIGNATURE = ("dst", "src", "work_tensor", "mask", "repeat", "src_rep_stride", "cal_index")
+INDEX_LIMIT = 65535          # "只支持获取最大不超过65535（uint16_t能表示的最大值）的索引值"
+
+TMP = registry.ProfileField(
+    "reduce_tmp_buffer", ("used", "unused"),
+    "ReduceMax / ReduceMin: sharedTmpBuffer holds the intermediate results (its documented "
+    "size is required, its bytes are undefined after the call) or is not used at all (950)")
+
+
+def _ceil(a: Any, b: int) -> Any:
+    return (a + b - 1) // b
+
+
+def tmp_need(r: Any, cal_index: Any, dtype: str) -> Any:
+    """The page's sharedTmpBuffer size in elements for ``r`` first-round repeats (``r`` may
+    be traced): ReduceMax.md 关键特性说明 (ReduceMin.md has the same formula)."""
+    s = itemsize(dtype)
+    epb, lanes = 32 // s, 256 // s
+    it1 = 2 * r
+    start2 = _ceil(it1, epb) * epb
+    if cal_index is not True:
+        return start2
+    it2 = _ceil(it1, lanes) * 2
+    end2 = _ceil(it2, epb) * epb
+    it3 = _ceil(it2, lanes) * 2
+    third = _ceil(it3, epb) * epb
+    if isinstance(r, (int, np.integer)):
+        return int(start2 + end2 + (third if it2 > 2 else 0))
+    return start2 + end2 + jnp.where(it2 > 2, third, 0)
+
+
+def repeat_range(option: Any = None, dtype: str = "float16") -> tuple:
+    """[0, L*L/4]: 4096 for 16-bit types, 1024 for 32-bit types (module docstring)."""
+    lanes = 256 // itemsize(dtype or "float16")
+    return 0, lanes * lanes // 4
+
+
+def layout(dtype: Any, cal_index: Any) -> registry.Layout:
+    """dst[0] = the value (dst[1] = the index bits with cal_index); the slot is dst's
+    alignment."""
+    s = itemsize(dtype)
+    dst = (("value", "value"),) + ((("index", "index"),) if cal_index is True else ())
+    # sharedTmpBuffer: per repeat [value, lane] ("在每个repeat迭代中计算得到最大值和repeat内部
+    # 索引，这些中间结果暂存于sharedTmpBuffer") -- the roles of its words; their bytes are undefined
+    return registry.Layout(registry.fields(*dst, nbytes=s), per_repeat=False,
+                           work=registry.fields(("value", "value"), ("lane", "index"), nbytes=s))
+
+
+def _rules(spec):
+    index = spec.option == "index"
+    out = [Rule(Code.WORK_SIZE, "work_tensor.size",
+                lambda p: (p["work_tensor.size"] >= tmp_need(p["repeat"], index, spec.dtype))
+                | TMP.holds(p, "unused"),
+                lambda p: int(p["work_tensor.size"]),
+                lambda p: f">= {int(tmp_need(p['repeat'], index, spec.dtype))} elements for "
+                          f"repeatTime {int(p['repeat'])}" + (" (calIndex)" if index else "")
+                          + " (sharedTmpBuffer, the page's formula)")]
+    if index and spec.size == 2:
+        out.append(Rule(Code.INDEX_OVERFLOW, "src_rep_stride",
+                        lambda p: p["index"] <= INDEX_LIMIT,
+                        lambda p: int(p["src_rep_stride"]),
+                        lambda p: f"a call whose result index fits in 16 bits (the winning "
+                                  f"element's offset is {int(p['index'])} > {INDEX_LIMIT})"))
+    return out
+
+
+def _effects(kind: str):
+    def effects(spec, p, bits, active, arith):
+        s = spec.size
+        value_r, lane_r, live = arith.extreme(bits, active, kind)       # per repeat
+        value, _, _ = arith.extreme(value_r, live, kind)                # the extreme
+        # repeats whose extreme is as good as the winner: the pair [value_r, value] picks
+        # its first entry exactly then (ties go to the lower position)
+        pair = jnp.stack([value_r, jnp.broadcast_to(value, value_r.shape)], axis=-1)
+        _, which, _ = arith.extreme(pair, jnp.ones(pair.shape, bool), kind)
+        index_r = jnp.arange(spec.r_max, dtype=jnp.int32) * (p["src_rep_stride"] * (32 // s)) \
+            + lane_r
+        big = jnp.int32(2**31 - 1)
+        cand = jnp.where(live & (which == 0), index_r, big)
+        best = jnp.argmin(cand)                                         # smallest index
+        value = arith.nan_result(value_r[best])
+        index = index_r[best]
+        words = [value] + ([arith.word(index)] if spec.option == "index" else [])
+        runs = ~(masks.is_zero(p["mask.count"], p["mask"]) | (p["repeat"] == 0))
+        return _result(spec, p, words, TMP.holds(p, "used"),
+                       {"index": jnp.where(runs, index, 0)})
+
+    return effects
+
+
+def sum_tmp_need(r: Any, option: Any = None, dtype: str = "float16") -> Any:
+    """ReduceSum.md 关键特性说明, 方式二 (every product's high-dimensional form):
+    ``ceil(firstMaxRepeat / epb) * epb`` elements, ``firstMaxRepeat = repeatTime``."""
+    epb = 32 // itemsize(dtype)
+    return _ceil(r, epb) * epb
+
+
+def sum_layout(dtype: Any, option: Any = None) -> registry.Layout:
+    """dst[0] = the sum; sharedTmpBuffer: one repeat sum per repeat (roles only: undefined)."""
+    word = registry.fields(("sum", "value"), nbytes=itemsize(dtype))
+    return registry.Layout(word, per_repeat=False, work=word)
+
+
+def _sum_rules(spec):
+    return [Rule(Code.WORK_SIZE, "work_tensor.size",
+                 lambda p: p["work_tensor.size"] >= sum_tmp_need(p["repeat"], None, spec.dtype),
+                 lambda p: int(p["work_tensor.size"]),
+                 lambda p: f">= {int(sum_tmp_need(p['repeat'], None, spec.dtype))} elements for "
+                           f"repeatTime {int(p['repeat'])} (sharedTmpBuffer, 方式二)")]
+
+
+def _sum_effects(spec, p, bits, active, arith):
+    """方式二: a tree inside each repeat (masked lanes +0), the repeat sums tree-summed in
+    chunks of L (zero-padded), the chunk sums tree-summed again when R > L; one repeat: its
+    own sum (assumption ``reduce_sum_tree_chunking``)."""
+    add, zero = arith.add, arith.zero
+    stage1 = numerics.tree_sum(jnp.where(active, bits, zero), add)
+    live = jnp.arange(spec.r_max) < p["repeat"]
+    chunks = numerics.padded_tree_sum(jnp.where(live, stage1, zero), spec.lanes, add, zero)
+    many = numerics.padded_tree_sum(chunks, spec.lanes, add, zero)[0]
+    total = jnp.where(p["repeat"] > spec.lanes, many,
+                      jnp.where(p["repeat"] == 1, stage1[0], chunks[0]))
+    return _result(spec, p, [total], jnp.bool_(True), {})
+
+
+def _result(spec, p, words, used, diag):
+    """The dst words, and sharedTmpBuffer undefined (where ``used``) but for them."""
+    s = spec.size
+    runs, undefined = gate(spec, p)
+    _, tmp_gated = gate(spec, p, "work_tensor")
+    n = len(words)
+    addr = p["dst.addr"] + jnp.arange(n, dtype=jnp.int32) * s
+    valid = jnp.broadcast_to(runs, (n,))
+    write = Write("dst", addr, jnp.stack(words), s, valid, valid)
+    t0 = p["work_tensor.addr"]
+    t1 = t0 + p["work_tensor.size"] * s
+    d0, d1 = p["dst.addr"], p["dst.addr"] + n * s
+    head_end = jnp.minimum(t1, d0)
+    tail = jnp.maximum(t0, d1)
+    undefined += [Region(t0, head_end - t0, runs & used), Region(tail, t1 - tail, runs & used)]
+    undefined += [Region(r.start, r.nbytes, r.when & used) for r in tmp_gated]
+    return Effects([write], undefined, diag)
+
+
+def _kernel(name: str, kind: str) -> Kernel:
+    sums = kind == "sum"
+    lay = sum_layout if sums else layout
+    return Kernel(
+        api=name, operands=("dst", "src", "work_tensor"), repeat_param="repeat_time",
+        repeat_range=lambda spec: repeat_range(None, spec.dtype),
+        strides=("src_rep_stride",),
+        align=lambda spec: {"dst": lay(spec.dtype, spec.option == "index").slot_bytes,
+                            "src": 32, "work_tensor": 32},
+        effects=_sum_effects if sums else _effects(kind), overlap="repeat",
+        word_order="ascendc", blk_stride=False, saturating=sums,
+        extra_rules=_sum_rules if sums else _rules, sized_by_rule=("work_tensor",))
+
+
+def _declare(name: str, kind: str, summary: str) -> registry.Instruction:
+    return registry.register(registry.Instruction(
+        name=name, family="ascendc", kernel=_kernel(name, kind), signature=SIGNATURE,
+        params=PARAMS, kind=lambda o: kind, layout=layout, repeat_range=repeat_range,
+        option=registry.CAL_INDEX, work_need=tmp_need,
+        assumptions={"reduce_l2_max_repeat": Code.REPEAT_RANGE},
+        codes=(Code.WORK_SIZE, Code.INDEX_OVERFLOW), profile_fields=(TMP,),
+        arg_names={"work_tensor": "shared_tmp_buffer"}, summary=summary))
+
+
+_SUM = registry.register(registry.Instruction(
+    name="reduce_sum", family="ascendc", kernel=_kernel("reduce_sum", "sum"),
+    signature=SIGNATURE[:-1], params=PARAMS, kind=lambda o: "sum", layout=sum_layout,
+    repeat_range=repeat_range, work_need=sum_tmp_need,
+    assumptions={"reduce_l2_max_repeat": Code.REPEAT_RANGE}, codes=(Code.WORK_SIZE,),
+    arg_names={"work_tensor": "shared_tmp_buffer"},
+    summary="ReduceSum (level 2, high-dimensional form)"))
+_MAX = _declare("reduce_max", "max", "ReduceMax (level 2, high-dimensional form)")
+_MIN = _declare("reduce_min", "min", "ReduceMin (level 2, high-dimensional form)")
+
+
+def _run(ins, ub, dst, src, shared_tmp_buffer, mask, repeat_time, src_rep_stride, cal_index,
+         chip, return_info, saturate=None):
+    if src_rep_stride is None:
+        raise ConstraintError(
+            Code.BAD_ARGUMENT, api=ins.name, param="count", value=mask,
+            allowed="the high-dimensional form (dst, src, shared_tmp_buffer, mask, repeat_time, "
+                    "src_rep_stride, cal_index)",
+            hint="the count form (dst, src, sharedTmpBuffer, count[, calIndex]) is "
+                 "not modelled yet")
+    return ins.run(ub, {"dst": dst, "src": src, "work_tensor": shared_tmp_buffer}, mask,
+                   {"repeat": repeat_time, "src_rep_stride": src_rep_stride}, chip=chip,
+                   option=cal_index, saturate=saturate, return_info=return_info)
+
+
+def reduce_sum(ub, dst, src, shared_tmp_buffer, mask, repeat_time=None, src_rep_stride=None, *,
+               chip, saturate=None, return_info=False):
+    """ReduceSum (level 2): the sum of every repeat into ``dst[0]`` (方式二: trees inside and
+    across the repeats). Only the high-dimensional form. ``saturate`` (half only) defaults to
+    the product profile's ``saturate_default``."""
+    return _run(_SUM, ub, dst, src, shared_tmp_buffer, mask, repeat_time, src_rep_stride, None,
+                chip, return_info, saturate)
+
+
+def reduce_max(ub, dst, src, shared_tmp_buffer, mask, repeat_time=None, src_rep_stride=None,
+               cal_index=False, *, chip, return_info=False):
+    """ReduceMax (level 2): the maximum over every repeat into ``dst[0]`` (its smallest
+    index into ``dst[1]`` with ``cal_index``). Only the high-dimensional form."""
+    return _run(_MAX, ub, dst, src, shared_tmp_buffer, mask, repeat_time, src_rep_stride,
+                cal_index, chip, return_info)
+
+
+def reduce_min(ub, dst, src, shared_tmp_buffer, mask, repeat_time=None, src_rep_stride=None,
+               cal_index=False, *, chip, return_info=False):
+    """ReduceMin (level 2): the minimum over every repeat into ``dst[0]`` (its smallest
+    index into ``dst[1]`` with ``cal_index``). Only the high-dimensional form."""
+    return _run(_MIN, ub, dst, src, shared_tmp_buffer, mask, repeat_time, src_rep_stride,
+                cal_index, chip, return_info)
