@@ -191,7 +191,7 @@ def _array_fn(api: str, chip: str, dtype: str, option: Any, mask_mode: str,
         if max_repeat is not None:
             spec = dataclasses.replace(spec, r_max=int(max_repeat))
         spec = dataclasses.replace(spec, compact=True, static_src=static_src)
-        return prep.ins, spec, dict(prep.p, ub_base=q["ub_base"])
+        return prep.ins, spec, prep.p.replace(ub_base=q["ub_base"])
 
     def unpack(vec, shared: bool) -> dict:
         out, at = {}, 0
@@ -213,9 +213,7 @@ def _array_fn(api: str, chip: str, dtype: str, option: Any, mask_mode: str,
         width = np.int32(ubs.shape[1] * ubs.dtype.itemsize)       # the row's bytes
 
         def prep(row):
-            p = one({**common, **unpack(row, False)})[2]
-            p["ub_len"] = width
-            return p
+            return one({**common, **unpack(row, False)})[2].replace(ub_len=width)
 
         kernel, spec, _ = one({**common, **unpack(rows[0], False)})
         writes, status, _, _, _ = engine.batched(kernel, spec, ubs, rows, prep=prep)

@@ -48,7 +48,7 @@ def __getattr__(name: str) -> Tuple[str, ...]:
 
 
 #: zero_mask / zero_repeat rules and ReduceDataBlock empty-block rules; a kernel reads a
-#: profile's rule as its index here (``p["chip.zero_mask"]``, ... : see :mod:`ascend_ref.engine`)
+#: profile's rule as its index here (``Params.chip.zero_mask``, ...: :mod:`ascend_ref.params`)
 ZERO_RULES = ("nop", "undefined", "error")
 FILL_RULES = ("keep", "fill", "undefined")
 #: TIK vec_reduce_add accumulation orders (docs/SEMANTICS.md §F): "tree" (seed 003),

@@ -23,7 +23,7 @@ import contextvars
 import dataclasses
 import functools
 from dataclasses import dataclass, field
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -32,6 +32,7 @@ import numpy as np
 from . import addressing, mask as masks, numerics
 from .chips import ADD_ORDERS, FILL_RULES, ZERO_RULES, ChipProfile, chip as get_chip
 from .constraints import Code, ConstraintError, Rule, first_failure, in_range, status_of
+from .params import ARGS, OPERANDS, ChipFacts, Diag, Extent, Operand, Params
 from .ub import Tensor, as_ub, element_view, itemsize, mark, scatter_bytes, to_bytes
 
 U16_MAX = 65535
@@ -44,8 +45,8 @@ class Spec:
     """Static part of one call (a jit cache key): everything that changes shapes or code.
 
     The product and the mask mode are not part of it: they travel in the parameters
-    (``p["chip.*"]``, ``p["mask.count"]``; :class:`Product`), like a WholeReduceMin/Max order
-    (``p["order"]``)."""
+    (:class:`~ascend_ref.params.Params` ``.chip``, ``.mask_count``; :class:`Product`), like a
+    WholeReduceMin/Max order (``.option``)."""
 
     api: str
     dtype: str
@@ -54,7 +55,7 @@ class Spec:
     traced_repeat: bool = False
     info: bool = False
     #: ``"fast"`` (trees, closed-form checks, local exact fallbacks), ``"batch"`` (the same
-    #: without fallbacks: ``diag["need_exact"]`` asks the caller to rerun on ``"fallback"``),
+    #: without fallbacks: ``Diag.need_exact`` asks the caller to rerun on ``"fallback"``),
     #: ``"fallback"`` (exact adder, exact read-after-write table) or ``"general"`` (the
     #: reference algorithms everywhere: element gather, tables, :func:`numerics.add`).
     path: str = "fast"
@@ -127,7 +128,11 @@ class Effects:
     diag: dict = field(default_factory=dict)
 
 
-def product_params(prof: ChipProfile, dtype: str, option="", fields: Sequence = ()) -> dict:
+#: :func:`product_params` per profile object (a profile is frozen: same object, same facts)
+_FACTS: Dict[int, Tuple[ChipProfile, Dict[tuple, ChipFacts]]] = {}
+
+
+def product_params(prof: ChipProfile, dtype: str, option="", fields: Sequence = ()) -> ChipFacts:
     """A product's behaviour (:class:`~ascend_ref.chips.Behaviour`) as kernel parameters.
 
     Numbers, not compiled code: under ``jit`` / ``vmap`` / a batch they are traced like every
@@ -135,104 +140,116 @@ def product_params(prof: ChipProfile, dtype: str, option="", fields: Sequence = 
     :data:`~ascend_ref.chips.ZERO_RULES`, :data:`~ascend_ref.chips.FILL_RULES` and
     :data:`~ascend_ref.chips.ADD_ORDERS`; the default NaN and the empty-block fill are the
     bits for this call's ``dtype`` (and ReduceDataBlock ``option``). ``fields``: the calling
-    instruction's :class:`~ascend_ref.registry.ProfileField` s, each as ``p["chip.<name>"]``,
-    the index of the product's value in the field's ``choices`` (read with
-    ``ProfileField.holds(p, value)``)."""
+    instruction's :class:`~ascend_ref.registry.ProfileField` s, each in
+    :attr:`ChipFacts.fields` as the index of the product's value in the field's ``choices``
+    (read with ``ProfileField.holds(p, value)``)."""
+    entry = _FACTS.get(id(prof))
+    if entry is None or entry[0] is not prof:
+        entry = (prof, {})
+        _FACTS[id(prof)] = entry
+    key = (dtype, str(option), tuple(fields))
+    out = entry[1].get(key)
+    if out is None:
+        out = entry[1][key] = _product_params(prof, dtype, option, fields)
+    return out
+
+
+def _product_params(prof: ChipProfile, dtype: str, option: Any, fields: Sequence) -> ChipFacts:
     fills = prof.block_fill_values.get(str(option), {}) if prof.block_fill == "fill" else {}
-    facts = {f"chip.{f.name}": np.int32(list(f.choices).index(prof.facts.get(f.name,
-                                                                             f.choices[0])))
+    facts = {f.name: np.int32(list(f.choices).index(prof.facts.get(f.name, f.choices[0])))
              for f in fields}
-    return {**facts, 
-        "chip.zero_mask": np.int32(ZERO_RULES.index(prof.zero_mask)),
-        "chip.zero_repeat": np.int32(ZERO_RULES.index(prof.zero_repeat)),
-        "chip.dst_rep_stride_zero": np.bool_(prof.dst_rep_stride_zero),
-        "chip.block_fill": np.int32(FILL_RULES.index(prof.block_fill)),
-        "chip.fill": np.uint32(fills.get(dtype, 0)),
-        "chip.fp32_ftz": np.bool_(prof.fp32_ftz),
-        "chip.default_nan": np.uint32(prof.default_nan(dtype)),
-        "chip.saturate_only": np.bool_(prof.saturate_only),
-        "chip.add_order": np.int32(ADD_ORDERS.index(prof.add_order)),
-        "chip.minmax_nan_default": np.bool_(prof.minmax_nan == "default"),
-    }
+    return ChipFacts(
+        zero_mask=np.int32(ZERO_RULES.index(prof.zero_mask)),
+        zero_repeat=np.int32(ZERO_RULES.index(prof.zero_repeat)),
+        dst_rep_stride_zero=np.bool_(prof.dst_rep_stride_zero),
+        block_fill=np.int32(FILL_RULES.index(prof.block_fill)),
+        fill=np.uint32(fills.get(dtype, 0)),
+        fp32_ftz=np.bool_(prof.fp32_ftz),
+        default_nan=np.uint32(prof.default_nan(dtype)),
+        saturate_only=np.bool_(prof.saturate_only),
+        add_order=np.int32(ADD_ORDERS.index(prof.add_order)),
+        minmax_nan_default=np.bool_(prof.minmax_nan == "default"),
+        fields=facts)
 
 
 class Product:
-    """The product behaviour one call reads from its parameters ``p`` (:func:`product_params`):
-    bools and bit patterns, concrete or traced."""
+    """The product behaviour one call reads from its parameters (:class:`Params` ``.chip``,
+    :func:`product_params`): bools and bit patterns, concrete or traced."""
 
-    def __init__(self, p: dict):
-        self.p = p
+    def __init__(self, p: Params):
+        self.c = p.chip
 
-    def _is(self, key: str, rules: tuple, rule: str):
-        return self.p[f"chip.{key}"] == rules.index(rule)
+    @staticmethod
+    def _is(value: Any, rules: tuple, rule: str):
+        return value == rules.index(rule)
 
     def zero_mask_is(self, rule: str):
         """``zero_mask`` rule is ``rule`` (``"nop"`` / ``"undefined"`` / ``"error"``)."""
-        return self._is("zero_mask", ZERO_RULES, rule)
+        return self._is(self.c.zero_mask, ZERO_RULES, rule)
 
     def zero_repeat_is(self, rule: str):
-        return self._is("zero_repeat", ZERO_RULES, rule)
+        return self._is(self.c.zero_repeat, ZERO_RULES, rule)
 
     def block_fill_is(self, rule: str):
         """ReduceDataBlock empty-block rule is ``rule`` (``"keep"`` / ``"fill"`` / ``"undefined"``)."""
-        return self._is("block_fill", FILL_RULES, rule)
+        return self._is(self.c.block_fill, FILL_RULES, rule)
 
     def add_order_is(self, order: str):
-        return self._is("add_order", ADD_ORDERS, order)
+        return self._is(self.c.add_order, ADD_ORDERS, order)
 
     @property
     def dst_rep_stride_zero(self):
-        return self.p["chip.dst_rep_stride_zero"]
+        return self.c.dst_rep_stride_zero
 
     @property
     def saturate_only(self):
-        return self.p["chip.saturate_only"]
+        return self.c.saturate_only
 
     @property
     def fp32_ftz(self):
-        return self.p["chip.fp32_ftz"]
+        return self.c.fp32_ftz
 
     @property
     def minmax_nan(self):
         """True where min/max NaN results become the default NaN (the profile's
         ``minmax_nan = "default"``; :func:`ascend_ref.numerics.nan_result`)."""
-        return self.p["chip.minmax_nan_default"]
+        return self.c.minmax_nan_default
 
     def default_nan(self, dtype: str):
         """The default NaN of this call's dtype (``dtype`` is that dtype: one value is passed)."""
-        return self.p["chip.default_nan"]
+        return self.c.default_nan
 
     def fill(self):
         """Bits of an empty ReduceDataBlock block result for this call (rule ``"fill"``)."""
-        return self.p["chip.fill"]
+        return self.c.fill
 
 
-def option_value(p: dict, values: Sequence) -> Any:
-    """``values[k]`` for the call's traced option ``k = p["option"]`` (one value per entry of
+def option_value(p: Params, values: Sequence) -> Any:
+    """``values[k]`` for the call's traced option ``k = p.option`` (one value per entry of
     the instruction's ``traced_options``; arrays of one shape, or numbers)."""
     out = values[-1]
     for k in range(len(values) - 2, -1, -1):
-        out = jnp.where(p["option"] == k, values[k], out)
+        out = jnp.where(p.option == k, values[k], out)
     return out
 
 
-def mask_lanes(p: dict, lanes: int):
-    """Which of ``lanes`` lanes a repeat reads, in either mask mode (``p["mask.count"]``)."""
-    return masks.lane_bits(p["mask.count"], p["mask"], lanes)
+def mask_lanes(p: Params, lanes: int):
+    """Which of ``lanes`` lanes a repeat reads, in either mask mode (``p.mask_count``)."""
+    return masks.lane_bits(p.mask_count, p.mask, lanes)
 
 
-def gate(spec: Spec, p: dict, dst: str = "dst"):
+def gate(spec: Spec, p: Params, dst: str = "dst"):
     """Zero mask / zero repeat (SEMANTICS §C): ``(runs, [undefined dst extent])``.
 
     ``runs`` is False for a NOP; on a product whose rule is ``"undefined"`` the whole declared
     extent of ``dst`` is reported undefined.
     """
     chip = Product(p)
-    zero_mask = masks.is_zero(p["mask.count"], p["mask"])
-    zero_rep = p["repeat"] == 0
+    zero_mask = masks.is_zero(p.mask_count, p.mask)
+    zero_rep = p.repeat == 0
     undefined = (zero_mask & chip.zero_mask_is("undefined")) | \
         (zero_rep & chip.zero_repeat_is("undefined"))
-    region = Region(p[f"{dst}.addr"], p[f"{dst}.size"] * spec.tsize(dst), undefined)
+    region = Region(p.tensor(dst).addr, p.tensor(dst).size * spec.tsize(dst), undefined)
     return ~(zero_mask | zero_rep), [region]
 
 
@@ -260,7 +277,7 @@ class Instruction:
     sized_by_rule: tuple = ()              # operands whose extent a size rule checks instead
     disjoint_pairs: tuple = ()             # "disjoint": pairs that may not overlap (() = all)
     extra_rules: Callable[[Spec], list] = lambda spec: []
-    #: option values that are data, not compiled in: ``p["option"]`` is the index of the
+    #: option values that are data, not compiled in: ``p.option`` is the index of the
     #: call's option here and ``Spec.option`` is ``""`` (:func:`option_value` reads it)
     traced_options: tuple = ()
     #: the documented dst alignment is the result slot (the per-repeat slot reductions): the
@@ -276,13 +293,13 @@ class Instruction:
 
 # ---------------------------------------------------------------- rules -------------------
 
-def _ub_limit(spec: Spec, p) -> Any:
+def _ub_limit(spec: Spec, p: Params) -> Any:
     """Bytes addressable in this UB array: its length, and the product's UB past ``ub_base``
     (a compact window starting at real UB address ``ub_base``)."""
-    return jnp.minimum(p["ub_len"], p["chip_ub"] - p["ub_base"])
+    return jnp.minimum(p.ub_len, p.chip_ub - p.ub_base)
 
 
-def _inside_ub(spec: Spec, p, addr, size, isz: int) -> Any:
+def _inside_ub(spec: Spec, p: Params, addr, size, isz: int) -> Any:
     """``0 <= addr`` and ``addr + size * itemsize <= limit``, computed without int32
     overflow: the byte end is never formed; the room left after ``addr`` (at most the UB
     size) is divided by the item size instead, exactly as the oracle's unbounded integers
@@ -292,8 +309,14 @@ def _inside_ub(spec: Spec, p, addr, size, isz: int) -> Any:
     return (addr >= 0) & (size >= 0) & (addr <= lim) & (size <= room // isz)
 
 
+def _end(spec: Spec, t: Operand) -> int:
+    """Byte end of an operand's declared extent (concrete values: message text)."""
+    return int(t.addr) + int(t.size) * spec.size
+
+
 def rules(ins: Instruction, spec: Spec) -> list:
-    """Every constraint of one call, as :class:`Rule` s over the parameter dict ``p``."""
+    """Every constraint of one call, as :class:`Rule` s over its :class:`Params` ``p`` (the
+    kernel's measurements in ``p.diag``)."""
     lo0, hi = ins.repeat_range(spec)
 
     def low(p):                        # repeat 0 is outside the range where it is an error
@@ -302,44 +325,46 @@ def rules(ins: Instruction, spec: Spec) -> list:
     out = list(masks.rules(None, spec.dtype, lambda p: Product(p).zero_mask_is("error")))
     top = min(hi, spec.r_max)          # a batch may compile a shorter table than the range
     out.append(Rule(Code.REPEAT_RANGE, ins.repeat_param,
-                    lambda p, top=top: in_range(p["repeat"], low(p), top),
-                    lambda p: int(p["repeat"]),
+                    lambda p, top=top: in_range(p.repeat, low(p), top),
+                    lambda p: int(p.repeat),
                     lambda p, hi=hi, top=top: f"[{int(low(p))}, {hi}]" + (
                         f" (this batch was compiled for at most {top})"
-                        if top < hi and int(low(p)) <= int(p["repeat"]) <= hi else "")))
+                        if top < hi and int(low(p)) <= int(p.repeat) <= hi else "")))
     for s in ins.strides:
-        out.append(Rule(Code.STRIDE_RANGE, s, lambda p, s=s: in_range(p[s], 0, U16_MAX),
-                        lambda p, s=s: int(p[s]), lambda p: "[0, 65535]"))
+        out.append(Rule(Code.STRIDE_RANGE, s, lambda p, s=s: in_range(p.arg(s), 0, U16_MAX),
+                        lambda p, s=s: int(p.arg(s)), lambda p: "[0, 65535]"))
     if "dst_rep_stride" in ins.strides:
         out.append(Rule(Code.DST_STRIDE_ZERO, "dst_rep_stride",
-                        lambda p: (p["dst_rep_stride"] != 0) | Product(p).dst_rep_stride_zero,
-                        lambda p: int(p["dst_rep_stride"]), lambda p: "[1, 65535]"))
+                        lambda p: (p.dst_rep_stride != 0) | Product(p).dst_rep_stride_zero,
+                        lambda p: int(p.dst_rep_stride), lambda p: "[1, 65535]"))
     for t, a in ins.align(spec).items():
         unit = a if callable(a) else (lambda p, a=a: a)       # bytes; may read p (traced)
-        out.append(Rule(Code.ALIGN, f"{t}.addr", lambda p, t=t, u=unit: p[f"{t}.addr"] % u(p) == 0,
-                        lambda p, t=t: int(p[f"{t}.addr"]),
+        out.append(Rule(Code.ALIGN, f"{t}.addr",
+                        lambda p, t=t, u=unit: p.tensor(t).addr % u(p) == 0,
+                        lambda p, t=t: int(p.tensor(t).addr),
                         lambda p, u=unit: f"a multiple of {int(u(p))} bytes"))
     for t in ins.operands:
         isz = spec.tsize(t)
         out.append(Rule(
             Code.UB_BOUNDS, t,
-            lambda p, t=t, isz=isz: _inside_ub(spec, p, p[f"{t}.addr"], p[f"{t}.size"], isz),
-            lambda p, t=t, isz=isz: f"bytes [{int(p[f'{t}.addr'])}, "
-                                    f"{int(p[f'{t}.addr']) + int(p[f'{t}.size']) * isz})",
+            lambda p, t=t, isz=isz: _inside_ub(spec, p, p.tensor(t).addr, p.tensor(t).size, isz),
+            lambda p, t=t, isz=isz: f"bytes [{int(p.tensor(t).addr)}, "
+                                    f"{int(p.tensor(t).addr) + int(p.tensor(t).size) * isz})",
             lambda p: f"inside the UB: [0, {int(_ub_limit(spec, p))})"))
         if t in ins.sized_by_rule:
             continue
         out.append(Rule(
             Code.TENSOR_BOUNDS, t,
-            lambda p, t=t, isz=isz: (p[f"lo.{t}"] >= p[f"{t}.addr"])
-            & (p[f"hi.{t}"] <= p[f"{t}.addr"] + p[f"{t}.size"] * isz),
-            lambda p, t=t: f"access to bytes [{int(p[f'lo.{t}'])}, {int(p[f'hi.{t}'])})",
+            lambda p, t=t, isz=isz: (p.diagnostics.extent(t).lo >= p.tensor(t).addr)
+            & (p.diagnostics.extent(t).hi <= p.tensor(t).addr + p.tensor(t).size * isz),
+            lambda p, t=t: f"access to bytes [{int(p.diagnostics.extent(t).lo)}, "
+                           f"{int(p.diagnostics.extent(t).hi)})",
             lambda p, t=t, isz=isz: f"the declared extent of {t}: bytes "
-                                    f"[{int(p[f'{t}.addr'])}, "
-                                    f"{int(p[f'{t}.addr']) + int(p[f'{t}.size']) * isz})",
+                                    f"[{int(p.tensor(t).addr)}, "
+                                    f"{int(p.tensor(t).addr) + int(p.tensor(t).size) * isz})",
             hint="Enlarge the tensor or reduce repeat / strides / mask"))
     if ins.overlap == "repeat":
-        out.append(Rule(Code.OVERLAP, "dst", lambda p: ~p["raw_conflict"],
+        out.append(Rule(Code.OVERLAP, "dst", lambda p: ~p.diagnostics.raw_conflict,
                         lambda p: "a result slot that a later repeat reads as source",
                         lambda p: "the dst of repeat N is never read by a later repeat "
                                   "(separate dst from src, or use in-place order)"))
@@ -353,17 +378,18 @@ def rules(ins: Instruction, spec: Spec) -> list:
         for a, b in pairs:
             out.append(Rule(
                 Code.OVERLAP, f"{a}/{b}",
-                lambda p, a=a, b=b: (p[f"{a}.addr"] + p[f"{a}.size"] * spec.tsize(a)
-                                     <= p[f"{b}.addr"])
-                | (p[f"{b}.addr"] + p[f"{b}.size"] * spec.tsize(b) <= p[f"{a}.addr"]),
-                lambda p, a=a, b=b: f"{a} at {int(p[f'{a}.addr'])}, {b} at {int(p[f'{b}.addr'])}",
+                lambda p, a=a, b=b: (p.tensor(a).addr + p.tensor(a).size * spec.tsize(a)
+                                     <= p.tensor(b).addr)
+                | (p.tensor(b).addr + p.tensor(b).size * spec.tsize(b) <= p.tensor(a).addr),
+                lambda p, a=a, b=b: f"{a} at {int(p.tensor(a).addr)}, "
+                                    f"{b} at {int(p.tensor(b).addr)}",
                 lambda p, what=what: what))
     if ins.saturating and spec.dtype != "float16":      # float32, and the integer sums
-        out.append(Rule(Code.SATURATE_DTYPE, "saturate", lambda p: ~p["saturate"],
+        out.append(Rule(Code.SATURATE_DTYPE, "saturate", lambda p: ~p.saturate,
                         lambda p: True, lambda p: f"False for {spec.dtype} (half only)"))
     if ins.saturating and spec.dtype == "float16":
         out.append(Rule(Code.SATURATE_DTYPE, "saturate",
-                        lambda p: p["saturate"] | ~Product(p).saturate_only,
+                        lambda p: p.saturate | ~Product(p).saturate_only,
                         lambda p: False, lambda p: "True or None: this product has only the "
                                                    "saturation mode"))
     return out + list(ins.extra_rules(spec))
@@ -396,12 +422,12 @@ def release_if_needed() -> None:
         jax.clear_caches()
 
 
-def _lanes(ins: Instruction, spec: Spec, p: dict):
+def _lanes(ins: Instruction, spec: Spec, p: Params):
     """``(blk, lane_mask, active)``: the source block stride (1 where the instruction has
     none), the ``(L,)`` lanes the mask enables and the ``(r_max, L)`` lanes that take part."""
-    blk = p["src_blk_stride"] if ins.blk_stride else 1
+    blk = p.src_blk_stride if ins.blk_stride else 1
     lane_mask = mask_lanes(p, spec.lanes)
-    active = addressing.repeat_valid(p["repeat"], spec.r_max)[:, None] & lane_mask[None, :]
+    active = addressing.repeat_valid(p.repeat, spec.r_max)[:, None] & lane_mask[None, :]
     return blk, lane_mask, active
 
 
@@ -414,11 +440,11 @@ def _gather_src(ins: Instruction, spec: Spec, ub, p, blk):
     if spec.static_src is not None and spec.path != "general":
         return _dense_src(spec, ub, p)
     if spec.path == "general" or n % BLOCK or align % BLOCK or n < BLOCK:
-        reads = addressing.read_table(p["src.addr"], p["src_rep_stride"], blk,
+        reads = addressing.read_table(p.tensor("src").addr, p.src_rep_stride, blk,
                                       r_max=spec.r_max, size=s)
         view = element_view(ub, s)
         return view[jnp.clip(reads // s, 0, view.shape[0] - 1)]
-    starts = addressing.block_table(p["src.addr"], p["src_rep_stride"], blk, r_max=spec.r_max)
+    starts = addressing.block_table(p.tensor("src").addr, p.src_rep_stride, blk, r_max=spec.r_max)
     blocks = jax.lax.gather(
         ub, starts.reshape(-1, 1),
         jax.lax.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(),
@@ -444,7 +470,7 @@ def _dense_src(spec: Spec, ub, p):
     # a row of words (the host viewed the UB as the element type: no byte assembly here);
     # a misaligned src.addr is an ALIGN error whose reads do not matter
     unit = ub.dtype.itemsize
-    sl = jax.lax.dynamic_slice(ub, (p["src.addr"] // unit,), (span // unit,))
+    sl = jax.lax.dynamic_slice(ub, (p.tensor("src").addr // unit,), (span // unit,))
     if blk == 1 and rep == 8:           # the common layout: repeats back to back
         raw = sl.reshape(r_max, 256 // unit)
     else:
@@ -466,10 +492,10 @@ def _read_extent(spec: Spec, p, blk, lane_mask):
     offs = addressing.lane_offsets(blk, s, lanes)
     first = jnp.min(jnp.where(lane_mask, offs, _BIG))
     last = jnp.max(jnp.where(lane_mask, offs, 0))
-    nrep = jnp.minimum(p["repeat"], spec.r_max)
+    nrep = jnp.minimum(p.repeat, spec.r_max)
     live = jnp.any(lane_mask) & (nrep > 0)
-    lo = p["src.addr"] + first
-    hi = p["src.addr"] + addressing.blocks_bytes(nrep - 1, p["src_rep_stride"]) + last + s
+    lo = p.tensor("src").addr + first
+    hi = p.tensor("src").addr + addressing.blocks_bytes(nrep - 1, p.src_rep_stride) + last + s
     return (jnp.where(live, lo, _BIG), jnp.where(live, hi, 0), jnp.where(live, first, 0),
             last)
 
@@ -477,24 +503,24 @@ def _read_extent(spec: Spec, p, blk, lane_mask):
 def _raw_candidate(w: "Write", p, blk, lane_mask, off_first, off_last):
     """Necessary condition for a read-after-write conflict of ``w`` (cheap, per written word):
     a later repeat's active reads reach the word's address."""
-    step = addressing.blocks_bytes(1, p["src_rep_stride"])
-    d_first = w.addr - (p["src.addr"] + off_first)
-    d_last = w.addr - (p["src.addr"] + off_last)
+    step = addressing.blocks_bytes(1, p.src_rep_stride)
+    d_first = w.addr - (p.tensor("src").addr + off_first)
+    d_last = w.addr - (p.tensor("src").addr + off_last)
     # some repeat r' with w.repeat < r' < repeat reads between its first and last active
     # lane: (w.repeat + 1) * step <= d_first and d_last <= (repeat - 1) * step. No division
     # (integer division is not vectorised on CPU). Products stay below 2**31 where it
     # matters: for a repeat outside [0, 255] or a stride outside [0, 65535] a rule with a
     # lower code than OVERLAP fails, whatever this says (status_of keeps the lowest code).
-    nrep = jnp.clip(p["repeat"], 0, 256)
+    nrep = jnp.clip(p.repeat, 0, 256)
     later = ((w.repeat + 1) * step <= d_first) & (d_last <= (nrep - 1) * step)
-    return jnp.any(w.issued & later & (w.repeat + 1 <= p["repeat"] - 1)) & jnp.any(lane_mask)
+    return jnp.any(w.issued & later & (w.repeat + 1 <= p.repeat - 1)) & jnp.any(lane_mask)
 
 
 @functools.partial(jax.jit, static_argnums=(0, 1))
-def kernel(ins: Instruction, spec: Spec, ub, p: dict):
+def kernel(ins: Instruction, spec: Spec, ub, p: Params):
     """Run one call on ``ub``. Returns ``(ub, status, diag, written, undefined)``.
 
-    On the ``"batch"`` path ``diag["need_exact"]`` says the results may differ from the
+    On the ``"batch"`` path ``diag.need_exact`` (:class:`~ascend_ref.params.Diag`) says the results may differ from the
     general path (a sum guard failed or a read-after-write check needs the exact table):
     rerun such a batch with ``path="fallback"`` (:func:`batched` does).
     """
@@ -553,66 +579,69 @@ def compact_undefined(undefined: Sequence, ok) -> tuple:
     return tuple(regions), tuple(words)
 
 
-def arithmetic(cls: Any, spec: Spec, p: dict) -> Any:
+def arithmetic(cls: Any, spec: Spec, p: Params) -> Any:
     """The arithmetic ``cls`` (:class:`ascend_ref.numerics.Exact` or a subclass) of one call:
     its dtype, product behaviour, saturate flag and path."""
-    return cls(spec.dtype, Product(p), p.get("saturate", False), spec.path)
+    return cls(spec.dtype, Product(p), False if p.saturate is None else p.saturate, spec.path)
 
 
-def _evaluate(ins: Instruction, spec: Spec, p: dict, x, active, lane_mask, blk, arith):
+def _evaluate(ins: Instruction, spec: Spec, p: Params, x, active, lane_mask, blk, arith):
     """The instruction's effects over the gathered source ``x`` in arithmetic ``arith``, the
-    values its rules read and the call's status: ``(Effects, status, diag)``."""
+    values its rules read and the call's status: ``(Effects, status, Diag)``."""
     s = spec.size
     eff = ins.effects(spec, p, x, active, arith)
 
-    diag = dict(eff.diag)
-    need_exact = ~diag.pop("exact_ok", jnp.bool_(True))
+    values = dict(eff.diag)
+    need_exact = ~values.pop("exact_ok", jnp.bool_(True))
+    src = p.tensor("src")
     if spec.path == "general":
-        reads = addressing.read_table(p["src.addr"], p["src_rep_stride"], blk,
-                                      r_max=spec.r_max, size=s)
-        diag["lo.src"], diag["hi.src"] = _extent(reads, active, s)
+        reads = addressing.read_table(src.addr, p.src_rep_stride, blk, r_max=spec.r_max, size=s)
+        extents = {"src": Extent(*_extent(reads, active, s))}
     else:
-        diag["lo.src"], diag["hi.src"], off_first, off_last = _read_extent(spec, p, blk,
-                                                                           lane_mask)
+        lo, hi, off_first, off_last = _read_extent(spec, p, blk, lane_mask)
+        extents = {"src": Extent(lo, hi)}
     for t in ins.operands:
-        if t == "src":
+        if t == "src" or t in ins.sized_by_rule:
             continue
         ws = [w for w in eff.writes if w.tensor == t]
         los, his = zip(*[_extent(w.addr, w.issued, w.size) for w in ws]) if ws else ((_BIG,), (0,))
-        diag[f"lo.{t}"] = jnp.min(jnp.stack(los))
-        diag[f"hi.{t}"] = jnp.max(jnp.stack(his))
+        extents[t] = Extent(jnp.min(jnp.stack(los)), jnp.max(jnp.stack(his)))
+    raw_conflict = None
     if ins.overlap == "repeat":
         checked = [_narrowed(w, s) for w in eff.writes if w.repeat is not None]
 
         def table():
             return jnp.any(jnp.stack([
-                addressing.read_after_write(w.addr, w.issued, w.repeat, p["src.addr"],
-                                            p["src_rep_stride"], blk, lane_mask, p["repeat"],
+                addressing.read_after_write(w.addr, w.issued, w.repeat, src.addr,
+                                            p.src_rep_stride, blk, lane_mask, p.repeat,
                                             size=s)
                 for w in checked] or [jnp.bool_(False)]))
 
         if spec.path in ("general", "fallback"):
-            diag["raw_conflict"] = table()
+            raw_conflict = table()
         else:
             cand = jnp.any(jnp.stack([_raw_candidate(w, p, blk, lane_mask, off_first, off_last)
                                       for w in checked] or [jnp.bool_(False)]))
             if spec.path == "batch":
-                diag["raw_conflict"] = jnp.bool_(False)
+                raw_conflict = jnp.bool_(False)
                 need_exact = need_exact | cand
             else:
-                diag["raw_conflict"] = jax.lax.cond(cand, table, lambda: jnp.bool_(False))
-    diag["need_exact"] = need_exact
-    status = status_of(rules(ins, spec), {**p, **diag})
+                raw_conflict = jax.lax.cond(cand, table, lambda: jnp.bool_(False))
+    diag = Diag(need_exact=need_exact, src=extents.get("src"), dst=extents.get("dst"),
+                work_tensor=extents.get("work_tensor"), raw_conflict=raw_conflict,
+                values=values)
+    status = status_of(rules(ins, spec), p.with_diag(diag))
     return eff, status, diag
 
 
-def source_reads(ins: Instruction, spec: Spec, p: dict):
+def source_reads(ins: Instruction, spec: Spec, p: Params):
     """``(reads, lane_mask, active)`` of a prepared call: the byte each lane of each repeat
     reads ``(r_max, L)``, the lanes the mask enables ``(L,)`` and the lanes that take part
     ``(r_max, L)`` -- :func:`ascend_ref.addressing.source_table` over the call's parameters."""
     blk, lane_mask, _ = _lanes(ins, spec, p)
-    reads, active = addressing.source_table(p["src.addr"], p["src_rep_stride"], blk, lane_mask,
-                                            p["repeat"], r_max=spec.r_max, size=spec.size)
+    reads, active = addressing.source_table(p.tensor("src").addr, p.src_rep_stride, blk,
+                                            lane_mask, p.repeat, r_max=spec.r_max,
+                                            size=spec.size)
     return reads, lane_mask, active
 
 
@@ -629,15 +658,15 @@ def _narrowed(w: Write, s: int) -> Write:
                  None if w.repeat is None else split(w.repeat))
 
 
-def source_elements(ins: Instruction, spec: Spec, p: dict):
+def source_elements(ins: Instruction, spec: Spec, p: Params):
     """``(index, active)``, both ``(r_max, L)``: the source element (counted from ``src``'s
     first element) each lane of each repeat reads, and which lanes take part."""
     reads, _, active = source_reads(ins, spec, p)
-    return (reads - p["src.addr"]) // spec.size, active
+    return (reads - p.tensor("src").addr) // spec.size, active
 
 
 @functools.partial(jax.jit, static_argnums=(0, 1, 2))
-def _evaluate_values(ins: Instruction, spec: Spec, cls: Any, src, p: dict):
+def _evaluate_values(ins: Instruction, spec: Spec, cls: Any, src, p: Params):
     note_compile()
     blk, lane_mask, _ = _lanes(ins, spec, p)
     index, active = source_elements(ins, spec, p)
@@ -671,8 +700,8 @@ def evaluate(prep: "Prepared", src, cls: Any):
     return writes, status, diag
 
 
-def batched(ins: Instruction, spec: Spec, ubs, ps: dict,
-            prep: Optional[Callable[[Any], dict]] = None):
+def batched(ins: Instruction, spec: Spec, ubs, ps: Any,
+            prep: Optional[Callable[[Any], Params]] = None):
     """The kernel over a batch (leading axis of ``ubs`` and every ``ps`` leaf), bit-equal to
     the general path: the fast kernel first and, only if some case needs it, the whole batch
     again on the exact fallback (a batch-level ``lax.cond``: one branch runs, also on GPU).
@@ -689,7 +718,7 @@ def batched(ins: Instruction, spec: Spec, ubs, ps: dict,
     if spec.path in ("general", "fallback"):
         return run(spec.path)
     fast = run("batch")
-    return jax.lax.cond(jnp.any(fast[2]["need_exact"]), lambda: run("fallback"), lambda: fast)
+    return jax.lax.cond(jnp.any(fast[2].need_exact), lambda: run("fallback"), lambda: fast)
 
 
 # ---------------------------------------------------------------- front end ---------------
@@ -771,7 +800,7 @@ def ub_bucket(n: int) -> int:
 
     Kernels are compiled per UB shape; bucketing keeps the number of executables small when
     UBs of many sizes pass through one process (campaigns, dump verification). Bytes past
-    ``n`` are never accessed: the bounds rules use the true length ``p["ub_len"]``.
+    ``n`` are never accessed: the bounds rules use the true length ``p.ub_len``.
     """
     return max(1024, 1 << (int(n) - 1).bit_length())
 
@@ -797,7 +826,7 @@ class Prepared:
 
     ins: Instruction
     spec: Spec
-    p: dict
+    p: Params
     ub: Any
     chip_id: str
     given: dict = field(default_factory=dict)   # parameters outside int32: the value given
@@ -831,7 +860,7 @@ def run_prepared(prep: Prepared, return_info: bool = False):
     return out
 
 
-def check(prep: Prepared, status, diag: dict) -> None:
+def check(prep: Prepared, status, diag: Diag) -> None:
     """Raise the call's :class:`ConstraintError` when everything is concrete and the status
     says a rule failed (a traced call keeps its status)."""
     concrete = all(_is_concrete(v) for v in jax.tree_util.tree_leaves(prep.p))
@@ -896,37 +925,47 @@ def prepare(ins: Instruction, ub, tensors: dict, mask, params: dict, *, chip, op
                                       "mode)", chip=prof.id)
 
     given: dict = {}
-    p = {k: _int_param(api, k, v, given) for k, v in params.items()}
-    for name, t in tensors.items():
-        p[f"{name}.addr"] = _int_param(api, f"{name}.addr", t.addr, given)
-        p[f"{name}.size"] = _int_param(api, f"{name}.size", t.size, given)
-    p["mask"] = m.value
-    p["mask.count"] = np.bool_(m.mode == "count")
-    p.update(product_params(prof, dtype, option, fields))
+    args: dict = {}
+    extra: dict = {}
+    for k, v in params.items():
+        (args if k in ARGS else extra)[k] = _int_param(api, k, v, given)
+    operands = {name: Operand(_int_param(api, f"{name}.addr", t.addr, given),
+                              _int_param(api, f"{name}.size", t.size, given))
+                for name, t in tensors.items()}
+    chip_facts = product_params(prof, dtype, option, fields)
+    option_index = None
     if ins.traced_options:              # the option is data: one compiled kernel for all
-        p["option"] = np.int32(ins.traced_options.index(option))
+        option_index = np.int32(ins.traced_options.index(option))
         option = ""
+    sat = None
     if ins.saturating:
         default = prof.saturate_default and dtype == "float16"   # half only
-        p["saturate"] = _bool_param(api, "saturate", default if saturate is None else saturate)
-    traced_repeat = not _is_concrete(p["repeat"])
-    p["chip_ub"] = np.int32(prof.ub_bytes)
+        sat = _bool_param(api, "saturate", default if saturate is None else saturate)
+    repeat = args.pop("repeat")
+    traced_repeat = not _is_concrete(repeat)
     lo, hi = ins.repeat_range(Spec(api, dtype, 1, option))
     hi = repeat_hi or hi
-    r_max = hi if traced_repeat else _bucket(np.clip(p["repeat"], 0, hi), hi)
+    r_max = hi if traced_repeat else _bucket(np.clip(repeat, 0, hi), hi)
     spec = Spec(api, dtype, r_max, option, traced_repeat, info, _PATH.get(),
                 dst_dtype="" if dst_dtype == dtype else dst_dtype)
-    p["ub_len"] = np.int32(ub.shape[-1])
-    p["ub_base"] = _int_param(api, "ub_base", ub_base)
+    p = Params(repeat=repeat, mask=m.value, mask_count=np.bool_(m.mode == "count"),
+               chip=chip_facts, ub_len=np.int32(ub.shape[-1]),
+               ub_base=_int_param(api, "ub_base", ub_base), chip_ub=np.int32(prof.ub_bytes),
+               src=operands.get("src"), dst=operands.get("dst"),
+               work_tensor=operands.get("work_tensor"),
+               dst_rep_stride=args.get("dst_rep_stride"),
+               src_blk_stride=args.get("src_blk_stride"),
+               src_rep_stride=args.get("src_rep_stride"),
+               option=option_index, saturate=sat, extra=extra)
     return Prepared(ins, spec, p, ub, prof.id, given)
 
 
-def _raise_if(ins: Instruction, spec: Spec, p: dict, data: dict, status: int,
+def _raise_if(ins: Instruction, spec: Spec, p: Params, data: Diag, status: int,
               chip_id: str, given: Optional[dict] = None) -> None:
     """Evaluate the rules on the concrete values (and kernel diagnostics); raise the first.
 
     ``given``: parameters outside int32 (the kernel saw stand-ins); the message shows them."""
-    vals = {k: np.asarray(v) for k, v in {**p, **data}.items()}
+    vals = jax.tree_util.tree_map(np.asarray, p.with_diag(data))
     bad = first_failure(rules(ins, spec), vals)
     if bad is None and status:
         raise ConstraintError(Code(status), api=ins.api, param="?", value="?",
@@ -935,7 +974,7 @@ def _raise_if(ins: Instruction, spec: Spec, p: dict, data: dict, status: int,
         value = bad.value(vals)
         if given:
             try:
-                value = bad.value({**vals, **given})     # Python ints: exact, no wrap
+                value = bad.value(vals.overridden(given))   # Python ints: exact, no wrap
             except Exception:                            # noqa: BLE001 - keep the stand-in
                 pass
         raise ConstraintError(bad.code, api=ins.api, param=bad.param, value=value,

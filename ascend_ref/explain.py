@@ -50,6 +50,7 @@ from .chips import chip as get_chip
 from .constraints import ConstraintError
 from .constraints import explain as explain_code
 from .engine import Spec, arithmetic, source_reads
+from .params import Params
 from .enums import ReduceOrder, ReduceType
 from .ub import dtype_name, itemsize
 
@@ -472,7 +473,7 @@ _WRITE_TENSORS: dict = {}
 
 
 @functools.partial(jax.jit, static_argnums=(0, 1, 2))
-def _trace(ins, spec: Spec, kind: str, p: dict, bits, active):
+def _trace(ins, spec: Spec, kind: str, p: Params, bits, active):
     """The instruction's effects (its writes) and, for min/max, the winning lane per repeat
     and the winning repeat — compiled once per (instruction, spec)."""
     eff = ins.effects(spec, p, bits, active, arithmetic(numerics.Exact, spec, p))
@@ -482,7 +483,7 @@ def _trace(ins, spec: Spec, kind: str, p: dict, bits, active):
         return writes, None, None
     _, idx, _ = numerics.select_extreme(bits, active, kind, spec.dtype)
     vals = jnp.take_along_axis(bits, idx[:, None], axis=-1)[:, 0]
-    live = addressing.repeat_valid(p["repeat"], bits.shape[0])
+    live = addressing.repeat_valid(p.repeat, bits.shape[0])
     _, best_r, _ = numerics.select_extreme(vals, live, kind, spec.dtype)
     return writes, idx, best_r
 
@@ -498,10 +499,10 @@ def access_map(case: Case) -> AccessMap:
     which rule.
     """
     prep = case.prepare(info=False)        # the call's own checked parameters, not run
-    ins, spec, p = prep.ins, prep.spec, dict(prep.p)
+    ins, spec, p = prep.ins, prep.spec, prep.p
     prof = get_chip(case.chip)
     dtype, s, lanes = spec.dtype, spec.size, spec.lanes
-    repeat = int(p["repeat"])
+    repeat = int(p.repeat)
     rows = max(repeat, 1)                  # the table has spec.r_max rows (a compile bucket)
     ub = np.asarray(case.ub, np.uint8)
     reads, lane_mask, active = source_reads(ins, spec, p)      # the shared source gather
@@ -555,7 +556,7 @@ def access_map(case: Case) -> AccessMap:
     if repeat == 0 or not np.asarray(lane_mask).any():
         notes.append(f"zero repeat / zero mask: the product's rule is "
                      f"{prof.zero_mask if repeat else prof.zero_repeat!r}")
-    return AccessMap(case, dtype, s, lanes, BLOCK // s, repeat, np.asarray(p["mask"]),
+    return AccessMap(case, dtype, s, lanes, BLOCK // s, repeat, np.asarray(p.mask),
                      reads_np, act, bits, writes,
                      {k: (int(a), int(n) * s) for k, (a, n) in case.tensors.items()},
                      ub_after, written, undefined, error, winners, overall, notes)

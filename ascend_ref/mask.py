@@ -1,7 +1,8 @@
 """Vector masks: continuous and bit mode, Ascend C and TIK word orders (SPEC §1.2).
 
 A mask reaches the kernels as a *mode* (``"count"`` or ``"bits"``; a kernel reads it as the
-traced bool ``p["mask.count"]``, so one compiled kernel serves both) and a ``uint32[4]``
+traced bool ``p.mask_count`` of :class:`~ascend_ref.params.Params`, so one compiled kernel
+serves both) and a ``uint32[4]``
 value: for ``count`` the lane count in word 0; for ``bits`` the lane bits, lanes 0–31 in word
 0 (JAX without x64 truncates uint64, so 64-bit words are split on the way in).
 
@@ -156,16 +157,17 @@ def to_words(mode: str, value: ArrayLike, lanes: int) -> jax.Array:
 
 def rules(mode: Optional[str], dtype: DTypeLike,
           zero_rule: Union[str, Callable[[Any], Any]]) -> List[Rule]:
-    """Mask rules over parameters ``p`` (``p["mask"]`` is the uint32[4] value).
+    """Mask rules over parameters ``p`` (:class:`~ascend_ref.params.Params`, or anything with
+    its ``mask`` field: ``p.mask`` is the uint32[4] value).
 
     ``mode``: ``"count"`` / ``"bits"`` (the rules of that mode), or None: the mode is data,
-    ``p["mask.count"]`` (maybe traced; True: continuous), and each mode's rules hold in the
+    ``p.mask_count`` (maybe traced; True: continuous), and each mode's rules hold in the
     other. ``zero_rule``: ``"error"`` / ``"ok"``, or a function of ``p`` saying whether a
     zero mask is an error (the product's rule, as data)."""
     lanes = lanes_per_repeat(dtype)
 
     def count(p: Any) -> Any:
-        return p["mask.count"] if mode is None else np.bool_(mode == "count")
+        return p.mask_count if mode is None else np.bool_(mode == "count")
 
     def zero_error(p: Any) -> Any:
         return zero_rule(p) if callable(zero_rule) else np.bool_(zero_rule == "error")
@@ -173,17 +175,17 @@ def rules(mode: Optional[str], dtype: DTypeLike,
     out: List[Rule] = []
     if mode in (None, "count"):
         out.append(Rule(Code.MASK_RANGE, "mask",
-                        lambda p: ~count(p) | in_range(p["mask"][0], 0, lanes),
-                        lambda p: int(p["mask"][0]), lambda p: f"[1, {lanes}] (continuous mode)"))
+                        lambda p: ~count(p) | in_range(p.mask[0], 0, lanes),
+                        lambda p: int(p.mask[0]), lambda p: f"[1, {lanes}] (continuous mode)"))
     if mode in (None, "bits") and lanes == 64:
         out.append(Rule(Code.MASK_BITS, "mask",
-                        lambda p: count(p) | ((p["mask"][2] | p["mask"][3]) == 0),
-                        lambda p: _hex_words(p["mask"]),
+                        lambda p: count(p) | ((p.mask[2] | p.mask[3]) == 0),
+                        lambda p: _hex_words(p.mask),
                         lambda p: "lanes 0-63 only for a 32-bit type (high word 0)"))
     if zero_rule != "ok":
         out.append(Rule(Code.MASK_ZERO, "mask",
-                        lambda p: ~(zero_error(p) & is_zero(count(p), p["mask"])),
-                        lambda p: 0 if count(p) else _hex_words(p["mask"]),
+                        lambda p: ~(zero_error(p) & is_zero(count(p), p.mask)),
+                        lambda p: 0 if count(p) else _hex_words(p.mask),
                         lambda p: f"a non-zero mask ([1, {lanes}] or a non-zero "
                                   f"bit pattern)"))
     return out

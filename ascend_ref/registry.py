@@ -41,10 +41,12 @@ import abc
 import dataclasses
 import functools
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import (TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple,
+                    Union)
 
 from .constraints import Code, ConstraintError
 from .enums import ReduceOrder, ReduceType, parse_enum
+from .params import ChipFacts, Params
 
 if TYPE_CHECKING:  # pragma: no cover
     from .engine import Instruction as Kernel, Prepared
@@ -273,10 +275,12 @@ class ProfileField:
     choices: Tuple[Any, ...]
     doc: str = ""
 
-    def holds(self, p: Mapping[str, Any], value: Any) -> Any:
+    def holds(self, p: "Union[Params, ChipFacts]", value: Any) -> Any:
         """Inside an instruction's effects: the call's product has ``value`` (a traced bool:
-        the kernel parameter ``p["chip.<name>"]`` holds the index of the product's choice)."""
-        return p[f"chip.{self.name}"] == list(self.choices).index(value)
+        ``p.chip.fields[name]`` holds the index of the product's choice). ``p``: the call's
+        :class:`~ascend_ref.params.Params`, or its product part ``p.chip``."""
+        chip = p.chip if isinstance(p, Params) else p
+        return chip.fields[self.name] == list(self.choices).index(value)
 
 
 # ------------------------------------------------------------------ the declaration ---------
@@ -457,7 +461,10 @@ class Instruction:
         traced = opt in kern.traced_options
         align = kern.align(Spec(self.name, dtype, 1, "" if traced else opt)).get(operand, 1)
         if callable(align):
-            align = align({"option": np.int32(kern.traced_options.index(opt))})
+            # an alignment that depends on the option reads the call's Params.option only
+            import types
+
+            align = align(types.SimpleNamespace(option=np.int32(kern.traced_options.index(opt))))
         return int(align)
 
     def work_elements(self, repeat: int, option: Any, dtype: str) -> int:

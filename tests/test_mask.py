@@ -8,6 +8,8 @@
 
 from __future__ import annotations
 
+import types
+
 import chex
 import jax
 import jax.numpy as jnp
@@ -33,6 +35,11 @@ def ref_words(lo: int, hi: int) -> list:
 
 def _parse(m, dtype="float16", order="ascendc"):
     return masks.parse(m, dtype, api="t", chip="c", word_order=order)
+
+
+def _args(words):
+    """What a mask rule of a known mode reads: the mask words (``Params.mask``)."""
+    return types.SimpleNamespace(mask=words)
 
 
 def test_lanes_per_repeat():
@@ -92,9 +99,9 @@ def test_32_bit_types_take_one_word_or_two_with_the_second_zero():
         [4, 5, 6, 7]
     # a lane past 64 is structurally a two-word mask; the rule rejects it
     hi = _parse([1, 1], "float32")
-    r = first_failure(masks.rules(hi.mode, "float32", "ok"), {"mask": hi.value})
+    r = first_failure(masks.rules(hi.mode, "float32", "ok"), _args(hi.value))
     assert r is not None and r.code == Code.MASK_BITS
-    assert first_failure(masks.rules(one.mode, "float32", "ok"), {"mask": one.value}) is None
+    assert first_failure(masks.rules(one.mode, "float32", "ok"), _args(one.value)) is None
     # to_words drops lanes past the dtype's lane count
     assert np.asarray(masks.to_words(hi.mode, hi.value, 64)).tolist() == [1, 0, 0, 0]
 
@@ -148,8 +155,8 @@ def test_range_rules(dtype):
     lanes = masks.lanes_per_repeat(dtype)
 
     def code(mode, value, zero_rule):
-        r = first_failure(masks.rules(mode, dtype, zero_rule), {"mask": np.asarray(value,
-                                                                                   np.uint32)})
+        r = first_failure(masks.rules(mode, dtype, zero_rule), _args(np.asarray(value,
+                                                                               np.uint32)))
         return None if r is None else r.code
 
     for m in (1, lanes // 2, lanes):
@@ -163,7 +170,7 @@ def test_range_rules(dtype):
     assert code("bits", [0, 0, 0, 1 << 31], "error") == (Code.MASK_BITS if lanes == 64 else None)
     # the rules also evaluate on traced values (a batch of masks inside jit)
     rules = masks.rules("count", dtype, "error")
-    ok = jax.jit(lambda v: jnp.stack([jnp.asarray(r.ok({"mask": v}), bool) for r in rules]))
+    ok = jax.jit(lambda v: jnp.stack([jnp.asarray(r.ok(_args(v)), bool) for r in rules]))
     assert np.asarray(ok(jnp.asarray([lanes + 1, 0, 0, 0], jnp.uint32))).tolist() == [False, True]
     assert np.asarray(ok(jnp.asarray([0, 0, 0, 0], jnp.uint32))).tolist() == [True, False]
 

@@ -78,7 +78,7 @@ def test_the_shipped_profiles_pass():
 
 
 def test_a_declared_field_is_traced_kernel_data(tmp_path):
-    """Kernels read a declared field as ``p["chip.<name>"]`` (the index of the product's
+    """Kernels read a declared field as ``p.chip.fields[name]`` (the index of the product's
     choice), like every product rule: no recompilation per product."""
     import jax
     import jax.numpy as jnp
@@ -89,8 +89,8 @@ def test_a_declared_field_is_traced_kernel_data(tmp_path):
     keep = profile(tmp_path, 'widget_rule = "keep"', pid="p2")
     pz = product_params(zero, "float16", "", [FIELD])
     pk = product_params(keep, "float16", "", [FIELD])
-    assert int(pz["chip.widget_rule"]) == 1 and int(pk["chip.widget_rule"]) == 0
-    assert "chip.widget_rule" not in product_params(zero, "float16")
-    f = jax.jit(lambda p: jnp.where(FIELD.holds(p, "zero"), 7, 3))
-    assert int(f({"chip.widget_rule": pz["chip.widget_rule"]})) == 7
-    assert int(f({"chip.widget_rule": pk["chip.widget_rule"]})) == 3
+    assert int(pz.fields["widget_rule"]) == 1 and int(pk.fields["widget_rule"]) == 0
+    assert "widget_rule" not in product_params(zero, "float16").fields
+    f = jax.jit(lambda chip: jnp.where(FIELD.holds(chip, "zero"), 7, 3))
+    assert int(f(pz)) == 7
+    assert int(f(pk)) == 3

@@ -13,6 +13,7 @@ import jax.numpy as jnp
 
 from .. import addressing, registry
 from ..engine import Instruction, Spec, Write, option_value
+from ..params import Params
 
 MAX_REPEAT = 255
 #: Every Ascend C reduction's numeric parameters (Case keys), and its public signature
@@ -20,7 +21,7 @@ PARAMS = ("repeat", "dst_rep_stride", "src_blk_stride", "src_rep_stride")
 SIGNATURE = ("dst", "src", "mask") + PARAMS
 
 
-def slot_write(spec: Spec, p: dict, words, runs, keep=None, slot_words=None) -> Write:
+def slot_write(spec: Spec, p: Params, words, runs, keep=None, slot_words=None) -> Write:
     """The dst write of per-repeat slots. ``words``: ``(r_max, fields)`` bits; ``keep`` masks
     fields that are not written at all (same shape); ``slot_words``: words per slot when
     fewer than ``fields`` (may be traced: the dst stride unit)."""
@@ -28,7 +29,7 @@ def slot_write(spec: Spec, p: dict, words, runs, keep=None, slot_words=None) -> 
     unit = fields if slot_words is None else slot_words
     size = spec.tsize("dst")          # dst's element width (a 950 int32 sum of int16 lanes: 4)
     addr, issued, final = addressing.write_table(
-        p["dst.addr"], p["dst_rep_stride"] * (unit * size), p["repeat"],
+        p.tensor("dst").addr, p.dst_rep_stride * (unit * size), p.repeat,
         r_max=spec.r_max, fields=fields, size=size)
     issued = issued & runs if keep is None else issued & runs & keep
     final = final & issued
@@ -46,7 +47,7 @@ def instruction(api: str, effects: Callable, layout: Callable[[str, Any], regist
                 mask_modes: Tuple[str, ...] = ("count", "bits")) -> Instruction:
     """An Ascend C reduction over ``(dst, src)`` with the shared parameter set and rules;
     dst's alignment is its slot (``layout``). ``traced_options``: option values that travel
-    as data (``p["option"]``, :func:`ascend_ref.engine.option_value`): one kernel for all."""
+    as data (``p.option``, :func:`ascend_ref.engine.option_value`): one kernel for all."""
     def dst_align(spec: Spec) -> Any:
         if not traced_options:
             return layout(spec.dtype, spec.option).slot_bytes

@@ -40,6 +40,7 @@ from .. import numerics, registry
 from ..constraints import Code, ConstraintError
 from ..engine import Effects, Instruction as Kernel, Spec, gate, mask_lanes
 from ..enums import ReduceType, parse_enum
+from ..params import Params
 from ..ub import itemsize
 from ._slots import PARAMS, params, repeat_range, slot_write
 
@@ -60,7 +61,7 @@ def layout(dtype: Any, option: Any = None) -> registry.Layout:
         per_repeat=True)
 
 
-def _effects(spec: Spec, p: dict, bits: Any, active: Any, arith: numerics.Exact) -> Effects:
+def _effects(spec: Spec, p: Params, bits: Any, active: Any, arith: numerics.Exact) -> Effects:
     def pair_sums(s: Any) -> tuple:               # a numerics.Summation (or the arithmetic)
         x = s.enter(bits, active)                 # masked lanes: +0
         return (s.add(x[:, 0::2], x[:, 1::2]),)

@@ -128,7 +128,7 @@ def int_sums(spec, p, bits, active):
     return total
 
 
-#: the orders as the kernel parameter ``p["option"]`` indexes them: the order is data, so one
+#: the orders as the kernel parameter ``p.option`` indexes them: the order is data, so one
 #: compiled kernel serves all four slot layouts
 ORDERS = tuple(o.value for o in SLOTS)
 

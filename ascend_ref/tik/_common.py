@@ -14,6 +14,7 @@ import jax.numpy as jnp
 from .. import addressing, registry
 from ..constraints import Code
 from ..engine import Instruction, Spec, Write
+from ..params import Params
 
 MAX_REPEAT = 4095
 #: Every TIK reduction's numeric parameters (Case keys), and its public signature
@@ -60,19 +61,19 @@ def declare(kernel: Instruction, *, kind: Callable[[Any], str],
         profile_rules=profile_rules, codes=(Code.WORK_SIZE,) + tuple(codes), summary=summary))
 
 
-def element_write(tensor: str, spec: Spec, p: dict, words, valid) -> Write:
+def element_write(tensor: str, spec: Spec, p: Params, words, valid) -> Write:
     """Write ``words`` (shape (n,)) to elements 0..n-1 of ``tensor`` where ``valid``."""
     n = words.shape[0]
-    addr = p[f"{tensor}.addr"] + jnp.arange(n, dtype=jnp.int32) * spec.size
+    addr = p.tensor(tensor).addr + jnp.arange(n, dtype=jnp.int32) * spec.size
     valid = jnp.broadcast_to(valid, (n,))
     return Write(tensor, addr, words, spec.size, valid, valid)
 
 
-def stage1_write(spec: Spec, p: dict, words, runs=True) -> Write:
+def stage1_write(spec: Spec, p: Params, words, runs=True) -> Write:
     """Stage-1 results: repeat r's ``k`` words at ``work_tensor[k*r : k*r + k]`` (none when
     ``runs`` is False: a mask-0 NOP, SEMANTICS §C)."""
     k = words.shape[-1]
-    addr, issued, _ = addressing.write_table(p["work_tensor.addr"], k * spec.size, p["repeat"],
+    addr, issued, _ = addressing.write_table(p.tensor("work_tensor").addr, k * spec.size, p.repeat,
                                              r_max=spec.r_max, fields=k, size=spec.size)
     issued = issued & runs
     return Write("work_tensor", addr, words, spec.size, issued, issued)

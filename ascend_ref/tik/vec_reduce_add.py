@@ -59,9 +59,9 @@ def _sequential(x, live, add):
 def _tree_order(spec, p, stage1, add, zero):
     """Seed 003 (every product without a documented variant): stage-1 sums tree-summed in
     chunks of L (zero-padded), the chunk sums tree-summed again when R > L."""
-    live = jnp.arange(spec.r_max) < p["repeat"]
+    live = jnp.arange(spec.r_max) < p.repeat
     chunks = numerics.padded_tree_sum(jnp.where(live, stage1, zero), spec.lanes, add, zero)
-    many = p["repeat"] > spec.lanes
+    many = p.repeat > spec.lanes
     return jnp.where(many, numerics.padded_tree_sum(chunks, spec.lanes, add, zero)[0], chunks[0])
 
 
@@ -70,13 +70,13 @@ def _group255_order(spec, p, stage1, add, zero):
     ``((r0 + r1) + r2) + …``; with more than one group the group sums are added pairwise (a
     tree over the group sums, zero-padded to L lanes: assumption ``add_order_group_combine``)."""
     n = -(-spec.r_max // GROUP) * GROUP
-    live = jnp.arange(n) < p["repeat"]
+    live = jnp.arange(n) < p.repeat
     x = jnp.concatenate([stage1, jnp.zeros((n - spec.r_max,), stage1.dtype)]) \
         if n > spec.r_max else stage1
     g = n // GROUP
     sums = _sequential(x.reshape(g, GROUP).T, live.reshape(g, GROUP).T, add)   # (g,)
     combined = numerics.padded_tree_sum(sums, spec.lanes, add, zero)[0] if g > 1 else sums[0]
-    return jnp.where(p["repeat"] > GROUP, combined, sums[0])
+    return jnp.where(p.repeat > GROUP, combined, sums[0])
 
 
 def _odd_even_order(spec, p, vectors, add, zero):
@@ -84,7 +84,7 @@ def _odd_even_order(spec, p, vectors, add, zero):
     … element-wise in order (one accumulator per lane), C = the last repeat when R is odd;
     D = (A + B) + C; the result is the pairwise tree over D's L lanes (assumption
     ``add_order_odd_even``: a pair is two consecutive repeats, the odd repeat left over is C)."""
-    r = p["repeat"]
+    r = p.repeat
     pairs = spec.r_max // 2
     if pairs:
         ev = vectors[0:2 * pairs:2]
@@ -116,14 +116,14 @@ def _effects(spec, p, bits, active, arith):
         return stage1, total
 
     (stage1, total), ok = arith.sums(compute)
-    work, size = p["work_tensor.addr"], p["work_tensor.size"] * spec.size
+    work, size = p.tensor("work_tensor").addr, p.tensor("work_tensor").size * spec.size
     runs, gated = gate(spec, p)                      # mask 0: a NOP where allowed (§C)
     # "tree": work_tensor after the call (issue 12 finding 6): seed 003 shows the stage-1
     # sums there; Huawei's TIK code leaves work untouched for R = 1 and runs the later stages
     # in place (work[0] = the final sum for 2 <= R <= L; chunk sums in front for R > L).
     # Where the two disagree the bytes are undefined: work[0] always, all of it if R > L.
-    many = p["repeat"] > spec.lanes
-    kept = jnp.where(many, 0, p["repeat"] * spec.size)
+    many = p.repeat > spec.lanes
+    kept = jnp.where(many, 0, p.repeat * spec.size)
     writes = [stage1_write(spec, p, stage1[:, None], runs & tree)]
     undefined = [Region(work + kept, size - kept, runs & tree),
                  Region(work, jnp.minimum(size, spec.size), runs & tree),
@@ -135,9 +135,9 @@ def _effects(spec, p, bits, active, arith):
 
 def _rules(spec):
     return [Rule(Code.WORK_SIZE, "work_tensor.size",
-                 lambda p: p["work_tensor.size"] >= work_need(p["repeat"]),
-                 lambda p: int(p["work_tensor.size"]),
-                 lambda p: f">= repeat_times = {int(p['repeat'])} elements")]
+                 lambda p: p.tensor("work_tensor").size >= work_need(p.repeat),
+                 lambda p: int(p.tensor("work_tensor").size),
+                 lambda p: f">= repeat_times = {int(p.repeat)} elements")]
 
 
 #: seed 003: "操作数地址偏移对齐要求请见通用约束" — every operand by the general rule (32 B)

@@ -94,16 +94,16 @@ def work_need(spec, r):
 
 def _rules(spec):
     out = [Rule(Code.WORK_SIZE, "work_tensor.size",
-                lambda p: p["work_tensor.size"] >= work_need(spec, p["repeat"]),
-                lambda p: int(p["work_tensor.size"]),
-                lambda p: f">= {int(work_need(spec, p['repeat']))} elements for repeat_times "
-                          f"{int(p['repeat'])}" + (" (cal_index)" if spec.option else ""))]
+                lambda p: p.tensor("work_tensor").size >= work_need(spec, p.repeat),
+                lambda p: int(p.tensor("work_tensor").size),
+                lambda p: f">= {int(work_need(spec, p.repeat))} elements for repeat_times "
+                          f"{int(p.repeat)}" + (" (cal_index)" if spec.option else ""))]
     if spec.option == "index":
         out.append(Rule(Code.INDEX_OVERFLOW, "src_rep_stride",
-                        lambda p: p["index"] <= min(index_limit(spec.size), 2**31 - 1),
-                        lambda p: int(p["src_rep_stride"]),
+                        lambda p: p.diagnostics.values["index"] <= min(index_limit(spec.size), 2**31 - 1),
+                        lambda p: int(p.src_rep_stride),
                         lambda p: f"a stride whose result index fits in {8 * spec.size} bits "
-                                  f"(the winning lane's source offset is {int(p['index'])} > "
+                                  f"(the winning lane's source offset is {int(p.diagnostics.values['index'])} > "
                                   f"{index_limit(spec.size)})"))
     return out
 
@@ -112,12 +112,12 @@ def _effects(kind):
     def effects(spec, p, bits, active, arith):
         value_r, lane_r, _ = arith.extreme(bits, active, kind)
         stage1 = jnp.stack([value_r, arith.word(lane_r)], axis=-1)
-        live = jnp.arange(spec.r_max) < p["repeat"]
+        live = jnp.arange(spec.r_max) < p.repeat
         value, r_best, _ = arith.extreme(value_r, live, kind)
-        index = r_best * p["src_rep_stride"] * (32 // spec.size) + lane_r[r_best]
+        index = r_best * p.src_rep_stride * (32 // spec.size) + lane_r[r_best]
         words = [value] + ([arith.word(index)] if spec.option == "index" else [])
-        work_end = p["work_tensor.addr"] + p["work_tensor.size"] * spec.size
-        scratch = p["work_tensor.addr"] + 2 * p["repeat"] * spec.size
+        work_end = p.tensor("work_tensor").addr + p.tensor("work_tensor").size * spec.size
+        scratch = p.tensor("work_tensor").addr + 2 * p.repeat * spec.size
         # a zero mask is a NOP where the product's rule allows it (SEMANTICS §C): no write,
         # no scratch
         runs, undefined = gate(spec, p)
@@ -126,8 +126,8 @@ def _effects(kind):
             # issue 12 finding 6: without cal_index Huawei's TIK code runs the later stages in
             # place from work[0] (R >= 2), overwriting the first 2*ceil(2R/L) stage-1 entries
             # the documentation describes: undefined
-            front = 2 * ((2 * p["repeat"] + spec.lanes - 1) // spec.lanes) * spec.size
-            undefined.append(Region(p["work_tensor.addr"], front, (p["repeat"] >= 2) & runs))
+            front = 2 * ((2 * p.repeat + spec.lanes - 1) // spec.lanes) * spec.size
+            undefined.append(Region(p.tensor("work_tensor").addr, front, (p.repeat >= 2) & runs))
         return Effects(
             [stage1_write(spec, p, stage1, runs),
              element_write("dst", spec, p, jnp.stack(words), runs)],

@@ -1,0 +1,124 @@
+"""Unit tests of :mod:`ascend_ref.params`: the typed parameter pytree of one call.
+
+Expected values come from the arguments the test itself passes (addresses, sizes, repeat
+counts, mask lane counts), never from the code under test.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+import ascend_ref as ar
+from ascend_ref import engine, registry
+from ascend_ref.constraints import Code
+from ascend_ref.params import ChipFacts, Diag, Operand, Params
+
+CHIP = "atlas_a2"
+
+
+def _prep(repeat=3, mask=128, src=0, dst=1024, rep_stride=8, api="whole_reduce_sum"):
+    ins = registry.lookup(api)
+    tensors = {"dst": ar.Tensor(dst, "half", 64), "src": ar.Tensor(src, "half", 2048)}
+    params = {"repeat": repeat, "dst_rep_stride": 1, "src_blk_stride": 1,
+              "src_rep_stride": rep_stride}
+    return ins.prepare(ar.new_ub(CHIP), tensors, mask, params, chip=CHIP)
+
+
+def _tik_prep(repeat=2):
+    ins = registry.lookup("vec_reduce_add")
+    tensors = {"dst": ar.Tensor(2048, "half", 16), "src": ar.Tensor(0, "half", 1024),
+               "work_tensor": ar.Tensor(2560, "half", 64)}
+    return ins.prepare(ar.new_ub(CHIP), tensors, 128, {"repeat": repeat, "src_rep_stride": 8},
+                       chip=CHIP)
+
+
+def test_fields_hold_the_arguments_given():
+    p = _prep(repeat=5, mask=77, src=64, dst=1536, rep_stride=9).p
+    assert isinstance(p, Params) and isinstance(p.chip, ChipFacts)
+    assert (int(p.repeat), int(p.src_rep_stride), int(p.dst_rep_stride)) == (5, 9, 1)
+    assert (int(p.src.addr), int(p.src.size)) == (64, 2048)
+    assert (int(p.tensor("dst").addr), int(p.tensor("dst").size)) == (1536, 64)
+    assert np.asarray(p.mask).tolist() == [77, 0, 0, 0] and bool(p.mask_count)
+    assert p.work_tensor is None and p.option is None and p.diag is None
+    assert int(p.arg("src_rep_stride")) == 9
+    with pytest.raises(KeyError):
+        p.tensor("work_tensor")
+    # TIK: no block / dst stride, a work tensor
+    q = _tik_prep().p
+    assert q.src_blk_stride is None and q.dst_rep_stride is None
+    assert int(q.tensor("work_tensor").addr) == 2560
+    with pytest.raises(KeyError):
+        q.arg("dst_rep_stride")
+
+
+def test_pytree_round_trip_keeps_structure_and_values():
+    p = _prep(repeat=7).p
+    leaves, tree = jax.tree_util.tree_flatten(p)
+    back = jax.tree_util.tree_unflatten(tree, leaves)
+    assert isinstance(back, Params) and back.src == p.src and int(back.repeat) == 7
+    assert jax.tree_util.tree_structure(back) == tree
+    # absent fields (None) are empty subtrees, not leaves
+    assert all(x is not None for x in leaves)
+    doubled = jax.tree_util.tree_map(lambda x: np.asarray(x).astype(np.int64) * 2, p)
+    assert int(doubled.repeat) == 14 and int(doubled.tensor("dst").addr) == 2048
+    # a call's structure does not depend on its values (one compiled kernel)
+    assert jax.tree_util.tree_structure(_prep(repeat=1, mask=[1, 2]).p) == tree
+
+
+def test_vmap_over_stacked_params():
+    masks, repeats = [128, 5, 64], [1, 4, 9]
+    ps = [_prep(repeat=r, mask=m).p for r, m in zip(repeats, masks)]
+    stacked = jax.tree_util.tree_map(lambda *xs: np.stack(xs), *ps)
+    assert np.asarray(stacked.repeat).tolist() == repeats
+    lanes = jax.vmap(lambda p: jnp.sum(engine.mask_lanes(p, 128)))(stacked)
+    assert np.asarray(lanes).tolist() == masks
+    reads = jax.vmap(lambda p: p.repeat * p.src_rep_stride * 32 + p.tensor("src").addr)(stacked)
+    assert np.asarray(reads).tolist() == [r * 8 * 32 for r in repeats]
+
+
+def test_the_kernel_runs_a_stacked_batch_and_reports_per_case_status():
+    good, bad = _prep(repeat=2), _prep(repeat=2, dst=1025)      # a half slot at an odd byte
+    ins, spec = good.ins, good.spec
+    ps = jax.tree_util.tree_map(lambda *xs: np.stack(xs), good.p, bad.p)
+    ubs = jnp.stack([engine.pad_ub(good.ub)] * 2)
+    _, status, diag, _, _ = engine.batched(ins, spec, ubs, ps)
+    assert np.asarray(status).tolist() == [0, int(Code.ALIGN)]
+    assert isinstance(diag, Diag) and np.asarray(diag.need_exact).shape == (2,)
+
+
+def test_a_traced_call_reads_traced_leaves():
+    ub = ar.store(ar.new_ub(CHIP), 0, np.ones(2048, np.float16))
+
+    def run(r, m):
+        _, info = ar.ascendc.whole_reduce_sum(ub, ar.Tensor(8192, "half", 64),
+                                              ar.Tensor(0, "half", 2048), m, r, 1, 1, 8,
+                                              chip=CHIP, return_info=True)
+        return info.status
+
+    f = jax.jit(run)
+    assert int(f(jnp.int32(3), jnp.int32(128))) == 0
+    assert int(f(jnp.int32(256), jnp.int32(128))) == int(Code.REPEAT_RANGE)
+    assert int(f(jnp.int32(3), jnp.int32(129))) == int(Code.MASK_RANGE)
+
+
+def test_overridden_replaces_named_values():
+    p = _prep(repeat=3).p
+    q = p.overridden({"repeat": 2**40, "src.addr": -(2**33), "ub_base": 64})
+    assert (q.repeat, q.tensor("src").addr, q.ub_base) == (2**40, -(2**33), 64)
+    assert int(q.tensor("src").size) == 2048 and int(p.repeat) == 3    # p itself unchanged
+
+
+def test_profile_fields_are_typed_chip_facts():
+    ins = registry.lookup("pair_reduce_sum")
+    tensors = {"dst": ar.Tensor(1024, "half", 64), "src": ar.Tensor(0, "half", 128)}
+    params = {"repeat": 1, "dst_rep_stride": 1, "src_blk_stride": 1, "src_rep_stride": 8}
+    for chip in ("atlas_a2", "ascend950"):
+        p = ins.prepare(ar.new_ub(chip), tensors, 128, params, chip=chip).p
+        want = ar.chip(chip).facts["pair_masked_pair"]
+        for f in ins.profile_fields:
+            assert f.name in p.chip.fields
+        holds = [bool(ins.profile_fields[0].holds(p, c)) for c in ins.profile_fields[0].choices]
+        assert holds == [c == want for c in ins.profile_fields[0].choices]
