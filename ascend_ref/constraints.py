@@ -112,6 +112,51 @@ class Rule:
     value: Callable[..., Any]
     allowed: Callable[..., str]
     hint: str = ""
+    #: the constraint in words, as a call's constraint list shows it (:class:`Constraint`)
+    doc: str = ""
+
+
+#: a :class:`Constraint` checked in Python before the kernel: the first failing one raises
+HOST = "host"
+#: a :class:`Constraint` evaluated in the kernel (eager, jit, batch): the lowest code wins
+TRACED = "traced"
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """One entry of a call's constraint list (:meth:`ascend_ref.registry.Instruction.rules`).
+
+    ``stage``: :data:`HOST` (structural, in Python, in list order: the first that fails
+    raises, before any kernel runs) or :data:`TRACED` (a :class:`Rule`, ``rule``; evaluated
+    in the kernel on concrete or traced values; the lowest failing code is reported, and the
+    list holds them by code, so it is also the first failing one in the list).
+    """
+
+    stage: str
+    code: Code
+    param: str
+    doc: str
+    rule: Optional[Rule] = None
+
+    def __str__(self) -> str:
+        return f"{self.stage:<6}  {self.code.name:<17}  {self.param:<18}  {self.doc}"
+
+
+@dataclass(frozen=True)
+class HostCheck:
+    """A host-stage check an instruction declares (``registry.Instruction.checks``): ``fn``
+    raises :class:`ConstraintError` with ``code`` for ``param``; ``doc`` states the rule."""
+
+    code: Code
+    param: str
+    doc: str
+    fn: Callable[..., None]
+
+    def __call__(self, *args: Any) -> None:
+        self.fn(*args)
+
+    def constraint(self) -> Constraint:
+        return Constraint(HOST, self.code, self.param, self.doc)
 
 
 def in_range(x: Any, lo: Any, hi: Any) -> Any:

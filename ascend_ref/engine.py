@@ -31,7 +31,8 @@ import numpy as np
 
 from . import addressing, mask as masks, numerics
 from .chips import ADD_ORDERS, FILL_RULES, ZERO_RULES, ChipProfile, chip as get_chip
-from .constraints import Code, ConstraintError, Rule, first_failure, in_range, status_of
+from .constraints import (HOST, Code, Constraint, ConstraintError, Rule, first_failure, in_range,
+                          status_of)
 from .params import ARGS, OPERANDS, ChipFacts, Diag, Extent, Operand, Params
 from .ub import Tensor, as_ub, element_view, itemsize, mark, scatter_bytes, to_bytes
 
@@ -309,14 +310,10 @@ def _inside_ub(spec: Spec, p: Params, addr, size, isz: int) -> Any:
     return (addr >= 0) & (size >= 0) & (addr <= lim) & (size <= room // isz)
 
 
-def _end(spec: Spec, t: Operand) -> int:
-    """Byte end of an operand's declared extent (concrete values: message text)."""
-    return int(t.addr) + int(t.size) * spec.size
-
-
 def rules(ins: Instruction, spec: Spec) -> list:
-    """Every constraint of one call, as :class:`Rule` s over its :class:`Params` ``p`` (the
-    kernel's measurements in ``p.diag``)."""
+    """Every traced constraint of one call, as :class:`Rule` s over its :class:`Params` ``p``
+    (the kernel's measurements in ``p.diag``), by code (the call's whole list, host checks
+    included: :meth:`ascend_ref.registry.Instruction.rules`)."""
     lo0, hi = ins.repeat_range(spec)
 
     def low(p):                        # repeat 0 is outside the range where it is an error
@@ -329,20 +326,28 @@ def rules(ins: Instruction, spec: Spec) -> list:
                     lambda p: int(p.repeat),
                     lambda p, hi=hi, top=top: f"[{int(low(p))}, {hi}]" + (
                         f" (this batch was compiled for at most {top})"
-                        if top < hi and int(low(p)) <= int(p.repeat) <= hi else "")))
+                        if top < hi and int(low(p)) <= int(p.repeat) <= hi else ""),
+                    doc=f"{ins.repeat_param} in [{lo0}, {hi}]" + (
+                        " (0: a NOP or undefined where the product allows it)"
+                        if lo0 == 0 else "")))
     for s in ins.strides:
         out.append(Rule(Code.STRIDE_RANGE, s, lambda p, s=s: in_range(p.arg(s), 0, U16_MAX),
-                        lambda p, s=s: int(p.arg(s)), lambda p: "[0, 65535]"))
+                        lambda p, s=s: int(p.arg(s)), lambda p: "[0, 65535]",
+                        doc=f"{s} in [0, 65535]"))
     if "dst_rep_stride" in ins.strides:
         out.append(Rule(Code.DST_STRIDE_ZERO, "dst_rep_stride",
                         lambda p: (p.dst_rep_stride != 0) | Product(p).dst_rep_stride_zero,
-                        lambda p: int(p.dst_rep_stride), lambda p: "[1, 65535]"))
+                        lambda p: int(p.dst_rep_stride), lambda p: "[1, 65535]",
+                        doc="dst_rep_stride != 0 (0 only on a product with "
+                            "dst_rep_stride_zero)"))
     for t, a in ins.align(spec).items():
         unit = a if callable(a) else (lambda p, a=a: a)       # bytes; may read p (traced)
         out.append(Rule(Code.ALIGN, f"{t}.addr",
                         lambda p, t=t, u=unit: p.tensor(t).addr % u(p) == 0,
                         lambda p, t=t: int(p.tensor(t).addr),
-                        lambda p, u=unit: f"a multiple of {int(u(p))} bytes"))
+                        lambda p, u=unit: f"a multiple of {int(u(p))} bytes",
+                        doc=f"{t} start address a multiple of "
+                            + ("its result slot (by option)" if callable(a) else f"{a} bytes")))
     for t in ins.operands:
         isz = spec.tsize(t)
         out.append(Rule(
@@ -350,7 +355,8 @@ def rules(ins: Instruction, spec: Spec) -> list:
             lambda p, t=t, isz=isz: _inside_ub(spec, p, p.tensor(t).addr, p.tensor(t).size, isz),
             lambda p, t=t, isz=isz: f"bytes [{int(p.tensor(t).addr)}, "
                                     f"{int(p.tensor(t).addr) + int(p.tensor(t).size) * isz})",
-            lambda p: f"inside the UB: [0, {int(_ub_limit(spec, p))})"))
+            lambda p: f"inside the UB: [0, {int(_ub_limit(spec, p))})",
+            doc=f"{t}'s declared extent inside the UB"))
         if t in ins.sized_by_rule:
             continue
         out.append(Rule(
@@ -362,12 +368,14 @@ def rules(ins: Instruction, spec: Spec) -> list:
             lambda p, t=t, isz=isz: f"the declared extent of {t}: bytes "
                                     f"[{int(p.tensor(t).addr)}, "
                                     f"{int(p.tensor(t).addr) + int(p.tensor(t).size) * isz})",
-            hint="Enlarge the tensor or reduce repeat / strides / mask"))
+            hint="Enlarge the tensor or reduce repeat / strides / mask",
+            doc=f"every access to {t} inside its declared extent"))
     if ins.overlap == "repeat":
         out.append(Rule(Code.OVERLAP, "dst", lambda p: ~p.diagnostics.raw_conflict,
                         lambda p: "a result slot that a later repeat reads as source",
                         lambda p: "the dst of repeat N is never read by a later repeat "
-                                  "(separate dst from src, or use in-place order)"))
+                                  "(separate dst from src, or use in-place order)",
+                        doc="the dst of repeat N is not read as src by a later repeat"))
     else:
         names = ins.operands
         pairs = ins.disjoint_pairs or tuple((a, b) for i, a in enumerate(names)
@@ -383,16 +391,20 @@ def rules(ins: Instruction, spec: Spec) -> list:
                 | (p.tensor(b).addr + p.tensor(b).size * spec.tsize(b) <= p.tensor(a).addr),
                 lambda p, a=a, b=b: f"{a} at {int(p.tensor(a).addr)}, "
                                     f"{b} at {int(p.tensor(b).addr)}",
-                lambda p, what=what: what))
+                lambda p, what=what: what, doc=f"{a} and {b} do not overlap"))
     if ins.saturating and spec.dtype != "float16":      # float32, and the integer sums
         out.append(Rule(Code.SATURATE_DTYPE, "saturate", lambda p: ~p.saturate,
-                        lambda p: True, lambda p: f"False for {spec.dtype} (half only)"))
+                        lambda p: True, lambda p: f"False for {spec.dtype} (half only)",
+                        doc=f"saturate False for {spec.dtype} (half only)"))
     if ins.saturating and spec.dtype == "float16":
         out.append(Rule(Code.SATURATE_DTYPE, "saturate",
                         lambda p: p.saturate | ~Product(p).saturate_only,
                         lambda p: False, lambda p: "True or None: this product has only the "
-                                                   "saturation mode"))
-    return out + list(ins.extra_rules(spec))
+                                                   "saturation mode",
+                        doc="saturate True (or None) on a product with saturate_only"))
+    # by code: the documentation's order (codes are numbered in it, docs/SEMANTICS.md §H),
+    # and the lowest failing code is the first failing rule (stable: ties keep their order)
+    return sorted(out + list(ins.extra_rules(spec)), key=lambda r: int(r.code))
 
 
 # ---------------------------------------------------------------- kernel ------------------
@@ -881,6 +893,37 @@ def execute(prep: Prepared):
         written = None if written is None else written[..., :n]
         undefined = None if undefined is None else undefined[..., :n]
     return out, status, diag, written, undefined
+
+
+def host_constraints(ins: Instruction, params: Sequence[str]) -> list:
+    """The structural checks :func:`prepare` makes in Python, in the order it makes them (the
+    first that fails raises, before the kernel): :class:`~ascend_ref.constraints.Constraint`
+    s. ``params``: the call's numeric parameter names (``"repeat"`` first)."""
+    def host(code: Code, param: str, doc: str) -> Constraint:
+        return Constraint(HOST, code, param, doc)
+
+    ops = ins.operands
+    out = [host(Code.BAD_ARGUMENT, "ub", "ub is a 1-D uint8 array")]
+    out += [host(Code.BAD_ARGUMENT, t, f"{t} is an ascend_ref.Tensor") for t in ops]
+    out.append(host(Code.API_UNSUPPORTED, "chip", f"the product has {ins.api} (a row under "
+                                                  f"[apis] in its profile)"))
+    out += [host(Code.DTYPE_UNSUPPORTED, f"{t}.dtype", f"{t}'s dtype is one the product lists "
+                                                        f"for {ins.api}") for t in ops]
+    out += [host(Code.DTYPE_MISMATCH, f"{t}.dtype", f"{t}'s dtype is src's") for t in ops
+            if t != "src"]
+    words = "[mask_h, mask_l]" if ins.word_order == "tik" else \
+        "[lanes 0-63, lanes 64-127] (one word for a 32-bit type)"
+    out += [host(Code.BAD_ARGUMENT, "mask", "mask is an int (continuous), a list of ints "
+                                            "(bit mode) or uint32[4] lane words"),
+            host(Code.MASK_RANGE, "mask", "a continuous mask is in [0, 2**31)"),
+            host(Code.MASK_BITS, "mask", f"bit mode: the words {words}, each in [0, 2**64)")]
+    out += [host(Code.BAD_ARGUMENT, k, f"{k} is an int") for k in params]
+    for t in ops:
+        out += [host(Code.BAD_ARGUMENT, f"{t}.addr", f"{t}.addr is an int"),
+                host(Code.BAD_ARGUMENT, f"{t}.size", f"{t}.size is an int")]
+    if ins.saturating:
+        out.append(host(Code.BAD_ARGUMENT, "saturate", "saturate is True, False or None"))
+    return out
 
 
 def prepare(ins: Instruction, ub, tensors: dict, mask, params: dict, *, chip, option: str = "",

@@ -723,6 +723,22 @@ class RoundingTree:
         p.text(self.text())
 
 
+def constraints(api: str, option=None, dtype: str = "float16") -> str:
+    """A call's constraint list as text, one line per constraint, in the order the call
+    checks them (:meth:`ascend_ref.registry.Instruction.rules`): host-stage checks first
+    (the first that fails raises), then the kernel's traced rules by code (the lowest
+    failing code is reported).
+
+    >>> print(constraints("vec_reduce_add").splitlines()[-3])
+    traced  OVERLAP            dst/work_tensor     dst and work_tensor do not overlap
+    """
+    ins = registry.lookup(api, api="explain")
+    option = ins.canonical_option(option)
+    head = f"{ins.name} ({dtype}" + (f", {ins.option.key}={ins.option_label(option)}"
+                                     if ins.option is not None else "") + ")"
+    return "\n".join([head] + [str(c) for c in ins.rules(option, dtype)])
+
+
 def _sub_stats(sub: list) -> str:
     n = len(sub)
     parts = [f"{n} add{'s' if n > 1 else ''}"]
@@ -952,4 +968,4 @@ class _CallableModule(types.ModuleType):
 sys.modules[__name__].__class__ = _CallableModule
 
 __all__ = ["make_case", "access_map", "AccessMap", "WriteTable", "rounding_tree", "replay",
-           "RoundingTree", "Node", "explain_code"]
+           "RoundingTree", "Node", "explain_code", "constraints"]

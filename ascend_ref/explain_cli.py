@@ -15,7 +15,8 @@ import numpy as np
 
 from . import registry
 from .constraints import ConstraintError
-from .explain import access_map, make_case, rounding_tree
+from .explain import access_map, constraints, make_case, rounding_tree
+from .ub import dtype_name
 
 
 def _parse_mask(text: str) -> Union[int, List[int]]:
@@ -69,6 +70,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-repeats", type=int, default=4, help="repeats listed lane by lane")
     p.add_argument("--png", default=None, help="also save the access-map picture here")
     p.add_argument("--tree-png", default=None, help="also save the rounding-tree picture here")
+    p.add_argument("--rules", action="store_true",
+                   help="print the call's constraint list (in checking order) and stop")
     p.set_defaults(func=_main)
 
 
@@ -77,6 +80,9 @@ def _main(args: argparse.Namespace) -> int:
     given = {"order": args.order, "reduce_type": args.reduce_type,
              "cal_index": bool(args.cal_index)}
     option = given.get(ins.option.key) if ins.option is not None else None
+    if args.rules:
+        print(constraints(ins.name, option, dtype_name(args.dtype)))
+        return 0
     data: Any = args.data
     if args.values:
         try:

@@ -176,18 +176,22 @@ def rules(mode: Optional[str], dtype: DTypeLike,
     if mode in (None, "count"):
         out.append(Rule(Code.MASK_RANGE, "mask",
                         lambda p: ~count(p) | in_range(p.mask[0], 0, lanes),
-                        lambda p: int(p.mask[0]), lambda p: f"[1, {lanes}] (continuous mode)"))
+                        lambda p: int(p.mask[0]), lambda p: f"[1, {lanes}] (continuous mode)",
+                        doc=f"continuous mode: mask in [1, {lanes}]"))
     if mode in (None, "bits") and lanes == 64:
         out.append(Rule(Code.MASK_BITS, "mask",
                         lambda p: count(p) | ((p.mask[2] | p.mask[3]) == 0),
                         lambda p: _hex_words(p.mask),
-                        lambda p: "lanes 0-63 only for a 32-bit type (high word 0)"))
+                        lambda p: "lanes 0-63 only for a 32-bit type (high word 0)",
+                        doc="bit mode, 32-bit type: lanes 0-63 only (mask[1] = 0)"))
     if zero_rule != "ok":
         out.append(Rule(Code.MASK_ZERO, "mask",
                         lambda p: ~(zero_error(p) & is_zero(count(p), p.mask)),
                         lambda p: 0 if count(p) else _hex_words(p.mask),
                         lambda p: f"a non-zero mask ([1, {lanes}] or a non-zero "
-                                  f"bit pattern)"))
+                                  f"bit pattern)",
+                        doc="mask not 0 (continuous 0 / all-zero bits) where the product's "
+                            "zero_mask rule is 'error'"))
     return out
 
 

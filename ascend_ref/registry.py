@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from typing import (TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple,
                     Union)
 
-from .constraints import Code, ConstraintError
+from .constraints import DESCRIPTIONS, HOST, TRACED, Code, Constraint, ConstraintError, HostCheck
 from .enums import ReduceOrder, ReduceType, parse_enum
 from .params import ChipFacts, Params
 
@@ -296,8 +296,11 @@ class Instruction:
     ``"max"`` or ``"sum"``. ``layout(dtype, option)``: :class:`Layout`. ``repeat_range(option,
     dtype)``: documented ``(lo, hi)``. ``work_need(repeat, option, dtype)``: work_tensor
     elements a concrete call needs (None: no work tensor). ``checks``: host-side checks run
-    before the kernel's rules, in order: ``check(ins, prof, tensors, option)`` raising
-    :class:`ConstraintError`. ``assumptions``: profile assumption -> the code a device
+    before the kernel's rules, in order: :class:`~ascend_ref.constraints.HostCheck` s,
+    called ``check(ins, prof, tensors, option)``, raising :class:`ConstraintError` (they
+    appear in :meth:`rules` with their code and rule in words). ``alias_checks``: checks an
+    alias function makes on its own arguments before it calls the instruction
+    (ReducePairElem's ``reduce_type``), listed first by :meth:`rules`. ``assumptions``: profile assumption -> the code a device
     reports where the reference's assumed rule fires (dump verification).
     ``profile_rules``: product-profile fields only this instruction's effects read beyond the
     shared ones (``"block_fill"``, ``"add_order"``): what the audit checks it against.
@@ -325,7 +328,8 @@ class Instruction:
     repeat_range: Callable[[Any, str], Tuple[int, int]]
     option: Optional[Option] = None
     work_need: Optional[Callable[[int, Any, str], int]] = None
-    checks: Tuple[Callable[..., None], ...] = ()
+    checks: Tuple[HostCheck, ...] = ()
+    alias_checks: Tuple[HostCheck, ...] = ()
     aliases: Tuple[str, ...] = ()
     assumptions: Mapping[str, Code] = dataclasses.field(default_factory=dict)
     profile_rules: Tuple[str, ...] = ()
@@ -518,6 +522,46 @@ class Instruction:
             return 0
         last = (int(repeat) - 1) * int(rep_stride) * BLOCK
         return last + int(reads[0][lane_mask].max()) + int(np.dtype(dtype).itemsize)
+    # -------------------------------------------------------------- constraints ------------
+
+    def rules(self, option: Any = None, dtype: str = "float16") -> List[Constraint]:
+        """Every constraint of a call, in order: the host-stage checks as the call makes them
+        (product, option, the instruction's own :attr:`checks` -- WholeReduceMin/Max's order
+        on the product --, argument types, dtypes, mask structure; the first failing one
+        raises) and then the traced rules the kernel evaluates, by code (the documentation's
+        order; the lowest failing code is reported). ``option``: a canonical option (None:
+        :meth:`canonical_option`'s example); ``dtype``: the element type (the mask and
+        saturation rules differ between 16- and 32-bit types)."""
+        from . import engine
+
+        chip = Constraint(HOST, Code.CHIP_UNKNOWN, "chip",
+                          "the product id has a profile in configs/chips/")
+        out = [c.constraint() for c in self.alias_checks]
+        if self.checks:                          # the checks read the profile: it comes first
+            out.append(chip)
+        if self.option is not None:
+            o = self.option
+            if isinstance(o, EnumOption):
+                out.append(Constraint(HOST, o.code, o.key, f"{o.key} is a "
+                                      f"{o.enum_cls.__name__} (a member or its name)"))
+            out.append(Constraint(HOST, Code.BAD_ARGUMENT, o.key,
+                                  f"{o.key} is " + ("True / False" if isinstance(o, FlagOption)
+                                                    else "given, as a name or an enum member")))
+        if not self.checks:
+            out.append(chip)
+        for check in self.checks:
+            if not isinstance(check, HostCheck):
+                raise TypeError(f"{self.name}: a check must be a constraints.HostCheck (its "
+                                f"code, parameter and rule in words), got {check!r}")
+            out.append(check.constraint())
+        out += engine.host_constraints(self.kernel, self.params)
+        spec = engine.Spec(self.name, dtype, self.repeat_range(self.canonical_option(option),
+                                                               dtype)[1],
+                           "" if self.kernel.traced_options else
+                           self.engine_option(self.canonical_option(option)))
+        out += [Constraint(TRACED, r.code, r.param, r.doc or DESCRIPTIONS[r.code], r)
+                for r in engine.rules(self.kernel, spec)]
+        return out
 
     # -------------------------------------------------------------- calls ------------------
 

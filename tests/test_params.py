@@ -122,3 +122,174 @@ def test_profile_fields_are_typed_chip_facts():
             assert f.name in p.chip.fields
         holds = [bool(ins.profile_fields[0].holds(p, c)) for c in ins.profile_fields[0].choices]
         assert holds == [c == want for c in ins.profile_fields[0].choices]
+
+
+# ------------------------------------------------------------------ the constraint list -----
+
+def _dtypes(ins):
+    return sorted({d for c in ar.chips() for d in ar.chip(c).dtypes(ins.name)})
+
+
+def _module_codes(ins):
+    """Codes named in the instruction's own source file (``Code.X``): each must be listed."""
+    import ast
+    import importlib
+    import inspect
+
+    src = inspect.getsource(importlib.import_module(ins.kernel.effects.__module__))
+    return {Code[n.attr] for n in ast.walk(ast.parse(src))
+            if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name)
+            and n.value.id == "Code"}
+
+
+@pytest.mark.parametrize("name", registry.names())
+def test_the_constraint_list_is_complete(name):
+    ins = registry.lookup(name)
+    listed = {c.code for o in ins.options() for d in _dtypes(ins) for c in ins.rules(o, d)}
+    # every call can break these (docs/SEMANTICS.md §H, SPEC §6)
+    every = {Code.CHIP_UNKNOWN, Code.API_UNSUPPORTED, Code.DTYPE_UNSUPPORTED,
+             Code.DTYPE_MISMATCH, Code.MASK_RANGE, Code.MASK_BITS, Code.MASK_ZERO,
+             Code.REPEAT_RANGE, Code.STRIDE_RANGE, Code.ALIGN, Code.UB_BOUNDS,
+             Code.TENSOR_BOUNDS, Code.OVERLAP, Code.BAD_ARGUMENT}
+    want = set(every) | set(ins.codes) | set(ins.assumptions.values())
+    if ins.option is not None:
+        want.add(getattr(ins.option, "code", Code.BAD_ARGUMENT))
+    if "dst_rep_stride" in ins.params:
+        want.add(Code.DST_STRIDE_ZERO)
+    if ins.saturating:
+        want.add(Code.SATURATE_DTYPE)
+    if ins.work_need is not None:
+        want.add(Code.WORK_SIZE)
+    assert want <= listed, sorted(c.name for c in want - listed)
+    assert Code.OK not in listed
+
+
+def _listed(ins):
+    return {c.code for o in ins.options() for d in _dtypes(ins) for c in ins.rules(o, d)}
+
+
+def test_every_code_an_instruction_file_names_is_listed():
+    """A code named in an instruction file (a rule, a check, an alias's check) is in the list
+    of one of the instructions that file declares."""
+    by_module = {}
+    for ins in registry.all():
+        by_module.setdefault(ins.kernel.effects.__module__, []).append(ins)
+    for mod, group in by_module.items():
+        named = _module_codes(group[0])
+        listed = set().union(*[_listed(i) for i in group])
+        assert named <= listed, (mod, sorted(c.name for c in named - listed))
+
+
+@pytest.mark.parametrize("name", registry.names())
+def test_the_constraint_list_is_ordered(name):
+    ins = registry.lookup(name)
+    for o in ins.options():
+        for d in _dtypes(ins):
+            lst = ins.rules(o, d)
+            stages = [c.stage for c in lst]
+            assert stages == sorted(stages, key=lambda s: s != "host"), "host checks first"
+            traced = [int(c.code) for c in lst if c.stage == "traced"]
+            assert traced == sorted(traced) and traced, "traced rules by code"
+            assert all(c.rule is not None for c in lst if c.stage == "traced")
+            assert all(c.doc for c in lst)
+
+
+def _mutations(case):
+    """Host-stage faults of a valid call, each with the (code, param) it raises alone."""
+    import dataclasses
+
+    ins = case.instruction
+    out = {"chip": (dict(chip="atlas_z9"), (Code.CHIP_UNKNOWN, "chip")),
+           "ub": (dict(ub=np.zeros(16, np.float32)), (Code.BAD_ARGUMENT, "ub")),
+           "dtype": (dict(dtype="int32"), (Code.DTYPE_UNSUPPORTED, f"{ins.operands[0]}.dtype")),
+           "mask": (dict(mask=1.5), (Code.BAD_ARGUMENT, "mask")),
+           "repeat": (dict(params={**case.params, "repeat": 1.5}), (Code.BAD_ARGUMENT, "repeat"))}
+    if ins.option is not None:
+        flag = isinstance(ins.option, registry.FlagOption)
+        out["option"] = (dict(option=2 if flag else "NOPE"),
+                         (Code.BAD_ARGUMENT if flag else ins.option.code, ins.option.key))
+    if ins.saturating:
+        out["saturate"] = (dict(saturate="yes"), (Code.BAD_ARGUMENT, "saturate"))
+    return {k: (lambda c, kw=kw: dataclasses.replace(c, **kw), want)
+            for k, (kw, want) in out.items()}
+
+
+def _raised(case):
+    from ascend_ref.case import JAX
+
+    with pytest.raises(ar.ConstraintError) as e:
+        case.call(JAX)
+    return e.value.code, e.value.param
+
+
+@pytest.mark.parametrize("name", registry.names())
+def test_host_checks_raise_in_list_order(name):
+    """Two host-stage faults at once: the call reports the one listed first."""
+    import itertools
+
+    from ascend_ref import explain
+
+    ins = registry.lookup(name)
+    case = explain.make_case(name, repeat=2)
+    keys = [(c.code, c.param) for c in ins.rules(case.option, case.dtype) if c.stage == "host"]
+    muts = _mutations(case)
+    for k, (f, want) in muts.items():
+        assert want in keys, (k, want)
+        assert _raised(f(case)) == want, k
+    for (a, (fa, wa)), (b, (fb, wb)) in itertools.combinations(muts.items(), 2):
+        first = wa if keys.index(wa) < keys.index(wb) else wb
+        assert _raised(fb(fa(case))) == first, (a, b)
+
+
+@pytest.mark.parametrize("name", registry.names())
+def test_traced_faults_are_listed(name):
+    """A traced fault raises a (code, param) that the call's list holds."""
+    import dataclasses
+
+    from ascend_ref import explain
+
+    ins = registry.lookup(name)
+    case = explain.make_case(name, repeat=2)
+    keys = {(c.code, c.param) for c in ins.rules(case.option, case.dtype) if c.stage == "traced"}
+    a, n = case.tensors["src"]
+    faults = [dataclasses.replace(case, tensors={**case.tensors, "src": (a + 2, n)}),
+              dataclasses.replace(case, tensors={**case.tensors, "src": (a, 1)}),
+              dataclasses.replace(case, params={**case.params, "src_rep_stride": 70000})]
+    seen = [_raised(c) for c in faults]
+    assert [c for c, _ in seen] == [Code.ALIGN, Code.TENSOR_BOUNDS, Code.STRIDE_RANGE]
+    assert all(s in keys for s in seen), seen
+
+
+def test_two_traced_faults_report_the_lower_code_the_list_holds_first():
+    from ascend_ref import explain
+
+    ins = registry.lookup("whole_reduce_sum")
+    case = explain.make_case("whole_reduce_sum", repeat=2)
+    a, n = case.tensors["src"]
+    import dataclasses
+
+    bad = dataclasses.replace(case, tensors={**case.tensors, "src": (a + 2, 1)},
+                              params={**case.params, "src_rep_stride": 70000})
+    code, param = _raised(bad)
+    traced = [(c.code, c.param) for c in ins.rules(None, case.dtype) if c.stage == "traced"]
+    assert (code, param) == (Code.STRIDE_RANGE, "src_rep_stride")
+    assert traced.index((code, param)) < traced.index((Code.ALIGN, "src.addr"))
+
+
+def test_reduce_pair_elem_checks_its_reduce_type_first():
+    ins = registry.lookup("pair_reduce_sum")
+    assert (ins.rules()[0].code, ins.rules()[0].param) == (Code.REDUCE_TYPE, "reduce_type")
+    with pytest.raises(ar.ConstraintError) as e:
+        ar.ascendc.reduce_pair_elem(np.zeros(4, np.float32), None, None, 1.5, 1, 1, 1, 8,
+                                    chip="atlas_z9", reduce_type="MAX")
+    assert e.value.code == Code.REDUCE_TYPE
+
+
+def test_explain_prints_the_list():
+    from ascend_ref import explain
+
+    text = explain.constraints("vec_reduce_min", True, "float32")
+    lines = text.splitlines()
+    assert lines[0].startswith("vec_reduce_min (float32, cal_index=")
+    assert lines[-1].split()[:2] == ["traced", "INDEX_OVERFLOW"]
+    assert sum(line.startswith("host") for line in lines) > 10

@@ -37,7 +37,7 @@ from typing import Any
 import jax.numpy as jnp
 
 from .. import numerics, registry
-from ..constraints import Code, ConstraintError
+from ..constraints import Code, ConstraintError, HostCheck
 from ..engine import Effects, Instruction as Kernel, Spec, gate, mask_lanes
 from ..enums import ReduceType, parse_enum
 from ..params import Params
@@ -88,12 +88,26 @@ _KERNEL = Kernel(
     align=lambda spec: {"src": registry.BLOCK, "dst": registry.BLOCK},   # "需要32字节对齐"
     effects=_effects, saturating=True)
 
+def _sum_only(reduce_type: Any, chip: Any) -> None:
+    rt = parse_enum(ReduceType, reduce_type, api="reduce_pair_elem", param="reduce_type",
+                    code=Code.REDUCE_TYPE, chip=chip)
+    if rt is not ReduceType.SUM:
+        raise ConstraintError(Code.REDUCE_TYPE, api="reduce_pair_elem", param="reduce_type",
+                              value=rt.value, allowed="SUM (ReducePairElem supports only "
+                              "ReduceType::SUM)")
+
+
+#: ReducePairElem<reduceType>: "当前仅支持求和操作" (the alias checks its own argument)
+SUM_ONLY = HostCheck(Code.REDUCE_TYPE, "reduce_type",
+                     "reduce_pair_elem: reduce_type is SUM (the only ReduceType it supports)",
+                     _sum_only)
+
 _PRS = registry.register(registry.Instruction(
     name="pair_reduce_sum", family="ascendc", kernel=_KERNEL,
     signature=("dst", "src", "repeat", "mask") + PARAMS[1:], params=PARAMS,
     kind=lambda option: "sum", layout=layout, repeat_range=repeat_range,
     aliases=("reduce_pair_elem",), profile_rules=(MASKED_PAIR.name, MASKED_LANE.name),
-    profile_fields=(MASKED_PAIR, MASKED_LANE),
+    profile_fields=(MASKED_PAIR, MASKED_LANE), alias_checks=(SUM_ONLY,),
     summary="PairReduceSum (ReducePairElem<SUM>): adjacent pairs summed per repeat"))
 
 
@@ -114,12 +128,7 @@ def reduce_pair_elem(ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_st
                      return_info=False):
     """ReducePairElem<reduceType> (the newer name, CANN 9.1.0), in its documented order: mask
     before repeat. ``reduce_type``: only ``"SUM"`` / ``ReduceType.SUM`` ("当前仅支持求和操作")."""
-    rt = parse_enum(ReduceType, reduce_type, api="reduce_pair_elem", param="reduce_type",
-                    code=Code.REDUCE_TYPE, chip=chip)
-    if rt is not ReduceType.SUM:
-        raise ConstraintError(Code.REDUCE_TYPE, api="reduce_pair_elem", param="reduce_type",
-                              value=rt.value, allowed="SUM (ReducePairElem supports only "
-                              "ReduceType::SUM)")
+    SUM_ONLY(reduce_type, chip)
     return pair_reduce_sum(ub, dst, src, repeat_time, mask, dst_rep_stride, src_blk_stride,
                            src_rep_stride, chip=chip, saturate=saturate,
                            return_info=return_info)

@@ -41,7 +41,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from .. import numerics, registry
-from ..constraints import Code, ConstraintError
+from ..constraints import Code, ConstraintError, HostCheck
 from ..engine import Effects, gate, option_value
 from ..enums import ReduceOrder
 from ..ub import itemsize
@@ -173,14 +173,19 @@ def _order_on_product(ins: registry.Instruction, prof: Any, tensors: Mapping[str
                               chip=prof.id)
 
 
+#: ORDER_UNSUPPORTED on a product without the order (its profile's ``orders``)
+ORDER_ON_PRODUCT = HostCheck(Code.ORDER_UNSUPPORTED, "order",
+                             "order is one the product lists (its profile's orders; checked "
+                             "once the dtypes are supported)", _order_on_product)
+
 _WR_MIN = declare(instruction("whole_reduce_min", _minmax("min"), minmax_layout,
                               traced_options=ORDERS),
                   kind=lambda o: "min", layout=minmax_layout, option=registry.ORDER,
-                  checks=(_order_on_product,), summary="WholeReduceMin (ReduceRepeat<MIN>)")
+                  checks=(ORDER_ON_PRODUCT,), summary="WholeReduceMin (ReduceRepeat<MIN>)")
 _WR_MAX = declare(instruction("whole_reduce_max", _minmax("max"), minmax_layout,
                               traced_options=ORDERS),
                   kind=lambda o: "max", layout=minmax_layout, option=registry.ORDER,
-                  checks=(_order_on_product,), summary="WholeReduceMax (ReduceRepeat<MAX>)")
+                  checks=(ORDER_ON_PRODUCT,), summary="WholeReduceMax (ReduceRepeat<MAX>)")
 _WR_SUM = declare(instruction("whole_reduce_sum", _sum_effects, sum_layout, saturating=True),
                   kind=lambda o: "sum", layout=sum_layout, profile_fields=(INT_OVERFLOW,),
                   summary="WholeReduceSum (ReduceRepeat<SUM>)")

@@ -137,7 +137,8 @@ def _rules(spec):
     return [Rule(Code.WORK_SIZE, "work_tensor.size",
                  lambda p: p.tensor("work_tensor").size >= work_need(p.repeat),
                  lambda p: int(p.tensor("work_tensor").size),
-                 lambda p: f">= repeat_times = {int(p.repeat)} elements")]
+                 lambda p: f">= repeat_times = {int(p.repeat)} elements",
+                 doc="work_tensor.size >= repeat_times elements")]
 
 
 #: seed 003: "操作数地址偏移对齐要求请见通用约束" — every operand by the general rule (32 B)

@@ -92,19 +92,27 @@ def work_need(spec, r):
     return need(r, spec.option == "index", spec.dtype)
 
 
+def _index(p):
+    """The winning lane's source offset, as the effects report it (``Effects.diag``)."""
+    return p.diagnostics.values["index"]
+
+
 def _rules(spec):
     out = [Rule(Code.WORK_SIZE, "work_tensor.size",
                 lambda p: p.tensor("work_tensor").size >= work_need(spec, p.repeat),
                 lambda p: int(p.tensor("work_tensor").size),
                 lambda p: f">= {int(work_need(spec, p.repeat))} elements for repeat_times "
-                          f"{int(p.repeat)}" + (" (cal_index)" if spec.option else ""))]
+                          f"{int(p.repeat)}" + (" (cal_index)" if spec.option else ""),
+                doc="work_tensor.size >= " + ("the cal_index cascade need" if spec.option
+                                              else "2 * repeat_times") + " elements")]
     if spec.option == "index":
         out.append(Rule(Code.INDEX_OVERFLOW, "src_rep_stride",
-                        lambda p: p.diagnostics.values["index"] <= min(index_limit(spec.size), 2**31 - 1),
+                        lambda p: _index(p) <= min(index_limit(spec.size), 2**31 - 1),
                         lambda p: int(p.src_rep_stride),
                         lambda p: f"a stride whose result index fits in {8 * spec.size} bits "
-                                  f"(the winning lane's source offset is {int(p.diagnostics.values['index'])} > "
-                                  f"{index_limit(spec.size)})"))
+                                  f"(the winning lane's source offset is {int(_index(p))} > "
+                                  f"{index_limit(spec.size)})",
+                        doc=f"cal_index: the result index fits in {8 * spec.size} bits"))
     return out
 
 
