@@ -729,8 +729,8 @@ def constraints(api: str, option=None, dtype: str = "float16") -> str:
     (the first that fails raises), then the kernel's traced rules by code (the lowest
     failing code is reported).
 
-    >>> print(constraints("vec_reduce_add").splitlines()[-3])
-    traced  OVERLAP            dst/work_tensor     dst and work_tensor do not overlap
+    >>> print(constraints("vec_reduce_add", dtype="float32").splitlines()[-1])
+    traced  SATURATE_DTYPE     saturate            saturate False for float32 (half only)
     """
     ins = registry.lookup(api, api="explain")
     option = ins.canonical_option(option)
