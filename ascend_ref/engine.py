@@ -291,6 +291,12 @@ class Instruction:
     def __hash__(self) -> int:
         return id(self)
 
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.operands) - set(OPERANDS))
+        if unknown:
+            raise ValueError(f"{self.api}: operands {unknown} have no field in "
+                             f"ascend_ref.params.Params (add one there)")
+
 
 # ---------------------------------------------------------------- rules -------------------
 
