@@ -118,18 +118,18 @@ def layout(dtype: Any, cal_index: Any) -> registry.Layout:
 def _rules(spec):
     index = spec.option == "index"
     out = [Rule(Code.WORK_SIZE, "work_tensor.size",
-                lambda p: (p["work_tensor.size"] >= tmp_need(p["repeat"], index, spec.dtype))
+                lambda p: (p.tensor("work_tensor").size >= tmp_need(p.repeat, index, spec.dtype))
                 | TMP.holds(p, "unused"),
-                lambda p: int(p["work_tensor.size"]),
-                lambda p: f">= {int(tmp_need(p['repeat'], index, spec.dtype))} elements for "
-                          f"repeatTime {int(p['repeat'])}" + (" (calIndex)" if index else "")
+                lambda p: int(p.tensor("work_tensor").size),
+                lambda p: f">= {int(tmp_need(p.repeat, index, spec.dtype))} elements for "
+                          f"repeatTime {int(p.repeat)}" + (" (calIndex)" if index else "")
                           + " (sharedTmpBuffer, the page's formula)")]
     if index and spec.size == 2:
         out.append(Rule(Code.INDEX_OVERFLOW, "src_rep_stride",
-                        lambda p: p["index"] <= INDEX_LIMIT,
-                        lambda p: int(p["src_rep_stride"]),
+                        lambda p: p.diagnostics.values["index"] <= INDEX_LIMIT,
+                        lambda p: int(p.src_rep_stride),
                         lambda p: f"a call whose result index fits in 16 bits (the winning "
-                                  f"element's offset is {int(p['index'])} > {INDEX_LIMIT})"))
+                                  f"element's offset is {int(p.diagnostics.values['index'])} > {INDEX_LIMIT})"))
     return out
 
 
@@ -142,7 +142,7 @@ def _effects(kind: str):
         # its first entry exactly then (ties go to the lower position)
         pair = jnp.stack([value_r, jnp.broadcast_to(value, value_r.shape)], axis=-1)
         _, which, _ = arith.extreme(pair, jnp.ones(pair.shape, bool), kind)
-        index_r = jnp.arange(spec.r_max, dtype=jnp.int32) * (p["src_rep_stride"] * (32 // s)) \
+        index_r = jnp.arange(spec.r_max, dtype=jnp.int32) * (p.src_rep_stride * (32 // s)) \
             + lane_r
         big = jnp.int32(2**31 - 1)
         cand = jnp.where(live & (which == 0), index_r, big)
@@ -150,7 +150,7 @@ def _effects(kind: str):
         value = arith.nan_result(value_r[best])
         index = index_r[best]
         words = [value] + ([arith.word(index)] if spec.option == "index" else [])
-        runs = ~(masks.is_zero(p["mask.count"], p["mask"]) | (p["repeat"] == 0))
+        runs = ~(masks.is_zero(p.mask_count, p.mask) | (p.repeat == 0))
         return _result(spec, p, words, TMP.holds(p, "used"),
                        {"index": jnp.where(runs, index, 0)})
 
@@ -172,10 +172,10 @@ def sum_layout(dtype: Any, option: Any = None) -> registry.Layout:
 
 def _sum_rules(spec):
     return [Rule(Code.WORK_SIZE, "work_tensor.size",
-                 lambda p: p["work_tensor.size"] >= sum_tmp_need(p["repeat"], None, spec.dtype),
-                 lambda p: int(p["work_tensor.size"]),
-                 lambda p: f">= {int(sum_tmp_need(p['repeat'], None, spec.dtype))} elements for "
-                           f"repeatTime {int(p['repeat'])} (sharedTmpBuffer, 方式二)")]
+                 lambda p: p.tensor("work_tensor").size >= sum_tmp_need(p.repeat, None, spec.dtype),
+                 lambda p: int(p.tensor("work_tensor").size),
+                 lambda p: f">= {int(sum_tmp_need(p.repeat, None, spec.dtype))} elements for "
+                           f"repeatTime {int(p.repeat)} (sharedTmpBuffer, 方式二)")]
 
 
 def _sum_effects(spec, p, bits, active, arith):
@@ -184,11 +184,11 @@ def _sum_effects(spec, p, bits, active, arith):
     own sum (assumption ``reduce_sum_tree_chunking``)."""
     add, zero = arith.add, arith.zero
     stage1 = numerics.tree_sum(jnp.where(active, bits, zero), add)
-    live = jnp.arange(spec.r_max) < p["repeat"]
+    live = jnp.arange(spec.r_max) < p.repeat
     chunks = numerics.padded_tree_sum(jnp.where(live, stage1, zero), spec.lanes, add, zero)
     many = numerics.padded_tree_sum(chunks, spec.lanes, add, zero)[0]
-    total = jnp.where(p["repeat"] > spec.lanes, many,
-                      jnp.where(p["repeat"] == 1, stage1[0], chunks[0]))
+    total = jnp.where(p.repeat > spec.lanes, many,
+                      jnp.where(p.repeat == 1, stage1[0], chunks[0]))
     return _result(spec, p, [total], jnp.bool_(True), {})
 
 
@@ -198,12 +198,12 @@ def _result(spec, p, words, used, diag):
     runs, undefined = gate(spec, p)
     _, tmp_gated = gate(spec, p, "work_tensor")
     n = len(words)
-    addr = p["dst.addr"] + jnp.arange(n, dtype=jnp.int32) * s
+    addr = p.tensor("dst").addr + jnp.arange(n, dtype=jnp.int32) * s
     valid = jnp.broadcast_to(runs, (n,))
     write = Write("dst", addr, jnp.stack(words), s, valid, valid)
-    t0 = p["work_tensor.addr"]
-    t1 = t0 + p["work_tensor.size"] * s
-    d0, d1 = p["dst.addr"], p["dst.addr"] + n * s
+    t0 = p.tensor("work_tensor").addr
+    t1 = t0 + p.tensor("work_tensor").size * s
+    d0, d1 = p.tensor("dst").addr, p.tensor("dst").addr + n * s
     head_end = jnp.minimum(t1, d0)
     tail = jnp.maximum(t0, d1)
     undefined += [Region(t0, head_end - t0, runs & used), Region(tail, t1 - tail, runs & used)]
