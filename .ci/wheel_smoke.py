@@ -59,6 +59,20 @@ same("reduce_pair_elem", ar.ascendc.reduce_pair_elem(ub, T(4096, "half", 256),
                                                      T(0, "half", 512), 128, 4, 1, 1, 8,
                                                      chip="atlas_a2"),
      ar.oracle.pair_reduce_sum(u, *args, chip="atlas_a2"))
+args = (T(4096, "half", 16), T(0, "half", 512), 4, 128, 0, 1, 1, 8)
+same("repeat_reduce_sum", ar.ascendc.repeat_reduce_sum(ub, *args, chip="atlas_a2"),
+     ar.oracle.repeat_reduce_sum(u, *args, chip="atlas_a2"))
+args = (T(4096, "half", 16), T(0, "half", 512), T(8192, "half", 1024), 128, 4, 8)
+for api in ("reduce_max", "reduce_min"):
+    same(api, getattr(ar.ascendc, api)(ub, *args, True, chip="atlas_a2"),
+         getattr(ar.oracle, api)(u, *args, True, chip="atlas_a2"))
+same("reduce_sum", ar.ascendc.reduce_sum(ub, *args, chip="atlas_a2"),
+     ar.oracle.reduce_sum(u, *args, chip="atlas_a2"))
+iub = ar.store(ar.new_ub("ascend950"), 0, rng.integers(-2**15, 2**15, 512).astype(np.int16))
+args = (T(4096, "int32", 16), T(0, "int16", 512), 128, 4, 1, 1, 8)
+same("whole_reduce_sum int16 -> int32 (ascend950)",
+     ar.ascendc.whole_reduce_sum(iub, *args, chip="ascend950"),
+     ar.oracle.whole_reduce_sum(np.asarray(iub), *args, chip="ascend950"))
 tub = ar.store(ar.new_ub("atlas_training"), 0, rng.standard_normal(512).astype(np.float16))
 tu = np.asarray(tub)
 targs = (128, T(4096, "half", 16), T(0, "half", 512), T(8192, "half", 64), 4, 8)
