@@ -695,7 +695,11 @@ def _evaluate_values(ins: Instruction, spec: Spec, cls: Any, src, p: Params):
     writes: dict = {}
     for w in eff.writes:
         if w.size != spec.tsize(w.tensor):
-            raise NotImplementedError(f"{ins.api}: a write of {w.size}-byte words to {w.tensor}")
+            raise ConstraintError(Code.DTYPE_UNSUPPORTED, api=ins.api, param=f"{w.tensor}.dtype",
+                                  value=f"{w.size}-byte words",
+                                  allowed=f"{spec.tsize(w.tensor)}-byte words: evaluate / grad "
+                                  "compute in the tensor's own element type (call the public "
+                                  "function for a widening integer sum)")
         writes.setdefault(w.tensor, []).append((w.addr, w.bits, w.final & ok))
     return writes, status, diag
 

@@ -223,7 +223,9 @@ def prepare(ins: registry.Instruction, src, mask, params: Dict[str, Any], *, opt
     tensors, addr = {}, 0
     for t in ("src",) + tuple(t for t in ins.operands if t != "src"):
         if t not in sizes:
-            raise NotImplementedError(f"{ins.name}: no size for operand {t!r}")
+            raise ConstraintError(Code.API_UNSUPPORTED, api=ins.name, param=t, value=t,
+                                  allowed="operands src, dst and work_tensor (grad lays them "
+                                  "out in its virtual UB; call the public function instead)")
         tensors[t] = Tensor(addr, dtype, sizes[t])
         addr = _up(addr + sizes[t] * s)
     full = dict(params)

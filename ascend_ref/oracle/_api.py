@@ -11,7 +11,7 @@ computing, with nothing written.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -136,6 +136,21 @@ def _dtype_name(d: Any) -> str:
         return np.dtype(d).name
     except Exception:
         return str(d)
+
+
+def _parse_same_type(fails: _Failures, supported: Sequence[str],
+                     named: Sequence[Tuple[str, Any]], rule: str) -> List[Optional[_T]]:
+    """Parse operands that share one element type: each must be a Tensor of a dtype the
+    product lists (DTYPE_UNSUPPORTED), and all the same dtype (DTYPE_MISMATCH, ``rule``)."""
+    tensors = [_parse_tensor(fails, name, t) for name, t in named]
+    for t in tensors:
+        if t is not None and supported and t.dtype not in supported:
+            fails.add(Code.DTYPE_UNSUPPORTED, f"{t.name}.dtype = {t.dtype}; allowed {list(supported)}")
+    known = [t for t in tensors if t is not None]
+    if len({t.dtype for t in known}) > 1:
+        fails.add(Code.DTYPE_MISMATCH, f"{rule}, got "
+                                       + ", ".join(f"{t.name}={t.dtype}" for t in known))
+    return tensors
 
 
 def _parse_tensor(fails: _Failures, name: str, t: Any) -> Optional[_T]:
@@ -651,17 +666,10 @@ def _tik(api: str, kind: str, ub, mask, dst, src, work, repeat_times, src_rep_st
     supported = prof.dtypes(api)
     if not supported:
         fails.add(Code.API_UNSUPPORTED, f"{api} does not exist on {prof.id}")
-    d = _parse_tensor(fails, "dst", dst)
-    s = _parse_tensor(fails, "src", src)
-    w = _parse_tensor(fails, "work_tensor", work)
+    d, s, w = _parse_same_type(fails, supported, (("dst", dst), ("src", src),
+                                                  ("work_tensor", work)),
+                               "src, dst and work_tensor must share one dtype")
     tensors = [d, s, w]
-    for t in tensors:
-        if t is not None and supported and t.dtype not in supported:
-            fails.add(Code.DTYPE_UNSUPPORTED, f"{t.name}.dtype = {t.dtype}; allowed {list(supported)}")
-    known = [t for t in tensors if t is not None]
-    if len({t.dtype for t in known}) > 1:
-        fails.add(Code.DTYPE_MISMATCH, "src, dst and work_tensor must share one dtype, got "
-                                       + ", ".join(f"{t.name}={t.dtype}" for t in known))
     fmt = s.fmt if s is not None else None
     L = None if fmt is None else REPEAT_BYTES // fmt.size
     epb = None if fmt is None else BLOCK // fmt.size
@@ -872,17 +880,10 @@ def _level2(api: str, kind: str, ub, dst, src, tmp, mask, repeat_time, src_rep_s
     supported = prof.dtypes(api)
     if not supported:
         fails.add(Code.API_UNSUPPORTED, f"{api} does not exist on {prof.id}")
-    d = _parse_tensor(fails, "dst", dst)
-    s = _parse_tensor(fails, "src", src)
-    w = _parse_tensor(fails, "shared_tmp_buffer", tmp)
+    d, s, w = _parse_same_type(fails, supported, (("dst", dst), ("src", src),
+                                                  ("shared_tmp_buffer", tmp)),
+                               "dst, src and sharedTmpBuffer share the type T")
     tensors = [d, s, w]
-    for t in tensors:
-        if t is not None and supported and t.dtype not in supported:
-            fails.add(Code.DTYPE_UNSUPPORTED, f"{t.name}.dtype = {t.dtype}; allowed {list(supported)}")
-    known = [t for t in tensors if t is not None]
-    if len({t.dtype for t in known}) > 1:
-        fails.add(Code.DTYPE_MISMATCH, "dst, src and sharedTmpBuffer share the type T, got "
-                                       + ", ".join(f"{t.name}={t.dtype}" for t in known))
     fmt = s.fmt if s is not None else None
     L = None if fmt is None else REPEAT_BYTES // fmt.size
     epb = None if fmt is None else BLOCK // fmt.size
