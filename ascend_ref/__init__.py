@@ -6,7 +6,9 @@ True
 
 Public API (SPEC §8): :func:`chips`, :func:`chip`, :func:`new_ub`, :func:`store`,
 :func:`load`, :class:`Tensor`, :mod:`ascendc`, :mod:`tik`, :class:`ReduceOrder`,
-:class:`ReduceType`, :class:`ConstraintError`.
+:class:`ReduceType`, :class:`ConstraintError`; :class:`ReduceSpr`, the reduce special registers
+(every instruction's ``spr=`` / ``info.spr``, read by ``ascendc.get_reduce_repeat_sum_spr`` /
+``get_reduce_repeat_max_min_spr``).
 """
 
 from . import ascendc, explain, oracle, tik
@@ -14,10 +16,11 @@ from .chips import ChipProfile, chip, chips
 from .constraints import Code, ConstraintError
 from .batch import run_batch, run_cases
 from .engine import CallInfo
+from .spr import ReduceSpr, SprRead
 from .enums import ReduceOrder, ReduceType
 from .ub import Tensor, load, new_ub, store
 
 __version__ = "0.1.0"
 __all__ = ["chips", "chip", "ChipProfile", "new_ub", "store", "load", "Tensor", "ascendc", "tik",
            "oracle", "ReduceOrder", "ReduceType", "ConstraintError", "Code", "explain",
-           "CallInfo", "run_batch", "run_cases"]
+           "CallInfo", "run_batch", "run_cases", "ReduceSpr", "SprRead"]

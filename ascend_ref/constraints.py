@@ -45,6 +45,7 @@ class Code(enum.IntEnum):
     INDEX_OVERFLOW = 18
     SATURATE_DTYPE = 19
     BAD_ARGUMENT = 20
+    SPR_UNDEFINED = 21
 
     def __str__(self) -> str:
         return self.name
@@ -74,6 +75,8 @@ DESCRIPTIONS = {
     Code.SATURATE_DTYPE: "saturation mode exists for half only (and is the only mode on a "
                          "product with saturate_only)",
     Code.BAD_ARGUMENT: "an argument has the wrong Python type or shape",
+    Code.SPR_UNDEFINED: "a reduce special register getter read a register no call left "
+                        "defined (unwritten, non-contiguous writer, ReduceMax's index, ...)",
 }
 
 

@@ -69,6 +69,9 @@ class Spec:
     #: dst's dtype where it differs from the source's (Ascend 950 ReduceRepeat<SUM>: int16
     #: -> int32, the products' ``[dst_dtypes]`` pair tables); ``""``: dst has ``dtype``
     dst_dtype: str = ""
+    #: evaluate the instruction's declared effect on the reduce special registers
+    #: (``Instruction.spr``: the caller asked for the state, ``return_info=True``)
+    spr: bool = False
 
     @property
     def size(self) -> int:
@@ -287,6 +290,9 @@ class Instruction:
     #: the mask modes the API takes (``"count"``: continuous, ``"bits"``: bit mode); another
     #: mode is BAD_ARGUMENT (RepeatReduceSum takes an ``int32_t mask`` only)
     mask_modes: tuple = ("count", "bits")
+    #: the call's effect on a reduce special register (:class:`ascend_ref.spr.Sets`; None:
+    #: it passes the registers through): the instruction file declares it
+    spr: Any = None
 
     def __hash__(self) -> int:
         return id(self)
@@ -645,9 +651,11 @@ def _evaluate(ins: Instruction, spec: Spec, p: Params, x, active, lane_mask, blk
                 need_exact = need_exact | cand
             else:
                 raw_conflict = jax.lax.cond(cand, table, lambda: jnp.bool_(False))
+    spr_write = ins.spr.update(spec, p, x, active, arith, eff) \
+        if spec.spr and ins.spr is not None else None
     diag = Diag(need_exact=need_exact, src=extents.get("src"), dst=extents.get("dst"),
                 work_tensor=extents.get("work_tensor"), raw_conflict=raw_conflict,
-                values=values)
+                values=values, spr=spr_write)
     status = status_of(rules(ins, spec), p.with_diag(diag))
     return eff, status, diag
 
@@ -747,7 +755,8 @@ def batched(ins: Instruction, spec: Spec, ubs, ps: Any,
 
 @dataclass(frozen=True)
 class CallInfo:
-    """What a call did: ``status`` (0 ok), byte masks ``written`` and ``undefined``.
+    """What a call did: ``status`` (0 ok), byte masks ``written`` and ``undefined``, and
+    ``spr``, the reduce special registers after the call (:class:`ascend_ref.ReduceSpr`).
 
     ``undefined`` marks bytes whose value after the call the documentation does not define
     (left unchanged by the reference); compare only ``~undefined`` bytes with a device.
@@ -756,6 +765,7 @@ class CallInfo:
     status: Any
     written: Any
     undefined: Any
+    spr: Any = None
 
     def ranges(self, which: str = "undefined") -> list:
         """``[(start, end), ...]`` byte ranges of ``written`` or ``undefined`` (concrete only)."""
@@ -871,14 +881,19 @@ def use_path(path: str):
         _PATH.reset(token)
 
 
-def run_prepared(prep: Prepared, return_info: bool = False):
+def run_prepared(prep: Prepared, return_info: bool = False, spr: Any = None):
     """Run a prepared call (:meth:`ascend_ref.registry.Instruction.run`, the body of every
     public instruction function); a concrete call that breaks a rule raises its
-    ConstraintError."""
+    ConstraintError. ``spr``: the reduce special registers before the call
+    (:class:`ascend_ref.ReduceSpr`; None: fresh); ``info.spr`` is the state after it."""
+    from . import spr as sprs
+
     out, status, diag, written, undefined = execute(prep)
     check(prep, status, diag)
     if return_info:
-        return out, CallInfo(status, written, undefined)
+        state = sprs.after(sprs.checked(spr, prep.ins.api), diag.spr, prep.spec.dtype,
+                           status == 0)
+        return out, CallInfo(status, written, undefined, state)
     return out
 
 
@@ -938,7 +953,7 @@ def host_constraints(ins: Instruction, params: Sequence[str]) -> list:
 
 def prepare(ins: Instruction, ub, tensors: dict, mask, params: dict, *, chip, option: str = "",
             saturate=None, info: bool = False, repeat_hi: Optional[int] = None,
-            ub_base=0, fields: Sequence = ()) -> Prepared:
+            ub_base=0, fields: Sequence = (), spr: bool = False) -> Prepared:
     """Structural checks in Python and the kernel's parameters (raises ConstraintError).
     ``fields``: the instruction's declared profile fields (:func:`product_params`)."""
     prof = get_chip(chip)
@@ -1000,7 +1015,8 @@ def prepare(ins: Instruction, ub, tensors: dict, mask, params: dict, *, chip, op
     hi = repeat_hi or hi
     r_max = hi if traced_repeat else _bucket(np.clip(repeat, 0, hi), hi)
     spec = Spec(api, dtype, r_max, option, traced_repeat, info, _PATH.get(),
-                dst_dtype="" if dst_dtype == dtype else dst_dtype)
+                dst_dtype="" if dst_dtype == dtype else dst_dtype,
+                spr=bool(spr and ins.spr is not None))
     p = Params(repeat=repeat, mask=m.value, mask_count=np.bool_(m.mode == "count"),
                chip=chip_facts, ub_len=np.int32(ub.shape[-1]),
                ub_base=_int_param(api, "ub_base", ub_base), chip_ub=np.int32(prof.ub_bytes),
@@ -1041,5 +1057,5 @@ def _products_with(api: str) -> list:
 
 
 jax.tree_util.register_pytree_node(
-    CallInfo, lambda c: ((c.status, c.written, c.undefined), None),
+    CallInfo, lambda c: ((c.status, c.written, c.undefined, c.spr), None),
     lambda _, ch: CallInfo(*ch))

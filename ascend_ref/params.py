@@ -97,7 +97,9 @@ class Diag:
     instead); ``raw_conflict``: a result slot is read by a later repeat (Ascend C overlap
     rule; None where the rule is "disjoint"); ``need_exact``: on the ``"batch"`` path, the
     case must be rerun on the exact fallback; ``values``: what the instruction's effects
-    report for its own rules (TIK vec_reduce_min / max: ``"index"``).
+    report for its own rules (TIK vec_reduce_min / max: ``"index"``); ``spr``: what the call
+    writes to a reduce special register (:class:`ascend_ref.spr.MaxMinWrite` /
+    :class:`~ascend_ref.spr.SumWrite`; None unless the caller asked for the state).
     """
 
     need_exact: Any
@@ -106,6 +108,7 @@ class Diag:
     work_tensor: Optional[Extent] = None
     raw_conflict: Any = None
     values: Dict[str, Any] = field(default_factory=dict)
+    spr: Any = None
 
     def extent(self, tensor: str) -> Extent:
         """The access extent of operand ``tensor``."""

@@ -593,7 +593,7 @@ class Instruction:
 
     def _checked(self, ub: Any, tensors: Mapping[str, Any], mask: Any, params: Mapping[str, Any],
                  *, chip: Any, option: Any, saturate: Any, info: bool,
-                 repeat_hi: Optional[int] = None) -> "Prepared":
+                 repeat_hi: Optional[int] = None, spr: bool = False) -> "Prepared":
         from . import engine
         from .chips import chip as get_chip
 
@@ -605,7 +605,7 @@ class Instruction:
             check(self, chip, tensors, option)
         return engine.prepare(self.kernel, ub, dict(tensors), mask, dict(params), chip=chip,
                               option=self.engine_option(option), saturate=saturate, info=info,
-                              repeat_hi=repeat_hi, fields=self.profile_fields)
+                              repeat_hi=repeat_hi, fields=self.profile_fields, spr=spr)
 
     def prepare(self, ub: Any, tensors: Mapping[str, Any], mask: Any, params: Mapping[str, Any],
                 *, chip: Any, option: Any = None, saturate: Any = None, info: bool = False,
@@ -634,13 +634,22 @@ class Instruction:
 
     def run(self, ub: Any, tensors: Mapping[str, Any], mask: Any, params: Mapping[str, Any], *,
             chip: Any, option: Any = None, saturate: Any = None,
-            return_info: bool = False) -> Any:
-        """The body of the public function: check, run, raise on a bad concrete call."""
-        from . import engine
+            return_info: bool = False, spr: Any = None) -> Any:
+        """The body of the public function: check, run, raise on a bad concrete call.
+        ``spr``: the reduce special registers before the call (:class:`ascend_ref.ReduceSpr`;
+        None: fresh); with ``return_info`` the info's ``spr`` is the state after it."""
+        from . import engine, spr as sprs
 
+        state = sprs.checked(spr, self.name)
         prep = self._checked(ub, tensors, mask, params, chip=chip, option=option,
-                             saturate=saturate, info=return_info)
-        return engine.run_prepared(prep, return_info)
+                             saturate=saturate, info=return_info, spr=return_info)
+        return engine.run_prepared(prep, return_info, state)
+
+    @property
+    def spr(self) -> Any:
+        """The call's declared effect on a reduce special register
+        (:class:`ascend_ref.spr.Sets`), or None: it passes them through."""
+        return self.kernel.spr
 
 
 def _gather(base: Any, rep_stride: Any, blk: Any, mask_value: Any, repeat: Any, *, mode: str,

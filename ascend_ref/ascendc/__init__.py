@@ -8,24 +8,27 @@ from .pair_reduce_sum import pair_reduce_sum, reduce_pair_elem
 from .repeat_reduce_sum import repeat_reduce_sum
 from .reduce import reduce_max, reduce_min, reduce_sum
 from .whole_reduce import whole_reduce_max, whole_reduce_min, whole_reduce_sum
+from ..spr import (get_acc_val, get_reduce_max_min_count, get_reduce_repeat_max_min_spr,
+                   get_reduce_repeat_sum_spr)
 
 
 def reduce_repeat(ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_stride,
                   src_rep_stride, order="ORDER_VALUE_INDEX", *, reduce_type, chip,
-                  saturate=None, return_info=False):
+                  saturate=None, return_info=False, spr=None):
     """The newer CANN name: ReduceRepeat<MIN|MAX|SUM> = WholeReduceMin / Max / Sum."""
     rt = parse_enum(ReduceType, reduce_type, api="reduce_repeat", param="reduce_type",
                     code=Code.REDUCE_TYPE, chip=chip)
     if rt is ReduceType.SUM:
         return whole_reduce_sum(ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_stride,
                                 src_rep_stride, chip=chip, saturate=saturate,
-                                return_info=return_info)
+                                return_info=return_info, spr=spr)
     fn = whole_reduce_min if rt is ReduceType.MIN else whole_reduce_max
     return fn(ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_stride, src_rep_stride,
-              order, chip=chip, return_info=return_info)
+              order, chip=chip, return_info=return_info, spr=spr)
 
 
 __all__ = ["whole_reduce_min", "whole_reduce_max", "whole_reduce_sum", "reduce_data_block",
            "reduce_repeat", "block_reduce_sum", "block_reduce_max", "block_reduce_min",
            "pair_reduce_sum", "reduce_pair_elem", "repeat_reduce_sum", "reduce_max", "reduce_min",
-           "reduce_sum"]
+           "reduce_sum", "get_reduce_repeat_sum_spr", "get_acc_val",
+           "get_reduce_repeat_max_min_spr", "get_reduce_max_min_count"]

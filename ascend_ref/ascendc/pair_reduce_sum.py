@@ -112,7 +112,7 @@ _PRS = registry.register(registry.Instruction(
 
 
 def pair_reduce_sum(ub, dst, src, repeat_time, mask, dst_rep_stride, src_blk_stride,
-                    src_rep_stride, *, chip, saturate=None, return_info=False):
+                    src_rep_stride, *, chip, saturate=None, return_info=False, spr=None):
     """PairReduceSum: per repeat, ``lane[2j] + lane[2j+1]`` into its 128-byte dst slot.
 
     Ascend C argument order (repeat before mask). ``saturate`` (half only) defaults to the
@@ -120,15 +120,15 @@ def pair_reduce_sum(ub, dst, src, repeat_time, mask, dst_rep_stride, src_blk_str
     """
     return _PRS.run(ub, {"dst": dst, "src": src}, mask,
                     params(repeat_time, dst_rep_stride, src_blk_stride, src_rep_stride),
-                    chip=chip, saturate=saturate, return_info=return_info)
+                    chip=chip, saturate=saturate, return_info=return_info, spr=spr)
 
 
 def reduce_pair_elem(ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_stride,
                      src_rep_stride, *, chip, reduce_type="SUM", saturate=None,
-                     return_info=False):
+                     return_info=False, spr=None):
     """ReducePairElem<reduceType> (the newer name, CANN 9.1.0), in its documented order: mask
     before repeat. ``reduce_type``: only ``"SUM"`` / ``ReduceType.SUM`` ("当前仅支持求和操作")."""
     SUM_ONLY(reduce_type, chip)
     return pair_reduce_sum(ub, dst, src, repeat_time, mask, dst_rep_stride, src_blk_stride,
                            src_rep_stride, chip=chip, saturate=saturate,
-                           return_info=return_info)
+                           return_info=return_info, spr=spr)

@@ -64,6 +64,7 @@ from .. import mask as masks, numerics, registry
 from ..constraints import Code, ConstraintError, Rule
 from ..engine import Effects, Instruction as Kernel, Region, Write, gate
 from ..ub import itemsize
+from . import _spr_hooks as sprs
 
 #: Numeric parameters (Case keys) and the public signature after ``ub``
 PARAMS = ("repeat", "src_rep_stride")
@@ -222,7 +223,8 @@ def _kernel(name: str, kind: str) -> Kernel:
                             "src": 32, "work_tensor": 32},
         effects=_sum_effects if sums else _effects(kind), overlap="repeat",
         word_order="ascendc", blk_stride=False, saturating=sums,
-        extra_rules=_sum_rules if sums else _rules, sized_by_rule=("work_tensor",))
+        extra_rules=_sum_rules if sums else _rules, sized_by_rule=("work_tensor",),
+        spr=None if sums else sprs.level2_sets(kind))
 
 
 def _declare(name: str, kind: str, summary: str) -> registry.Instruction:
@@ -231,7 +233,7 @@ def _declare(name: str, kind: str, summary: str) -> registry.Instruction:
         params=PARAMS, kind=lambda o: kind, layout=layout, repeat_range=repeat_range,
         option=registry.CAL_INDEX, work_need=tmp_need,
         assumptions={"reduce_l2_max_repeat": Code.REPEAT_RANGE},
-        codes=(Code.WORK_SIZE, Code.INDEX_OVERFLOW), profile_fields=(TMP,),
+        codes=(Code.WORK_SIZE, Code.INDEX_OVERFLOW), profile_fields=(TMP,) + sprs.MAXMIN_FIELDS,
         arg_names={"work_tensor": "shared_tmp_buffer"}, summary=summary))
 
 
@@ -240,14 +242,14 @@ _SUM = registry.register(registry.Instruction(
     signature=SIGNATURE[:-1], params=PARAMS, kind=lambda o: "sum", layout=sum_layout,
     repeat_range=repeat_range, work_need=sum_tmp_need,
     assumptions={"reduce_l2_max_repeat": Code.REPEAT_RANGE}, codes=(Code.WORK_SIZE,),
-    arg_names={"work_tensor": "shared_tmp_buffer"},
+    profile_fields=sprs.SUM_FIELDS, arg_names={"work_tensor": "shared_tmp_buffer"},
     summary="ReduceSum (level 2, high-dimensional form)"))
 _MAX = _declare("reduce_max", "max", "ReduceMax (level 2, high-dimensional form)")
 _MIN = _declare("reduce_min", "min", "ReduceMin (level 2, high-dimensional form)")
 
 
 def _run(ins, ub, dst, src, shared_tmp_buffer, mask, repeat_time, src_rep_stride, cal_index,
-         chip, return_info, saturate=None):
+         chip, return_info, saturate=None, spr=None):
     if src_rep_stride is None:
         raise ConstraintError(
             Code.BAD_ARGUMENT, api=ins.name, param="count", value=mask,
@@ -257,29 +259,29 @@ def _run(ins, ub, dst, src, shared_tmp_buffer, mask, repeat_time, src_rep_stride
                  "not modelled yet")
     return ins.run(ub, {"dst": dst, "src": src, "work_tensor": shared_tmp_buffer}, mask,
                    {"repeat": repeat_time, "src_rep_stride": src_rep_stride}, chip=chip,
-                   option=cal_index, saturate=saturate, return_info=return_info)
+                   option=cal_index, saturate=saturate, return_info=return_info, spr=spr)
 
 
 def reduce_sum(ub, dst, src, shared_tmp_buffer, mask, repeat_time=None, src_rep_stride=None, *,
-               chip, saturate=None, return_info=False):
+               chip, saturate=None, return_info=False, spr=None):
     """ReduceSum (level 2): the sum of every repeat into ``dst[0]`` (方式二: trees inside and
     across the repeats). Only the high-dimensional form. ``saturate`` (half only) defaults to
     the product profile's ``saturate_default``."""
     return _run(_SUM, ub, dst, src, shared_tmp_buffer, mask, repeat_time, src_rep_stride, None,
-                chip, return_info, saturate)
+                chip, return_info, saturate, spr=spr)
 
 
 def reduce_max(ub, dst, src, shared_tmp_buffer, mask, repeat_time=None, src_rep_stride=None,
-               cal_index=False, *, chip, return_info=False):
+               cal_index=False, *, chip, return_info=False, spr=None):
     """ReduceMax (level 2): the maximum over every repeat into ``dst[0]`` (its smallest
     index into ``dst[1]`` with ``cal_index``). Only the high-dimensional form."""
     return _run(_MAX, ub, dst, src, shared_tmp_buffer, mask, repeat_time, src_rep_stride,
-                cal_index, chip, return_info)
+                cal_index, chip, return_info, spr=spr)
 
 
 def reduce_min(ub, dst, src, shared_tmp_buffer, mask, repeat_time=None, src_rep_stride=None,
-               cal_index=False, *, chip, return_info=False):
+               cal_index=False, *, chip, return_info=False, spr=None):
     """ReduceMin (level 2): the minimum over every repeat into ``dst[0]`` (its smallest
     index into ``dst[1]`` with ``cal_index``). Only the high-dimensional form."""
     return _run(_MIN, ub, dst, src, shared_tmp_buffer, mask, repeat_time, src_rep_stride,
-                cal_index, chip, return_info)
+                cal_index, chip, return_info, spr=spr)

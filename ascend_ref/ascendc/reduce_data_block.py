@@ -32,6 +32,7 @@ from .. import numerics, registry
 from ..engine import Effects, Product, UndefinedWords, gate, mask_lanes
 from ..enums import ReduceType
 from ..ub import itemsize
+from . import _spr_hooks as sprs
 from ._slots import declare, instruction, params, slot_write
 
 BLOCKS = 8
@@ -71,15 +72,16 @@ def _effects(spec, p, bits, active, arith):
                    undefined, diag)
 
 
-_RDB = declare(instruction("reduce_data_block", _effects, layout, saturating=True),
+_RDB = declare(instruction("reduce_data_block", _effects, layout, saturating=True,
+                           spr=sprs.vcg_sets()),
                kind=lambda rt: str(getattr(rt, "value", rt)).lower(), layout=layout, option=registry.REDUCE_TYPE,
                aliases=("block_reduce_sum", "block_reduce_max", "block_reduce_min"),
-               profile_rules=("block_fill",),
+               profile_rules=("block_fill",), profile_fields=sprs.VCG_FIELDS,
                summary="ReduceDataBlock<SUM|MAX|MIN> (BlockReduceSum / Max / Min)")
 
 
 def reduce_data_block(ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_stride,
-                      src_rep_stride, *, reduce_type, chip, saturate=None, return_info=False):
+                      src_rep_stride, *, reduce_type, chip, saturate=None, return_info=False, spr=None):
     """ReduceDataBlock: per DataBlock of each repeat, SUM / MAX / MIN of its active lanes.
 
     ``reduce_type``: ``"SUM"``, ``"MAX"``, ``"MIN"`` or an :class:`ascend_ref.ReduceType`.
@@ -88,7 +90,7 @@ def reduce_data_block(ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_s
     """
     return _RDB.run(ub, {"dst": dst, "src": src}, mask,
                     params(repeat_time, dst_rep_stride, src_blk_stride, src_rep_stride),
-                    chip=chip, option=reduce_type, saturate=saturate, return_info=return_info)
+                    chip=chip, option=reduce_type, saturate=saturate, return_info=return_info, spr=spr)
 
 
 def block_reduce(reduce_type: str):
@@ -98,10 +100,10 @@ def block_reduce(reduce_type: str):
     Ascend C API reference, BlockReduceSum / Max / Min prototypes)."""
 
     def fn(ub, dst, src, repeat_time, mask, dst_rep_stride, src_blk_stride, src_rep_stride,
-           *, chip, saturate=None, return_info=False):
+           *, chip, saturate=None, return_info=False, spr=None):
         return reduce_data_block(ub, dst, src, mask, repeat_time, dst_rep_stride,
                                  src_blk_stride, src_rep_stride, reduce_type=reduce_type,
-                                 chip=chip, saturate=saturate, return_info=return_info)
+                                 chip=chip, saturate=saturate, return_info=return_info, spr=spr)
 
     fn.__name__ = f"block_reduce_{reduce_type.lower()}"
     fn.__doc__ = (f"BlockReduce{reduce_type.title()}(ub, dst, src, repeat_time, mask, "

@@ -49,7 +49,7 @@ _RRS = declare(_KERNEL, kind=lambda o: "sum", layout=layout, profile_fields=(INT
 
 
 def repeat_reduce_sum(ub, dst, src, repeat_time, mask, dst_blk_stride, src_blk_stride,
-                      dst_rep_stride, src_rep_stride, *, chip, saturate=None, return_info=False):
+                      dst_rep_stride, src_rep_stride, *, chip, saturate=None, return_info=False, spr=None):
     """RepeatReduceSum: per repeat, the pairwise-tree sum of the first ``mask`` lanes.
 
     The deprecated API's own argument order (repeat before mask, ``dst_blk_stride`` before
@@ -65,4 +65,4 @@ def repeat_reduce_sum(ub, dst, src, repeat_time, mask, dst_blk_stride, src_blk_s
                                                             "has no effect)")
     return _RRS.run(ub, {"dst": dst, "src": src}, mask,
                     params(repeat_time, dst_rep_stride, src_blk_stride, src_rep_stride),
-                    chip=chip, saturate=saturate, return_info=return_info)
+                    chip=chip, saturate=saturate, return_info=return_info, spr=spr)

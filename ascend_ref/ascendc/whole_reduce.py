@@ -45,6 +45,7 @@ from ..constraints import Code, ConstraintError, HostCheck
 from ..engine import Effects, gate, option_value
 from ..enums import ReduceOrder
 from ..ub import itemsize
+from . import _spr_hooks as sprs
 from ._slots import declare, instruction, params, slot_write
 
 #: Slot layout per order: the words of one result slot, in memory order.
@@ -179,13 +180,13 @@ ORDER_ON_PRODUCT = HostCheck(Code.ORDER_UNSUPPORTED, "order",
                              "once the dtypes are supported)", _order_on_product)
 
 _WR_MIN = declare(instruction("whole_reduce_min", _minmax("min"), minmax_layout,
-                              traced_options=ORDERS),
+                              traced_options=ORDERS, spr=sprs.whole_reduce_sets("min")),
                   kind=lambda o: "min", layout=minmax_layout, option=registry.ORDER,
-                  checks=(ORDER_ON_PRODUCT,), summary="WholeReduceMin (ReduceRepeat<MIN>)")
+                  checks=(ORDER_ON_PRODUCT,), profile_fields=sprs.MAXMIN_FIELDS, summary="WholeReduceMin (ReduceRepeat<MIN>)")
 _WR_MAX = declare(instruction("whole_reduce_max", _minmax("max"), minmax_layout,
-                              traced_options=ORDERS),
+                              traced_options=ORDERS, spr=sprs.whole_reduce_sets("max")),
                   kind=lambda o: "max", layout=minmax_layout, option=registry.ORDER,
-                  checks=(ORDER_ON_PRODUCT,), summary="WholeReduceMax (ReduceRepeat<MAX>)")
+                  checks=(ORDER_ON_PRODUCT,), profile_fields=sprs.MAXMIN_FIELDS, summary="WholeReduceMax (ReduceRepeat<MAX>)")
 _WR_SUM = declare(instruction("whole_reduce_sum", _sum_effects, sum_layout, saturating=True),
                   kind=lambda o: "sum", layout=sum_layout, profile_fields=(INT_OVERFLOW,),
                   summary="WholeReduceSum (ReduceRepeat<SUM>)")
@@ -193,7 +194,7 @@ _WR_SUM = declare(instruction("whole_reduce_sum", _sum_effects, sum_layout, satu
 
 def whole_reduce_min(ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_stride,
                      src_rep_stride, order=ReduceOrder.ORDER_VALUE_INDEX, *, chip,
-                     return_info=False):
+                     return_info=False, spr=None):
     """WholeReduceMin: per repeat, the minimum of the active lanes and its lane index.
 
     ``ub`` → new ``ub`` (pure). ``return_info=True`` → ``(ub, CallInfo)`` with byte masks
@@ -201,24 +202,24 @@ def whole_reduce_min(ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_st
     """
     return _WR_MIN.run(ub, {"dst": dst, "src": src}, mask,
                        params(repeat_time, dst_rep_stride, src_blk_stride, src_rep_stride),
-                       chip=chip, option=order, return_info=return_info)
+                       chip=chip, option=order, return_info=return_info, spr=spr)
 
 
 def whole_reduce_max(ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_stride,
                      src_rep_stride, order=ReduceOrder.ORDER_VALUE_INDEX, *, chip,
-                     return_info=False):
+                     return_info=False, spr=None):
     """WholeReduceMax: per repeat, the maximum of the active lanes and its lane index."""
     return _WR_MAX.run(ub, {"dst": dst, "src": src}, mask,
                        params(repeat_time, dst_rep_stride, src_blk_stride, src_rep_stride),
-                       chip=chip, option=order, return_info=return_info)
+                       chip=chip, option=order, return_info=return_info, spr=spr)
 
 
 def whole_reduce_sum(ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_stride,
-                     src_rep_stride, *, chip, saturate=None, return_info=False):
+                     src_rep_stride, *, chip, saturate=None, return_info=False, spr=None):
     """WholeReduceSum: per repeat, the pairwise-tree sum of all lanes (masked lanes +0).
 
     ``saturate`` (half only) defaults to the product profile's ``saturate_default``.
     """
     return _WR_SUM.run(ub, {"dst": dst, "src": src}, mask,
                        params(repeat_time, dst_rep_stride, src_blk_stride, src_rep_stride),
-                       chip=chip, saturate=saturate, return_info=return_info)
+                       chip=chip, saturate=saturate, return_info=return_info, spr=spr)

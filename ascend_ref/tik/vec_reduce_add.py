@@ -170,11 +170,11 @@ _ADD = declare(instruction("vec_reduce_add", _effects, lambda spec: repeat_range
 
 
 def vec_reduce_add(ub, mask, dst, src, work_tensor, repeat_times, src_rep_stride, *, chip,
-                   saturate=None, return_info=False):
+                   saturate=None, return_info=False, spr=None):
     """TIK vec_reduce_add: the tree sum of every active lane of every repeat into ``dst[0]``.
 
     ``saturate`` (half only) defaults to the product profile's ``saturate_default``.
     """
     return _ADD.run(ub, {"dst": dst, "src": src, "work_tensor": work_tensor}, mask,
                     params(repeat_times, src_rep_stride), chip=chip, saturate=saturate,
-                    return_info=return_info)
+                    return_info=return_info, spr=spr)

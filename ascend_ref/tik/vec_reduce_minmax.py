@@ -183,21 +183,21 @@ _MAX = _declare("vec_reduce_max", "max")
 
 
 def _run(ins, ub, mask, dst, src, work_tensor, repeat_times, src_rep_stride, cal_index, chip,
-         return_info):
+         return_info, spr=None):
     return ins.run(ub, {"dst": dst, "src": src, "work_tensor": work_tensor}, mask,
                    params(repeat_times, src_rep_stride), chip=chip, option=cal_index,
-                   return_info=return_info)
+                   return_info=return_info, spr=spr)
 
 
 def vec_reduce_min(ub, mask, dst, src, work_tensor, repeat_times, src_rep_stride,
-                   cal_index=False, *, chip, return_info=False):
+                   cal_index=False, *, chip, return_info=False, spr=None):
     """TIK vec_reduce_min: the minimum over all repeats (and its source offset)."""
     return _run(_MIN, ub, mask, dst, src, work_tensor, repeat_times, src_rep_stride,
-                cal_index, chip, return_info)
+                cal_index, chip, return_info, spr)
 
 
 def vec_reduce_max(ub, mask, dst, src, work_tensor, repeat_times, src_rep_stride,
-                   cal_index=False, *, chip, return_info=False):
+                   cal_index=False, *, chip, return_info=False, spr=None):
     """TIK vec_reduce_max: the maximum over all repeats (and its source offset)."""
     return _run(_MAX, ub, mask, dst, src, work_tensor, repeat_times, src_rep_stride,
-                cal_index, chip, return_info)
+                cal_index, chip, return_info, spr)

@@ -1,0 +1,183 @@
+"""The oracle's reduce special registers: its own model, straight from the pages.
+
+asc-devkit ``.../归约计算/寄存器辅助接口/GetReduceRepeatSumSpr(ISASI).md`` and
+``GetReduceRepeatMaxMinSpr(ISASI).md`` (current pages), docs/SEMANTICS.md §O. Written with
+literal loops over the source, independently of :mod:`ascend_ref.spr` and the kernels: it
+shares only the oracle's own helpers (bit formats, mask parsing, the instruction functions
+whose results it reads).
+
+:class:`OracleSpr` is an immutable value. Each setter here runs the oracle's instruction
+(its result and errors unchanged) and returns ``(OracleResult, OracleSpr)``; any other call
+leaves the registers as they were (:func:`passthrough`). The getters return raw bits (value,
+index) or raise :class:`~ascend_ref.oracle.OracleError` (``API_UNSUPPORTED``,
+``DTYPE_UNSUPPORTED``, ``DTYPE_MISMATCH``, ``SPR_UNDEFINED``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Dict, Optional, Tuple
+
+from ..constraints import Code
+from . import _api, _fp
+
+#: a register word the documentation leaves undefined
+UNDEF = "undefined"
+
+#: Per product: (sum register, max/min register form) -- the current pages' 产品支持情况 and,
+#: for the sum register's structure, the implementation (GetAccValImpl: dav_c220 reads the
+#: ACC_VAL register; dav_3510 returns accValHalf / accValFloat)
+PRODUCTS: Dict[str, Tuple[str, str]] = {
+    "ascend950": ("per_type", "none"),                  # MaxMinSpr page: 不支持 (prev page: 支持)
+    "atlas_a3": ("one_register", "value_index"),
+    "atlas_a2": ("one_register", "value_index"),
+    "atlas_inference_aicore": ("none", "value"),        # "该函数原型仅支持Atlas 推理系列产品AI Core"
+}
+#: What the pages leave open, as the oracle assumes it (SEMANTICS §O): the index after a
+#: multi-repeat ReduceRepeat is the element offset r * L + lane; a register nothing wrote is
+#: undefined; ReduceDataBlock MAX / MIN leaves the max/min register alone
+ASSUMED = {"index": "flat", "unwritten": UNDEF, "vcg": "unchanged"}
+
+
+@dataclass(frozen=True)
+class OracleSpr:
+    """``sums``: type name -> bits or :data:`UNDEF` (absent: never written);
+    ``maxmin``: None (never written) or ``(type name, value bits | UNDEF, index | UNDEF)``."""
+
+    sums: Dict[str, Any] = field(default_factory=dict)
+    maxmin: Optional[Tuple[str, Any, Any]] = None
+
+
+def _product(chip: Any) -> Tuple[Any, Tuple[str, str]]:
+    prof = _api._resolve_chip(chip, "spr")
+    return prof, PRODUCTS.get(prof.id, ("none", "none"))
+
+
+def _lanes(mask: Any, L: int) -> list:
+    fails = _api._Failures("spr", "")
+    lanes = _api._parse_mask(fails, mask, L, "ascendc")
+    return list(lanes or [])
+
+
+def _extreme(ub, src, mask, repeat: int, blk: int, rep: int, kind: str) -> Optional[tuple]:
+    """(flat index r*L + lane, bits) of the winner over every repeat and participating lane,
+    first NaN / extreme / first index (SEMANTICS §D); None when no lane takes part."""
+    fmt = _fp.FORMATS[_api._dtype_name(src.dtype)]
+    s = fmt.size
+    L, epb = 256 // s, 32 // s
+    items = []
+    for r in range(repeat):
+        for lane in _lanes(mask, L):
+            addr = src.addr + r * rep * 32 + (lane // epb) * blk * 32 + (lane % epb) * s
+            items.append((r * L + lane, _api._read(ub, addr, s)))
+    if not items:
+        return None
+    return _fp.select(items, fmt, kind)
+
+
+def _whole(kind: str, fn: Callable) -> Callable:
+    def call(spr: OracleSpr, ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_stride,
+             src_rep_stride, order="ORDER_VALUE_INDEX", *, chip):
+        res = fn(ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_stride,
+                 src_rep_stride, order, chip=chip)
+        prof, _ = _product(chip)
+        win = _extreme(ub, src, mask, repeat_time, src_blk_stride, src_rep_stride, kind)
+        if win is None:
+            return res, spr                                   # a NOP
+        fmt = _fp.FORMATS[_api._dtype_name(src.dtype)]
+        idx, bits = win
+        L = 256 // fmt.size
+        if src_rep_stride != 8 or src_blk_stride != 1:        # "仅支持...连续计算场景"
+            return res, replace(spr, maxmin=(fmt.name, UNDEF, UNDEF))
+        index = idx if ASSUMED["index"] == "flat" else idx % L
+        return res, replace(spr, maxmin=(fmt.name, _api._minmax_nan(bits, fmt, prof), index))
+
+    return call
+
+
+def _level2(fn: Callable) -> Callable:
+    def call(spr: OracleSpr, ub, dst, src, shared_tmp_buffer, mask, repeat_time, src_rep_stride,
+             cal_index=False, *, chip):
+        res = fn(ub, dst, src, shared_tmp_buffer, mask, repeat_time, src_rep_stride, cal_index,
+                 chip=chip)
+        fmt = _fp.FORMATS[_api._dtype_name(src.dtype)]
+        if repeat_time == 0 or not _lanes(mask, 256 // fmt.size):
+            return res, spr
+        if src_rep_stride != 8:
+            return res, replace(spr, maxmin=(fmt.name, UNDEF, UNDEF))
+        value = _api._read(res.ub, dst.addr, fmt.size)        # the call's own dst[0]
+        # "此时获取的索引不准确": the value is exact, the index is not
+        return res, replace(spr, maxmin=(fmt.name, value, UNDEF))
+
+    return call
+
+
+whole_reduce_max = _whole("MAX", _api.whole_reduce_max)
+whole_reduce_min = _whole("MIN", _api.whole_reduce_min)
+reduce_max = _level2(_api.reduce_max)
+reduce_min = _level2(_api.reduce_min)
+
+
+def reduce_data_block(spr: OracleSpr, ub, dst, src, mask, repeat_time, dst_rep_stride,
+                      src_blk_stride, src_rep_stride, *, reduce_type, chip, saturate=None):
+    """ReduceDataBlock (vcgadd / vcgmax / vcgmin): the max/min register as it was
+    (:data:`ASSUMED` ``vcg``)."""
+    res = _api.reduce_data_block(ub, dst, src, mask, repeat_time, dst_rep_stride,
+                                 src_blk_stride, src_rep_stride, reduce_type=reduce_type,
+                                 chip=chip, saturate=saturate)
+    name = str(getattr(reduce_type, "value", reduce_type)).upper()
+    if ASSUMED["vcg"] == UNDEF and name in ("MAX", "MIN") and spr.maxmin is not None:
+        return res, replace(spr, maxmin=(spr.maxmin[0], UNDEF, UNDEF))
+    return res, spr
+
+
+def passthrough(spr: OracleSpr, fn: Callable, *args: Any, **kw: Any):
+    """Any call that does not touch the registers: ``(fn(*args, **kw), spr)``."""
+    return fn(*args, **kw), spr
+
+
+def _raise(code: Code, msg: str):
+    raise _api.OracleError(code, msg, all_failures=[(code, msg)])
+
+
+def _type(dtype: Any, api: str) -> str:
+    name = _api._dtype_name(dtype)
+    if name not in ("float16", "float32"):
+        _raise(Code.DTYPE_UNSUPPORTED, f"{api}: T = {dtype}; half or float")
+    return name
+
+
+def get_reduce_repeat_sum_spr(spr: OracleSpr, dtype: Any, *, chip: Any) -> int:
+    """GetReduceRepeatSumSpr<T>(): the bits of the sum register read as T."""
+    prof, (kind, _) = _product(chip)
+    if kind == "none":
+        _raise(Code.API_UNSUPPORTED, f"GetReduceRepeatSumSpr does not exist on {prof.id}")
+    t = _type(dtype, "GetReduceRepeatSumSpr")
+    v = spr.sums.get(t, ASSUMED["unwritten"])
+    if v == UNDEF:
+        _raise(Code.SPR_UNDEFINED, "GetReduceRepeatSumSpr: the sum register is not defined")
+    return int(v)
+
+
+def get_reduce_repeat_max_min_spr(spr: OracleSpr, dtype: Any, *, chip: Any,
+                                  with_index: bool = True) -> Any:
+    """GetReduceRepeatMaxMinSpr<T>(value[, index]): ``(value bits, index)`` or value bits."""
+    prof, (_, form) = _product(chip)
+    if form == "none":
+        _raise(Code.API_UNSUPPORTED, f"GetReduceRepeatMaxMinSpr does not exist on {prof.id}")
+    if (form == "value_index") != bool(with_index):
+        _raise(Code.API_UNSUPPORTED, f"GetReduceRepeatMaxMinSpr: {prof.id} has only the "
+                                     f"{form} form")
+    t = _type(dtype, "GetReduceRepeatMaxMinSpr")
+    if spr.maxmin is None:
+        _raise(Code.SPR_UNDEFINED, "GetReduceRepeatMaxMinSpr: nothing has written the register")
+    wt, value, index = spr.maxmin
+    if wt != t:
+        _raise(Code.DTYPE_MISMATCH, f"GetReduceRepeatMaxMinSpr: T = {t}, the writer's is {wt} "
+                                    f"(否则会导致精度错误)")
+    if value == UNDEF or (with_index and index == UNDEF):
+        _raise(Code.SPR_UNDEFINED, "GetReduceRepeatMaxMinSpr: the register is not defined")
+    if not with_index:
+        return int(value)
+    mask = 0xFFFF if t == "float16" else 0xFFFFFFFF
+    return int(value), int(index) & mask

@@ -1,0 +1,306 @@
+"""The reduce special registers as explicit state (issue 14 item 2; SEMANTICS §O).
+
+Expected values: the pages' examples (GetReduceRepeatMaxMinSpr(ISASI).md 调用示例 1 and 2; the
+pages give no data, so the data here is seeded and the expected extreme is numpy's), the
+pages' product lists (written out below from 产品支持情况), rules the pages state (contiguous
+case only, T = the writer's type, the level-2 index "不准确"), and the scalar oracle
+(``ascend_ref.oracle.spr``, its own loops) in the differential tests.
+"""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+import ascend_ref as ar
+from ascend_ref import oracle
+from ascend_ref.constraints import Code
+
+A2, AIC = "atlas_a2", "atlas_inference_aicore"
+T = ar.Tensor
+GET_MM = ar.ascendc.get_reduce_repeat_max_min_spr
+GET_SUM = ar.ascendc.get_reduce_repeat_sum_spr
+
+#: GetReduceRepeatSumSpr(ISASI).md / GetReduceRepeatMaxMinSpr(ISASI).md 产品支持情况 (current
+#: pages; Kirin is not listed on either)
+SUM_PRODUCTS = {"ascend950", "atlas_a3", "atlas_a2"}
+MM_FORMS = {"atlas_a3": True, "atlas_a2": True, "atlas_inference_aicore": False}
+
+
+def code_of(fn, *a, **kw):
+    try:
+        fn(*a, **kw)
+    except ar.ConstraintError as e:
+        return e.code
+    return None
+
+
+def ub_with(x, chip=A2):
+    return ar.store(ar.new_ub(chip), 0, x)
+
+
+def wr_max(ub, dtype, mask, repeat, blk=1, rep=8, spr=None, chip=A2, kind="max"):
+    fn = ar.ascendc.whole_reduce_max if kind == "max" else ar.ascendc.whole_reduce_min
+    n = 256 // np.dtype(dtype).itemsize
+    return fn(ub, T(8192, dtype, 2 * 64), T(0, dtype, 4096 // np.dtype(dtype).itemsize),
+              mask, repeat, 1, blk, rep, chip=chip, return_info=True, spr=spr), n
+
+
+# ------------------------------------------------------------------ the pages' examples ------
+
+def test_page_example_reduce_repeat_max_then_getter():
+    """调用示例 1: ReduceRepeat<MAX>(dst, src, 64, 1, 1, 1, 8) (float), then the getter: the
+    maximum of the 64 lanes and its index (A2/A3), the value alone (AI Core)."""
+    x = np.random.default_rng(1).permutation(np.linspace(-3, 5, 64)).astype(np.float32)
+    for chip, with_index in ((A2, True), ("atlas_a3", True), (AIC, False)):
+        (ub, info), _ = wr_max(ub_with(x, chip), "float32", 64, 1, chip=chip)
+        got = GET_MM(info.spr, "float", chip=chip, with_index=with_index)
+        if with_index:
+            assert float(got[0]) == x.max() and int(got[1]) == int(np.argmax(x))
+            assert got[1].dtype == jnp.uint32
+        else:
+            assert float(got) == x.max()
+        # the documented reduce_repeat name sets it too
+        ub2, info2 = ar.ascendc.reduce_repeat(ub_with(x, chip), T(8192, "float", 2),
+                                              T(0, "float", 64), 64, 1, 1, 1, 8,
+                                              reduce_type="MAX", chip=chip, return_info=True)
+        got2 = GET_MM(info2.spr, "float", chip=chip, with_index=with_index)
+        assert float(got2[0] if with_index else got2) == x.max()
+
+
+def test_page_example_reduce_max_then_getter():
+    """调用示例 2: ReduceMax(dst, src, work, 64, 1, 8, true) (float): the getter gives the exact
+    maximum; its index is not accurate ("此时获取的索引不准确") -> undefined."""
+    x = np.random.default_rng(2).permutation(np.linspace(-1, 2, 64)).astype(np.float32)
+    for chip in (A2, AIC):
+        ub = ub_with(x, chip)
+        ub, info = ar.ascendc.reduce_max(ub, T(8192, "float", 8), T(0, "float", 64),
+                                         T(4096, "float", 64), 64, 1, 8, True, chip=chip,
+                                         return_info=True)
+        if chip == A2:
+            (v, _), read = GET_MM(info.spr, "float", chip=chip, return_info=True)
+            assert float(v) == x.max() and bool(read.value_defined)
+            assert not bool(read.index_defined)
+            assert code_of(GET_MM, info.spr, "float", chip=chip) == Code.SPR_UNDEFINED
+        else:
+            assert float(GET_MM(info.spr, "float", chip=chip, with_index=False)) == x.max()
+
+
+# ------------------------------------------------------------------ products and arguments ---
+
+def test_products_and_forms_follow_the_pages():
+    state = ar.ReduceSpr()
+    for c in ar.chips():
+        s = code_of(GET_SUM, state, "float", chip=c)
+        assert (s == Code.API_UNSUPPORTED) == (c not in SUM_PRODUCTS), c
+        for with_index in (True, False):
+            m = code_of(GET_MM, state, "half", chip=c, with_index=with_index)
+            ok = MM_FORMS.get(c) is with_index
+            assert (m == Code.API_UNSUPPORTED) == (not ok), (c, with_index)
+            if ok:
+                assert m == Code.SPR_UNDEFINED          # nothing written yet
+    for name in ("get_acc_val", "get_reduce_max_min_count"):   # the old names
+        assert code_of(getattr(ar.ascendc, name), state, "half", chip="ascend950") == \
+            (Code.SPR_UNDEFINED if name == "get_acc_val" else Code.API_UNSUPPORTED)
+
+
+def test_type_rules():
+    x = np.arange(128, dtype=np.float16)
+    (ub, info), _ = wr_max(ub_with(x), "float16", 128, 1)
+    assert code_of(GET_MM, info.spr, "int16", chip=A2) == Code.DTYPE_UNSUPPORTED
+    assert code_of(GET_SUM, info.spr, "int32", chip=A2) == Code.DTYPE_UNSUPPORTED
+    # "操作数数据类型T，需要与所使用的归约接口目的操作数数据类型一致"
+    assert code_of(GET_MM, info.spr, "float", chip=A2) == Code.DTYPE_MISMATCH
+    v, i = GET_MM(info.spr, "half", chip=A2)
+    assert float(v) == 127.0 and int(i) == 127 and i.dtype == jnp.uint16
+    assert code_of(ar.ascendc.whole_reduce_max, ub, T(8192, "half", 2), T(0, "half", 128), 128,
+                   1, 1, 1, 8, chip=A2, spr="state") == Code.BAD_ARGUMENT
+    assert code_of(GET_MM, {}, "half", chip=A2) == Code.BAD_ARGUMENT
+    with pytest.raises(ar.ConstraintError, match="with_index"):
+        GET_MM(info.spr, "half", chip=A2, with_index=False)
+
+
+def test_only_the_contiguous_case_is_defined():
+    """"仅支持...连续计算场景，即...srcRepStride=8、srcBlkStride=1"."""
+    x = np.random.default_rng(3).standard_normal(2048).astype(np.float16)
+    for blk, rep in ((1, 16), (2, 8), (1, 0)):
+        (ub, info), _ = wr_max(ub_with(x), "float16", 128, 2, blk=blk, rep=rep)
+        (_, _), read = GET_MM(info.spr, "half", chip=A2, return_info=True)
+        assert not bool(read.value_defined) and not bool(read.index_defined)
+        assert code_of(GET_MM, info.spr, "half", chip=A2) == Code.SPR_UNDEFINED
+    ub = ub_with(x)
+    ub, info = ar.ascendc.reduce_max(ub, T(8192, "half", 16), T(0, "half", 1024),
+                                     T(6144, "half", 128), 128, 2, 16, True, chip=A2,
+                                     return_info=True)
+    (_, _), read = GET_MM(info.spr, "half", chip=A2, return_info=True)
+    assert not bool(read.value_defined)
+
+
+def test_multi_repeat_index_and_ties():
+    """The extreme over all repeats ("所有repeat内的最值") at element offset r*L + lane (the
+    assumed ``spr_maxmin_index = "flat"``); equal extremes: the first (SEMANTICS §D)."""
+    x = np.zeros(512, np.float16)
+    x[2 * 128 + 5] = 7
+    x[3 * 128 + 1] = 7                      # a tie in a later repeat
+    (ub, info), _ = wr_max(ub_with(x), "float16", 128, 4)
+    v, i = GET_MM(info.spr, "half", chip=A2)
+    assert float(v) == 7 and int(i) == 2 * 128 + 5
+    (ub, info), _ = wr_max(ub_with(-x), "float16", 128, 4, kind="min")
+    v, i = GET_MM(info.spr, "half", chip=A2)
+    assert float(v) == -7 and int(i) == 2 * 128 + 5
+
+
+def test_a_later_call_that_does_not_set_it_leaves_it():
+    x = np.random.default_rng(4).permutation(np.arange(256)).astype(np.float32)
+    ub = ub_with(x)
+    (ub, info), _ = wr_max(ub, "float32", 64, 4)
+    before = GET_MM(info.spr, "float", chip=A2)
+    s = info.spr
+    ub, info = ar.ascendc.whole_reduce_sum(ub, T(8192, "float", 8), T(0, "float", 256), 64, 4,
+                                           1, 1, 8, chip=A2, return_info=True, spr=s)
+    ub, info = ar.ascendc.reduce_data_block(ub, T(8192, "float", 64), T(0, "float", 256), 64, 4,
+                                            1, 1, 8, reduce_type="MAX", chip=A2,
+                                            return_info=True, spr=info.spr)
+    ub, info = ar.ascendc.pair_reduce_sum(ub, T(8192, "float", 128), T(0, "float", 256), 4, 64,
+                                          1, 1, 8, chip=A2, return_info=True, spr=info.spr)
+    ub, info = ar.ascendc.reduce_sum(ub, T(8192, "float", 8), T(0, "float", 256),
+                                     T(4096, "float", 64), 64, 4, 8, chip=A2, return_info=True,
+                                     spr=info.spr)
+    after = GET_MM(info.spr, "float", chip=A2)
+    assert [float(before[0]), int(before[1])] == [float(after[0]), int(after[1])] == [255.0, int(np.argmax(x))]
+    # a failing call changes nothing: it raises; a NOP (repeat 0) leaves the state as it was
+    (ub, info), _ = wr_max(ub, "float32", 64, 0, spr=info.spr)
+    assert int(GET_MM(info.spr, "float", chip=A2)[1]) == int(np.argmax(x))
+    (ub, info), _ = wr_max(ub, "float32", 64, 1, spr=info.spr, kind="min")
+    assert float(GET_MM(info.spr, "float", chip=A2)[0]) == x[:64].min()
+
+
+def test_repr():
+    assert repr(ar.ReduceSpr()) == "ReduceSpr(sum=unwritten, max_min=unwritten)"
+    (ub, info), _ = wr_max(ub_with(np.arange(64, dtype=np.float32)), "float32", 64, 1)
+    assert repr(info.spr) == "ReduceSpr(sum=unwritten, max_min={float32: value 63.0 " \
+                             "(0x427c0000), index 63})"
+
+
+# ------------------------------------------------------------------ jit and vmap -------------
+
+def test_jit_and_vmap_carry_the_state():
+    rng = np.random.default_rng(5)
+    xs = rng.standard_normal((3, 256)).astype(np.float32)
+    ubs = jnp.stack([ub_with(x) for x in xs])
+    dst, src = T(8192, "float", 8), T(0, "float", 256)
+
+    def step(ub, spr, rep):
+        ub, info = ar.ascendc.whole_reduce_max(ub, dst, src, 64, 4, 1, 1, rep, chip=A2,
+                                               return_info=True, spr=spr)
+        return GET_MM(info.spr, "float", chip=A2, return_info=True), info.spr
+
+    (v, i), read = jax.jit(step)(ubs[0], ar.ReduceSpr(), 8)[0]
+    assert float(v) == xs[0].max() and int(i) == int(np.argmax(xs[0])) and bool(read.index_defined)
+    ((v, i), read), states = jax.vmap(step, in_axes=(0, None, 0))(
+        ubs, ar.ReduceSpr(), jnp.array([8, 0, 8], jnp.int32))
+    # case 1 reads with srcRepStride 0: not the contiguous case, the register is undefined
+    assert np.array_equal(np.asarray(v)[[0, 2]], xs.max(axis=1)[[0, 2]])
+    assert np.asarray(read.value_defined).tolist() == [True, False, True]
+    assert repr(jax.tree_util.tree_map(np.asarray, states)) == "ReduceSpr(<batch of (3,)>)"
+    # a batch of states goes back in (a later call of each case)
+    ((v2, _), _), _ = jax.vmap(step, in_axes=(0, 0, None))(ubs, states, 8)
+    assert np.array_equal(np.asarray(v2), xs.max(axis=1))
+
+
+# ------------------------------------------------------------------ against the oracle -------
+
+def _jax(state, name, ub, *args, **kw):
+    try:
+        new, info = getattr(ar.ascendc, name)(ub, *args, return_info=True, spr=state, **kw)
+    except ar.ConstraintError as e:
+        return e.code, state
+    return np.asarray(new), info.spr
+
+
+def _oracle(state, name, ub, *args, **kw):
+    fn = getattr(oracle.spr, name, None)
+    try:
+        if fn is None:
+            r, state = oracle.spr.passthrough(state, getattr(oracle, name), np.asarray(ub), *args,
+                                              **kw)
+        else:
+            r, state = fn(state, np.asarray(ub), *args, **kw)
+    except oracle.OracleError as e:
+        return e.code, state
+    return r.ub, state
+
+
+def _read_jax(state, dtype, chip):
+    try:
+        v, i = GET_MM(state, dtype, chip=chip)
+    except ar.ConstraintError as e:
+        return e.code
+    bits = np.asarray(v).view(np.uint16 if dtype == "float16" else np.uint32)
+    return int(bits), int(i)
+
+
+def _read_oracle(state, dtype, chip):
+    try:
+        return oracle.spr.get_reduce_repeat_max_min_spr(state, dtype, chip=chip)
+    except oracle.OracleError as e:
+        return e.code
+
+
+def _data(rng, dtype, n, special):
+    x = rng.choice(np.array([-2, -1, -0.0, 0.0, 1, 3], dtype), n)      # many ties
+    if special == "nan":
+        x[rng.integers(n, size=2)] = np.nan
+    elif special == "inf":
+        x[rng.integers(n)] = -np.inf
+    return x
+
+
+CALLS = ("whole_reduce_max", "whole_reduce_min", "reduce_max", "reduce_min",
+         "reduce_data_block", "whole_reduce_sum")
+
+
+def _chain(seed, dtype, chip=A2, n_calls=3):
+    rng = np.random.default_rng(seed)
+    s = np.dtype(dtype).itemsize
+    L = 256 // s
+    ub = ub_with(_data(rng, dtype, 4096 // s, rng.choice(["", "nan", "inf"])), chip)
+    js, os_ = ar.ReduceSpr(), oracle.spr.OracleSpr()
+    for _ in range(n_calls):
+        name = str(rng.choice(CALLS))
+        repeat = int(rng.choice([1, 2, 4]))
+        mask = int(rng.choice([L, L // 2, 3])) if rng.random() < .7 else \
+            [int(rng.integers(1, 2**63)), int(rng.integers(0, 2**63))][:2 if s == 2 else 1]
+        rep = int(rng.choice([8, 8, 16, 0]))
+        blk = int(rng.choice([1, 1, 2]))
+        src, work = T(0, dtype, 4096 // s), T(12288, dtype, 2048 // s)
+        if name.startswith("whole"):
+            args = (T(8192, dtype, 2048 // s), src, mask, repeat, 1, blk, rep)
+            kw = {}
+        elif name == "reduce_data_block":
+            args = (T(8192, dtype, 2048 // s), src, mask, repeat, 1, blk, rep)
+            kw = {"reduce_type": str(rng.choice(["MAX", "MIN", "SUM"]))}
+        else:
+            args = (T(8192, dtype, 16), src, work, mask, repeat, rep, bool(rng.random() < .5))
+            kw = {}
+        ju, js = _jax(js, name, ub, *args, chip=chip, **kw)
+        ou, os_ = _oracle(os_, name, ub, *args, chip=chip, **kw)
+        assert (isinstance(ju, Code), ju if isinstance(ju, Code) else None) == \
+            (isinstance(ou, Code), ou if isinstance(ou, Code) else None), (name, args, ju, ou)
+        if not isinstance(ju, Code):
+            ub = ju
+        assert _read_jax(js, dtype, chip) == _read_oracle(os_, dtype, chip), (name, args, kw)
+        other = "float32" if dtype == "float16" else "float16"
+        assert _read_jax(js, other, chip) == _read_oracle(os_, other, chip)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_seeded_chains_match_the_oracle(seed):
+    _chain(seed, ("float16", "float32")[seed % 2])
+
+
+@settings(max_examples=8, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.integers(0, 2**32 - 1), st.sampled_from(["float16", "float32"]))
+def test_hypothesis_chains_match_the_oracle(seed, dtype):
+    _chain(seed, dtype, n_calls=2)
