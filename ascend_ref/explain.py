@@ -310,6 +310,9 @@ class AccessMap:
         out.append("  tensors: " + "  ".join(f"{k} @{a} [{nb} B]" for k, (a, nb)
                                              in self.tensors.items()))
         out.append("  status: " + ("ok" if self.error is None else f"REJECTED — {self.error}"))
+        spr = self.case.instruction.spr
+        out.append("  registers: " + (f"sets {spr.doc}" if spr is not None else
+                                      "passes the reduce special registers through"))
         out += [f"  note: {n}" for n in self.notes]
         out.append("")
         out.append(f"Lanes -> bytes (block = {self.epb} lanes of {self.size} B; "

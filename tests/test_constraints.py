@@ -35,6 +35,13 @@ def big_index(m):
                             T(132160, H, 64), 2, 4096, True, chip="atlas_training")
 
 
+def spr_unwritten(m):
+    """GetReduceRepeatMaxMinSpr before any reduction wrote the register."""
+    if m is ar.oracle:
+        return m.spr.get_reduce_repeat_max_min_spr(m.spr.OracleSpr(), H, chip="atlas_a2")
+    return m.get_reduce_repeat_max_min_spr(ar.ReduceSpr(), H, chip="atlas_a2")
+
+
 CASES = {
     Code.CHIP_UNKNOWN: wr(chip="atlas_z9"),
     Code.API_UNSUPPORTED: wr(chip="atlas_inference_vector_core"),
@@ -60,6 +67,7 @@ CASES = {
                                                       T(0, "float", 256), 64, 1, 1, 1, 8,
                                                       chip="atlas_a2", saturate=True),
     Code.BAD_ARGUMENT: wr(mask=1.5),
+    Code.SPR_UNDEFINED: spr_unwritten,
 }
 
 

@@ -21,7 +21,7 @@ profiles of ``verify --audit``): the oracle then uses that object as given.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Dict, Mapping, Tuple
 
 import numpy as np
@@ -63,6 +63,13 @@ class Product:
     #: API -> {src dtype: dst dtype} where the page pairs different types
     dst_dtypes: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     reduce_tmp_buffer: str = "used"
+    #: the reduce special registers (oracle/_spr.py, SEMANTICS §O); rows: :data:`_SPR_ROWS`
+    spr_sum: str = "unsupported"
+    spr_maxmin: str = "unsupported"
+    spr_maxmin_index: str = "flat"
+    spr_unwritten: str = "undefined"
+    spr_sum_other_type: str = "undefined"
+    spr_vcg_clobber: str = "unchanged"
     sources: Mapping[str, str] = field(default_factory=dict)
 
     def dtypes(self, api: str) -> Tuple[str, ...]:
@@ -296,6 +303,42 @@ PRODUCTS: Dict[str, Product] = {p.id: p for p in [
     _kirin("kirin_9030", "Kirin 9030"),
     _kirin("kirin_x90", "Kirin X90"),
 ]}
+
+
+_SPR_SUM_PAGE = "GetReduceRepeatSumSpr(ISASI).md (current) 产品支持情况"
+_SPR_MM_PAGE = "GetReduceRepeatMaxMinSpr(ISASI).md (current) 产品支持情况 / 函数原型"
+_SPR_COMMON = {
+    "spr_sum": f"{_SPR_SUM_PAGE}: 不支持 (or the product is not listed)",
+    "spr_maxmin": f"{_SPR_MM_PAGE}: 不支持 (or the product is not listed)",
+    "spr_maxmin_index": "not documented: the element offset r * L + lane of the winner (assumed)",
+    "spr_unwritten": "not documented: a register nothing wrote is undefined (assumed)",
+    "spr_sum_other_type": "not documented: one register for both types, so a write of one "
+                          "type leaves the other's reading undefined (assumed)",
+    "spr_vcg_clobber": "not documented: ReduceDataBlock (vcgmax / vcgmin) leaves the max/min "
+                       "register alone (assumed)"}
+#: per product, where it differs from the defaults above
+_SPR_ROWS = {
+    "ascend950": ({"spr_sum": "software", "spr_sum_other_type": "kept"},
+                  {"spr_sum": f"{_SPR_SUM_PAGE}: 支持; impl dav_3510 GetAccValImpl returns one "
+                              f"global per type (accValHalf / accValFloat)",
+                   "spr_maxmin": f"{_SPR_MM_PAGE}: 不支持 (the previous page said 支持: "
+                                 f"SEMANTICS §O C3)",
+                   "spr_sum_other_type": "not documented: dav_3510 keeps one global per type, "
+                                         "so the other type's value stays (assumed)"}),
+    "atlas_a2": ({"spr_sum": "acc_val", "spr_maxmin": "value_index"},
+                 {"spr_sum": f"{_SPR_SUM_PAGE}: 支持 (impl dav_c220: the ACC_VAL register)",
+                  "spr_maxmin": f"{_SPR_MM_PAGE}: 支持, the (value, index) prototype"}),
+    "atlas_a3": ({"spr_sum": "acc_val", "spr_maxmin": "value_index"},
+                 {"spr_sum": f"{_SPR_SUM_PAGE}: 支持 (impl dav_c220: the ACC_VAL register)",
+                  "spr_maxmin": f"{_SPR_MM_PAGE}: 支持, the (value, index) prototype"}),
+    "atlas_inference_aicore": ({"spr_maxmin": "value"},
+                               {"spr_maxmin": f"{_SPR_MM_PAGE}: 支持, the value-only prototype "
+                                              f"(\"该函数原型仅支持Atlas 推理系列产品AI Core\")"}),
+}
+for _pid in list(PRODUCTS):
+    _kw, _src = _SPR_ROWS.get(_pid, ({}, {}))
+    PRODUCTS[_pid] = replace(PRODUCTS[_pid], **_kw,
+                             sources={**_SPR_COMMON, **PRODUCTS[_pid].sources, **_src})
 
 
 def product(chip_or_profile) -> object:

@@ -21,22 +21,11 @@ from typing import Any, Callable, Dict, Optional, Tuple
 from ..constraints import Code
 from . import _api, _fp
 
-#: a register word the documentation leaves undefined
 UNDEF = "undefined"
 
-#: Per product: (sum register, max/min register form) -- the current pages' 产品支持情况 and,
-#: for the sum register's structure, the implementation (GetAccValImpl: dav_c220 reads the
-#: ACC_VAL register; dav_3510 returns accValHalf / accValFloat)
-PRODUCTS: Dict[str, Tuple[str, str]] = {
-    "ascend950": ("per_type", "none"),                  # MaxMinSpr page: 不支持 (prev page: 支持)
-    "atlas_a3": ("one_register", "value_index"),
-    "atlas_a2": ("one_register", "value_index"),
-    "atlas_inference_aicore": ("none", "value"),        # "该函数原型仅支持Atlas 推理系列产品AI Core"
-}
-#: What the pages leave open, as the oracle assumes it (SEMANTICS §O): the index after a
-#: multi-repeat ReduceRepeat is the element offset r * L + lane; a register nothing wrote is
-#: undefined; ReduceDataBlock MAX / MIN leaves the max/min register alone
-ASSUMED = {"index": "flat", "unwritten": UNDEF, "vcg": "unchanged"}
+#: a register word the documentation leaves undefined (the per-product facts, the pages'
+#: 产品支持情况 and what they leave open, are the oracle's product rows: ``spr_*`` in
+#: :mod:`ascend_ref.oracle._products`)
 
 
 @dataclass(frozen=True)
@@ -48,9 +37,8 @@ class OracleSpr:
     maxmin: Optional[Tuple[str, Any, Any]] = None
 
 
-def _product(chip: Any) -> Tuple[Any, Tuple[str, str]]:
-    prof = _api._resolve_chip(chip, "spr")
-    return prof, PRODUCTS.get(prof.id, ("none", "none"))
+def _product(chip: Any) -> Any:
+    return _api._resolve_chip(chip, "spr")
 
 
 def _lanes(mask: Any, L: int) -> list:
@@ -80,7 +68,7 @@ def _whole(kind: str, fn: Callable) -> Callable:
              src_rep_stride, order="ORDER_VALUE_INDEX", *, chip):
         res = fn(ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_stride,
                  src_rep_stride, order, chip=chip)
-        prof, _ = _product(chip)
+        prof = _product(chip)
         win = _extreme(ub, src, mask, repeat_time, src_blk_stride, src_rep_stride, kind)
         if win is None:
             return res, spr                                   # a NOP
@@ -89,7 +77,7 @@ def _whole(kind: str, fn: Callable) -> Callable:
         L = 256 // fmt.size
         if src_rep_stride != 8 or src_blk_stride != 1:        # "仅支持...连续计算场景"
             return res, replace(spr, maxmin=(fmt.name, UNDEF, UNDEF))
-        index = idx if ASSUMED["index"] == "flat" else idx % L
+        index = idx if prof.spr_maxmin_index == "flat" else idx % L
         return res, replace(spr, maxmin=(fmt.name, _api._minmax_nan(bits, fmt, prof), index))
 
     return call
@@ -121,12 +109,12 @@ reduce_min = _level2(_api.reduce_min)
 def reduce_data_block(spr: OracleSpr, ub, dst, src, mask, repeat_time, dst_rep_stride,
                       src_blk_stride, src_rep_stride, *, reduce_type, chip, saturate=None):
     """ReduceDataBlock (vcgadd / vcgmax / vcgmin): the max/min register as it was
-    (:data:`ASSUMED` ``vcg``)."""
+    (the product row's ``spr_vcg_clobber``)."""
     res = _api.reduce_data_block(ub, dst, src, mask, repeat_time, dst_rep_stride,
                                  src_blk_stride, src_rep_stride, reduce_type=reduce_type,
                                  chip=chip, saturate=saturate)
     name = str(getattr(reduce_type, "value", reduce_type)).upper()
-    if ASSUMED["vcg"] == UNDEF and name in ("MAX", "MIN") and spr.maxmin is not None:
+    if _product(chip).spr_vcg_clobber == UNDEF and name in ("MAX", "MIN") and spr.maxmin is not None:
         return res, replace(spr, maxmin=(spr.maxmin[0], UNDEF, UNDEF))
     return res, spr
 
@@ -149,11 +137,11 @@ def _type(dtype: Any, api: str) -> str:
 
 def get_reduce_repeat_sum_spr(spr: OracleSpr, dtype: Any, *, chip: Any) -> int:
     """GetReduceRepeatSumSpr<T>(): the bits of the sum register read as T."""
-    prof, (kind, _) = _product(chip)
-    if kind == "none":
+    prof = _product(chip)
+    if prof.spr_sum == "unsupported":
         _raise(Code.API_UNSUPPORTED, f"GetReduceRepeatSumSpr does not exist on {prof.id}")
     t = _type(dtype, "GetReduceRepeatSumSpr")
-    v = spr.sums.get(t, ASSUMED["unwritten"])
+    v = spr.sums.get(t, 0 if prof.spr_unwritten == "zero" else UNDEF)
     if v == UNDEF:
         _raise(Code.SPR_UNDEFINED, "GetReduceRepeatSumSpr: the sum register is not defined")
     return int(v)
@@ -162,13 +150,16 @@ def get_reduce_repeat_sum_spr(spr: OracleSpr, dtype: Any, *, chip: Any) -> int:
 def get_reduce_repeat_max_min_spr(spr: OracleSpr, dtype: Any, *, chip: Any,
                                   with_index: bool = True) -> Any:
     """GetReduceRepeatMaxMinSpr<T>(value[, index]): ``(value bits, index)`` or value bits."""
-    prof, (_, form) = _product(chip)
-    if form == "none":
+    prof = _product(chip)
+    form = prof.spr_maxmin
+    if form == "unsupported":
         _raise(Code.API_UNSUPPORTED, f"GetReduceRepeatMaxMinSpr does not exist on {prof.id}")
     if (form == "value_index") != bool(with_index):
         _raise(Code.API_UNSUPPORTED, f"GetReduceRepeatMaxMinSpr: {prof.id} has only the "
                                      f"{form} form")
     t = _type(dtype, "GetReduceRepeatMaxMinSpr")
+    if spr.maxmin is None and prof.spr_unwritten == "zero":
+        return (0, 0) if with_index else 0
     if spr.maxmin is None:
         _raise(Code.SPR_UNDEFINED, "GetReduceRepeatMaxMinSpr: nothing has written the register")
     wt, value, index = spr.maxmin
