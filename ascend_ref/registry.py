@@ -274,6 +274,10 @@ class ProfileField:
     name: str
     choices: Tuple[Any, ...]
     doc: str = ""
+    #: the field decides only state outside the UB (the reduce special registers,
+    #: :mod:`ascend_ref.spr`): a UB dump cannot tell its choices apart, so the audit does
+    #: not rerun cases for it
+    state_only: bool = False
 
     def holds(self, p: "Union[Params, ChipFacts]", value: Any) -> Any:
         """Inside an instruction's effects: the call's product has ``value`` (a traced bool:

@@ -1,4 +1,4 @@
-"""The reduce special registers as explicit, pure state (issue 14 item 2; SEMANTICS §O).
+"""The reduce special registers as explicit, pure state (issue 14 item 2; SEMANTICS §P).
 
 Two Ascend C getters read what an earlier reduction left behind
 (asc-devkit ``.../归约计算/寄存器辅助接口/``, current pages):
@@ -15,7 +15,7 @@ Two Ascend C getters read what an earlier reduction left behind
   index is not ("此时获取的索引不准确"). Only in the contiguous case (``srcRepStride = 8``,
   ``srcBlkStride = 1``), not in counter mask mode. Products: the value + index form on A3 and
   A2, the value-only form on the inference-series AI Core; **not** on Ascend 950 (the current
-  page; the previous page listed it: SEMANTICS §O, contradiction C3). T must be the dst type of
+  page; the previous page listed it: SEMANTICS §P, contradiction C3). T must be the dst type of
   the reduction that set it ("否则会导致精度错误").
 
 Model. The registers are a value, :class:`ReduceSpr` (a frozen dataclass registered as a

@@ -1,4 +1,4 @@
-"""The reduce special registers as explicit state (issue 14 item 2; SEMANTICS §O).
+"""The reduce special registers as explicit state (issue 14 item 2; SEMANTICS §P).
 
 Expected values: the pages' examples (GetReduceRepeatMaxMinSpr(ISASI).md 调用示例 1 and 2; the
 pages give no data, so the data here is seeded and the expected extreme is numpy's), the

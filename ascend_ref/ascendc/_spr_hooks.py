@@ -1,5 +1,5 @@
 """Which Ascend C calls set the reduce special registers, and with what (:mod:`ascend_ref.spr`;
-SEMANTICS §O): the profile fields and the :class:`~ascend_ref.spr.Sets` hooks the instruction
+SEMANTICS §P): the profile fields and the :class:`~ascend_ref.spr.Sets` hooks the instruction
 files declare (``whole_reduce.py``, ``reduce.py``, ``reduce_data_block.py``)."""
 
 from __future__ import annotations
@@ -15,29 +15,29 @@ SPR_SUM = ProfileField(
     "spr_sum", ("unsupported", "acc_val", "software"),
     "GetReduceRepeatSumSpr / GetAccVal: not on this product; the hardware ACC_VAL register "
     "(A2/A3: one register, written by the count-form ReduceSum's vcadd); or one software "
-    "global per type set by the half / float count-form ReduceSum (Ascend 950)")
+    "global per type set by the half / float count-form ReduceSum (Ascend 950)", state_only=True)
 SPR_MAXMIN = ProfileField(
     "spr_maxmin", ("unsupported", "value_index", "value"),
     "GetReduceRepeatMaxMinSpr / GetReduceMaxMinCount: not on this product; the (value, "
-    "index) form (A2/A3); the value-only form (inference-series AI Core)")
+    "index) form (A2/A3); the value-only form (inference-series AI Core)", state_only=True)
 SPR_MAXMIN_INDEX = ProfileField(
     "spr_maxmin_index", ("flat", "lane"),
     "the max/min register's index after ReduceRepeat<MAX|MIN> over several repeats (not "
     "documented): the winner's element offset from src (r * L + lane, contiguous case), or "
-    "its lane within the winning repeat")
+    "its lane within the winning repeat", state_only=True)
 SPR_UNWRITTEN = ProfileField(
     "spr_unwritten", ("undefined", "zero"),
     "reading a reduce special register that no call has written (not documented): undefined, "
-    "or zero bits")
+    "or zero bits", state_only=True)
 SPR_SUM_OTHER = ProfileField(
     "spr_sum_other_type", ("undefined", "kept"),
     "the sum register read with the other T than its last writer's (not documented): a "
     "write of one type leaves the other type's reading undefined (one register: A2/A3 "
-    "ACC_VAL), or leaves it as it was (one slot per type: the Ascend 950 globals)")
+    "ACC_VAL), or leaves it as it was (one slot per type: the Ascend 950 globals)", state_only=True)
 SPR_VCG = ProfileField(
     "spr_vcg_clobber", ("unchanged", "undefined"),
     "ReduceDataBlock MAX / MIN (vcgmax / vcgmin) and the max/min register (not documented): "
-    "left as it was, or left undefined")
+    "left as it was, or left undefined", state_only=True)
 
 #: the fields each kind of setter declares (so every profile that lists it sets them)
 MAXMIN_FIELDS = (SPR_MAXMIN, SPR_MAXMIN_INDEX, SPR_UNWRITTEN)

@@ -16,7 +16,7 @@ from ._api import (OracleError, OracleResult, pair_reduce_sum, reduce_data_block
                    whole_reduce_max, whole_reduce_min, whole_reduce_sum)
 from ._api import reduce_max, reduce_min, reduce_sum
 from ._fp import cascade_need
-from . import _spr as spr        # the reduce special registers (SEMANTICS §O)
+from . import _spr as spr        # the reduce special registers (SEMANTICS §P)
 
 __all__ = [
     "OracleError", "OracleResult", "whole_reduce_min", "whole_reduce_max", "whole_reduce_sum",

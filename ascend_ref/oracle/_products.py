@@ -63,7 +63,7 @@ class Product:
     #: API -> {src dtype: dst dtype} where the page pairs different types
     dst_dtypes: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     reduce_tmp_buffer: str = "used"
-    #: the reduce special registers (oracle/_spr.py, SEMANTICS §O); rows: :data:`_SPR_ROWS`
+    #: the reduce special registers (oracle/_spr.py, SEMANTICS §P); rows: :data:`_SPR_ROWS`
     spr_sum: str = "unsupported"
     spr_maxmin: str = "unsupported"
     spr_maxmin_index: str = "flat"
@@ -322,7 +322,7 @@ _SPR_ROWS = {
                   {"spr_sum": f"{_SPR_SUM_PAGE}: 支持; impl dav_3510 GetAccValImpl returns one "
                               f"global per type (accValHalf / accValFloat)",
                    "spr_maxmin": f"{_SPR_MM_PAGE}: 不支持 (the previous page said 支持: "
-                                 f"SEMANTICS §O C3)",
+                                 f"SEMANTICS §P C3)",
                    "spr_sum_other_type": "not documented: dav_3510 keeps one global per type, "
                                          "so the other type's value stays (assumed)"}),
     "atlas_a2": ({"spr_sum": "acc_val", "spr_maxmin": "value_index"},

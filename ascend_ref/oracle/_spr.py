@@ -1,7 +1,7 @@
 """The oracle's reduce special registers: its own model, straight from the pages.
 
 asc-devkit ``.../归约计算/寄存器辅助接口/GetReduceRepeatSumSpr(ISASI).md`` and
-``GetReduceRepeatMaxMinSpr(ISASI).md`` (current pages), docs/SEMANTICS.md §O. Written with
+``GetReduceRepeatMaxMinSpr(ISASI).md`` (current pages), docs/SEMANTICS.md §P. Written with
 literal loops over the source, independently of :mod:`ascend_ref.spr` and the kernels: it
 shares only the oracle's own helpers (bit formats, mask parsing, the instruction functions
 whose results it reads).

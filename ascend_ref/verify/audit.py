@@ -469,8 +469,8 @@ def _field_counterfactuals(prof, assumed: set, d, ref: Outcome, dev: np.ndarray,
     out = []
     c = d.case
     for f in c.instruction.profile_fields:
-        if f.name not in assumed or f.name not in prof.facts:
-            continue
+        if f.name not in assumed or f.name not in prof.facts or f.state_only:
+            continue                # state_only: no UB byte depends on it (spr.py)
         for value in f.choices:
             if value == prof.fact(f.name):
                 continue
