@@ -281,6 +281,22 @@ def _group(cases: List[Case], ks: List[int], rows: List[tuple], outcomes: list,
     names = [f"{t}.{x}" for t in ins.operands for x in ("addr", "size")] + list(ins.params)
     cols = {name: vals[:, j] for j, name in enumerate(names)}
     n = np.fromiter((cases[k].ub.size for k in ks), np.int64, m)
+    masks = np.array([r[1] for r in rows], np.uint32).reshape(m, 4)
+    return group_rows(prep, rep, cols, masks, n, np.asarray(ks, np.int64), heights,
+                      [cases[k].ub for k in ks])
+
+
+def group_rows(prep: Any, rep: Case, cols: Dict[str, np.ndarray], masks: np.ndarray,
+               n: np.ndarray, idx: np.ndarray, heights: Sequence[int],
+               ubs: List[np.ndarray]) -> List[Rows]:
+    """Rows of one host group from columns (the columnar entry point; the stacked dump reader
+    of :mod:`ascend_ref.verify.fast` calls it): ``prep`` -- the group's first case ``rep``
+    prepared; ``cols`` -- int64 per-case values by name (``"{tensor}.addr"``,
+    ``"{tensor}.size"``, every parameter); ``masks`` -- uint32[m, 4] words as
+    :func:`_mask_words` gives them; ``n`` -- the UB sizes; ``idx`` -- the cases' positions;
+    ``ubs`` -- the UBs (may be empty: a caller that builds the windows itself)."""
+    ins = registry.lookup(rep.api)
+    m = idx.size
     option = ins.canonical_option(rep.option) if ins.option is not None else None
     dtype = prep.spec.dtype
     hi = prep.ins.repeat_range(prep.spec)[1]
@@ -290,19 +306,18 @@ def _group(cases: List[Case], ks: List[int], rows: List[tuple], outcomes: list,
         base, length = np.zeros(m, np.int64), n
     values = {name: _int32(c - base if name.endswith(".addr") else c)   # window addresses
               for name, c in cols.items()}
-    values["mask"] = np.array([r[1] for r in rows], np.uint32).reshape(m, 4)
+    values["mask"] = masks
     values["ub_len"] = length.astype(np.int32)
     values["ub_base"] = base.astype(np.int32)
     p = _override(_stack(prep.p, m), values)
     heights_of = _table_height(prep.spec, cols["repeat"], hi, heights)
     out = []
-    idx = np.asarray(ks, np.int64)
     for h in np.unique(heights_of).tolist():
         sel = np.flatnonzero(heights_of == h)
         whole = sel.size == m
         out.append(Rows(prep.ins, _finish_spec(prep, heights, h),
                         idx if whole else idx[sel],
-                        [cases[k].ub for k in (ks if whole else idx[sel].tolist())],
+                        ubs if whole or not ubs else [ubs[j] for j in sel.tolist()],
                         base if whole else base[sel], length if whole else length[sel],
                         p if whole else jax.tree_util.tree_map(lambda x: x[sel], p)))
     return out

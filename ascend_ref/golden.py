@@ -433,13 +433,14 @@ def kernel_cases(kernel: Union[Kernel, str, os.PathLike]):
 
 
 def generate(kernel: Union[Kernel, str, os.PathLike], out_dir: Union[str, os.PathLike], *,
-             dumps: bool = False) -> Golden:
+             dumps: bool = False, stacked: bool = False) -> Golden:
     """Write ``out_dir/input/*.bin`` and ``out_dir/output/golden.bin`` for ``kernel``.
 
     ``kernel`` is a :class:`Kernel`, a TOML path or the name of a file in
     ``configs/kernels/``. ``dumps=True`` also writes ``out_dir/dumps/<name>.npz``: the calls
     as a dump file with the reference's results (``ascend-ref verify`` input; replace the
-    ``ub_after`` arrays with what a device wrote).
+    ``ub_after`` arrays with what a device wrote); ``stacked`` -- that file in the stacked
+    layout (format version 2, the tensors' regions, docs/verify.md §1b).
     """
     k = kernel if isinstance(kernel, Kernel) else load_kernel(kernel)
     cases, outs, inputs, layout, out_size = kernel_cases(k)
@@ -468,7 +469,10 @@ def generate(kernel: Union[Kernel, str, os.PathLike], out_dir: Union[str, os.Pat
 
         (out / "dumps").mkdir(exist_ok=True)
         p = out / "dumps" / f"{k.name}.npz"
-        write_dumps(p, cases, [o.ub for o in outs])
+        if stacked:
+            write_dumps(p, cases, [o.ub for o in outs], regions="tensors", stacked=True)
+        else:
+            write_dumps(p, cases, [o.ub for o in outs])
         files.append(str(p))
     return Golden(k, inputs, golden, cases, outs, files)
 
@@ -487,6 +491,9 @@ def register(sub) -> None:
     p.add_argument("--out", metavar="DIR", help="output folder (default: ./golden/<name>)")
     p.add_argument("--dumps", action="store_true",
                    help="also write DIR/dumps/<name>.npz (the calls as a dump file)")
+    p.add_argument("--stacked", action="store_true",
+                   help="with --dumps: the stacked layout (format version 2, tensor regions; "
+                        "docs/verify.md)")
     p.add_argument("--list", action="store_true", help="list the kernels in configs/kernels/")
     p.set_defaults(func=_main)
 
@@ -503,7 +510,7 @@ def _main(args: argparse.Namespace) -> int:
     try:
         k = load_kernel(args.kernel)
         out = args.out or os.path.join("golden", k.name)
-        g = generate(k, out, dumps=args.dumps)
+        g = generate(k, out, dumps=args.dumps, stacked=args.stacked)
     except (GoldenError, ConstraintError) as e:
         print(f"ascend-ref golden: {e}", file=sys.stderr)
         return 1

@@ -37,7 +37,7 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterable, Iterator, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterable, Iterator, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -47,9 +47,12 @@ from ..chips import chip as get_chip, chips as all_chips
 from ..constraints import Code
 from ..ub import ALIASES_TEXT, DTYPES, dtype_from_text
 
+if TYPE_CHECKING:
+    from .stacked import Stacked
+
 FORMAT = "ascend_ref.dump"
 VERSION = 1
-SUPPORTED_VERSIONS = (1,)
+SUPPORTED_VERSIONS = (1, 2)       # 2: the stacked layout (stacked.py)
 
 _META_KEYS = {"api", "chip", "dtype", "option", "mask", "params", "tensors", "saturate",
               "layout", "regions", "error", "tags", "source", "ub_bytes"}
@@ -161,24 +164,35 @@ def _case_arrays(i: int, case: Case, ub_after, regions, error) -> dict:
 
 
 def write_dumps(path: PathLike, cases: Sequence[Case], ub_afters: Optional[Sequence] = None, *,
-                regions=None, errors: Optional[Sequence] = None, compress: bool = True) -> None:
+                regions=None, errors: Optional[Sequence] = None, compress: bool = True,
+                stacked: bool = False) -> None:
     """Write several cases into one dump file.
 
     ``ub_afters[i]`` — the whole UB after case ``i`` (same size as ``cases[i].ub``).
     ``regions`` — None: store the whole UB before/after (layout ``"ub"``); ``"tensors"``:
     store each tensor's declared extent; or a dict ``{name: (addr, nbytes)}`` applied to every
     case. ``errors[i]`` — a :class:`~ascend_ref.constraints.Code` (or its name) when the device
-    rejected case ``i`` instead of running it.
+    rejected case ``i`` instead of running it. ``stacked`` — format version 2, the stacked
+    layout (:mod:`ascend_ref.verify.stacked`): the cases as columns, one member per column,
+    which ``verify`` reads and checks as whole batches; its regions as ``regions`` says
+    (None: each whole UB as one region ``"ub"``).
     """
     n = len(cases)
     ub_afters = list(ub_afters) if ub_afters is not None else [None] * n
     errors = list(errors) if errors is not None else [None] * n
     if len(ub_afters) != n or len(errors) != n:
         raise ValueError("cases, ub_afters and errors must have the same length")
-    arrays: Dict[str, Any] = {"format": np.array(FORMAT), "version": np.array(VERSION),
-                              "count": np.array(n)}
-    for i, (c, a, e) in enumerate(zip(cases, ub_afters, errors)):
-        arrays.update(_case_arrays(i, c, a, regions, e))
+    arrays: Dict[str, Any] = {"format": np.array(FORMAT), "count": np.array(n)}
+    if stacked:
+        from .stacked import VERSION as STACKED, stacked_arrays
+
+        arrays["version"] = np.array(STACKED)
+        arrays.update(stacked_arrays(cases, ub_afters, regions,
+                                     [e.name if isinstance(e, Code) else e for e in errors]))
+    else:
+        arrays["version"] = np.array(VERSION)
+        for i, (c, a, e) in enumerate(zip(cases, ub_afters, errors)):
+            arrays.update(_case_arrays(i, c, a, regions, e))
     tmp = f"{os.fspath(path)}.part"
     with open(tmp, "wb") as fh:
         (np.savez_compressed if compress else np.savez)(fh, **arrays)
@@ -283,6 +297,8 @@ class DumpFile:
         import stat as _stat
 
         self.path = os.fspath(path)
+        self.stacked: Optional["Stacked"] = None        # version 2: the columns
+        self.keys: Any = set()                          # member names (a set; version 2: Keys)
         try:
             mode = os.stat(self.path).st_mode
         except OSError as e:
@@ -322,6 +338,12 @@ class DumpFile:
             self.count = self._scalar("count", int)
             if self.count < 0:
                 raise DumpError(self.path, "count", f"{self.count} is negative")
+            if self.version == 2:
+                from .stacked import Keys, Stacked
+
+                self.stacked = Stacked(self)
+                self.keys = Keys(self.keys, self.stacked)
+                return
             stray = sorted({k.split(".")[0] for k in self.keys if k.startswith("c")
                             and k.split(".")[0][1:].isdigit()
                             and int(k.split(".")[0][1:]) >= self.count})
@@ -336,6 +358,8 @@ class DumpFile:
     def _get(self, key: str, case: Optional[int] = None) -> np.ndarray:
         if key not in self.keys:
             raise DumpError(self.path, key, "missing", case)
+        if self.stacked is not None and key not in self.keys.real:
+            return self.stacked.get(key)           # a case's region bytes, from the columns
         fast = _read_member(self._npz.zip, key + ".npy", self._raw())
         if fast is not None:
             return fast
@@ -392,6 +416,8 @@ class DumpFile:
 
     # -- one case
     def meta(self, i: int) -> dict:
+        if self.stacked is not None:
+            return self.stacked.meta(i)
         a = self._get(f"c{i}.meta", i)
         if a.dtype == np.uint8 and a.ndim == 1:
             text = a.tobytes().decode("utf-8", "replace")
@@ -481,7 +507,8 @@ def open_dump(path: PathLike) -> DumpFile:
 
 
 def iter_dump_cases(paths: Iterable[Union[PathLike, DumpError]], on_file=None,
-                    share: Tuple[int, int] = (0, 1)) -> Iterator[Union[DumpCase, DumpError]]:
+                    share: Tuple[int, int] = (0, 1),
+                    stacked=None) -> Iterator[Union[DumpCase, DumpError]]:
     """Every case of every dump file under ``paths``, one at a time (never all in memory).
 
     Yields a :class:`DumpCase` for each valid case and a :class:`DumpError` (not raised) for
@@ -489,6 +516,10 @@ def iter_dump_cases(paths: Iterable[Union[PathLike, DumpError]], on_file=None,
     when a file is finished (progress bars). ``share = (index, count)``: only the cases
     whose running number (over all files, in order) is ``index`` modulo ``count``, and the
     errors of files whose number is (the shares of ``count`` processes: each case once).
+    ``stacked(dump_file, mine)`` -- called on each stacked file (format version 2) while it
+    is open, with ``mine`` (bool per case) the cases of this share; it verifies what it can as
+    whole batches and returns the case numbers it leaves, which are then yielded one at a time
+    (:func:`ascend_ref.verify.fast.check_stacked`).
     """
     index, count = share
     k = 0
@@ -511,10 +542,13 @@ def iter_dump_cases(paths: Iterable[Union[PathLike, DumpError]], on_file=None,
         with f:
             if f.count == 0 and mine:
                 yield DumpError(p, "count", "the file holds no case")
-            for i in range(f.count):
-                k += 1
-                if (k - 1) % count != index:
-                    continue
+            todo = np.flatnonzero((k + np.arange(f.count)) % count == index)
+            k += f.count
+            if stacked is not None and f.stacked is not None and todo.size:
+                sel = np.zeros(f.count, bool)
+                sel[todo] = True
+                todo = np.asarray(stacked(f, sel), np.int64)
+            for i in todo.tolist():
                 try:
                     yield f.case(i)
                 except DumpError as e:

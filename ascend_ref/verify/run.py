@@ -342,7 +342,8 @@ def _chunks(it, n: int):
 
 def verify(paths: Union[PathLike, Iterable[PathLike]], *, batch_size: int = DEFAULT_BATCH,
            audit: bool = False, progress: Optional[bool] = None, max_examples: int = 3,
-           on_case: Optional[Callable] = None, distributed: Optional[bool] = None) -> Report:
+           on_case: Optional[Callable] = None, distributed: Optional[bool] = None,
+           vectorised: bool = True) -> Report:
     """Verify every dump under ``paths`` against the reference; returns a :class:`Report`.
 
     ``paths`` — files and/or directories (searched recursively for ``*.npz`` in any letter
@@ -355,7 +356,9 @@ def verify(paths: Union[PathLike, Iterable[PathLike]], *, batch_size: int = DEFA
     ``distributed`` (default: when :func:`ascend_ref.scale.init_distributed` joined several
     processes) — every process verifies its share of the cases and gets the one merged
     report, equal to a single process's (``docs/scale.md``); ``on_case`` sees only the
-    process's own cases.
+    process's own cases. ``vectorised`` -- verify stacked files (format version 2) as whole
+    batches (:mod:`ascend_ref.verify.fast`; the same report as case by case, which
+    ``vectorised=False``, ``audit`` and ``on_case`` take).
     """
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
             or batch_size < 1:
@@ -375,8 +378,15 @@ def verify(paths: Union[PathLike, Iterable[PathLike]], *, batch_size: int = DEFA
 
         bar = tqdm(total=len(found), unit="file", desc="verify", file=sys.stderr)
     on_file = (lambda p: bar.update(1)) if bar is not None else None
+    fast = None
+    if vectorised and not audit and on_case is None:
+        from .fast import check_stacked
+
+        def fast(f, mine):
+            return check_stacked(v, f, mine)
     try:
-        for chunk in _chunks(iter_dump_cases(found, on_file=on_file, share=share), batch_size):
+        for chunk in _chunks(iter_dump_cases(found, on_file=on_file, share=share,
+                                             stacked=fast), batch_size):
             good = []
             for x in chunk:
                 if isinstance(x, DumpError):

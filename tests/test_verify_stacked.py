@@ -1,0 +1,272 @@
+"""The stacked dump layout (format version 2) and its vectorised verifier.
+
+The same adversarial cases -- mismatching bytes, garbage in undefined bytes, device errors
+that agree and that do not, calls the reference rejects, bad rows, mixed APIs, products and
+dtypes in one file -- are written as version-1 files (layout "regions") and as stacked
+files; verifying them must give the same report (verdicts, mismatch groups, bad input, exit
+code) whether the stacked file is verified as whole batches or case by case, and the same as
+the version-1 files. Expected verdicts come from the per-case path, never typed in. Every
+case uses the 4 KiB UB of tests/test_verify.py (the kernels compile once per API/dtype).
+"""
+
+import json
+import re
+import zipfile
+
+import numpy as np
+import pytest
+
+from ascend_ref.batch import run_cases
+from ascend_ref.case import Case
+from ascend_ref.cli import main as cli_main
+from ascend_ref.constraints import Code
+from ascend_ref.verify import DumpError, iter_dump_cases, open_dump, verify, write_dumps
+from ascend_ref.verify import fast as vfast
+
+UB = 4096
+
+
+def mk(api, dtype, option, mask, repeat, *, chip="atlas_a2", seed=0, sat=None):
+    s = np.dtype(dtype).itemsize
+    ub = np.zeros(UB, np.uint8)
+    v = np.random.default_rng(seed).uniform(-4, 4, 2048 // s).astype(dtype).view(np.uint8)
+    ub[:v.size] = v
+    if api.startswith("vec_"):
+        return Case(api, chip, dtype, option, mask, {"repeat": repeat, "src_rep_stride": 8},
+                    {"src": (0, 2048 // s), "dst": (2048, 32 // s),
+                     "work_tensor": (2304, 512 // s)}, ub, sat)
+    return Case(api, chip, dtype, option, mask,
+                {"repeat": repeat, "dst_rep_stride": 1, "src_blk_stride": 1,
+                 "src_rep_stride": 8}, {"src": (0, 2048 // s), "dst": (2048, 1024 // s)}, ub,
+                sat)
+
+
+@pytest.fixture(scope="module")
+def adversarial():
+    """``(cases, afters, errors, expect)``: what a misbehaving device wrote, and a label per
+    case of what was planted (the verdicts themselves come from the per-case path)."""
+    cases, expect = [], []
+
+    def add(c, label):
+        cases.append(c)
+        expect.append(label)
+
+    for k in range(6):
+        add(mk("whole_reduce_min", "float16", "ORDER_VALUE_INDEX", 128, 1 + k % 4, seed=k),
+            "good")
+    for k in range(3):
+        add(mk("whole_reduce_sum", "float32", None, 64, 4, seed=10 + k,
+               chip="atlas_a2" if k % 2 else "atlas_a3"), "good")
+    add(mk("whole_reduce_sum", "float32", None, [2**64 - 1], 2, seed=20), "good")   # bit mode
+    add(mk("vec_reduce_add", "float16", None, 128, 2, chip="atlas_training", seed=5),
+        "undefined garbage")
+    add(mk("whole_reduce_min", "float16", "ORDER_VALUE_INDEX", 128, 3, seed=30), "flip dst")
+    add(mk("whole_reduce_sum", "float32", None, 64, 2, seed=31, chip="atlas_a3"), "flip dst")
+    add(mk("whole_reduce_sum", "float16", None, 200, 1), "device error agrees")   # MASK_RANGE
+    add(mk("whole_reduce_sum", "float16", None, 201, 1), "device error differs")
+    add(mk("whole_reduce_sum", "float16", None, 202, 1), "device ran, reference rejects")
+    add(mk("whole_reduce_min", "float16", "ORDER_VALUE_INDEX", 128, 2, seed=32),
+        "device error, reference ran")
+    add(mk("whole_reduce_min", "float16", "ORDER_VALUE_INDEX", 128, 2, seed=33), "bad row")
+    outs = run_cases(cases)
+    afters, errors = [], []
+    for c, o, label in zip(cases, outs, expect):
+        after = None if o.code is not None else o.ub.copy()
+        err = o.code
+        if label == "undefined garbage":
+            assert o.undefined.any()
+            after[o.undefined] ^= 0x5A
+        elif label == "flip dst":
+            after[c.tensors["dst"][0]] ^= 0x01
+        elif label == "device error differs":
+            assert err == Code.MASK_RANGE
+            err = Code.ALIGN
+        elif label == "device ran, reference rejects":
+            after, err = c.ub.copy(), None
+        elif label == "device error, reference ran":
+            after, err = None, Code.MASK_RANGE
+        afters.append(after)
+        errors.append(err)
+    bad = cases[expect.index("bad row")]
+    cases[expect.index("bad row")] = Case(bad.api, bad.chip, bad.dtype, bad.option, bad.mask,
+                                          dict(bad.params, src_rep_stride=-1), bad.tensors,
+                                          bad.ub)
+    return cases, afters, errors, expect
+
+
+def _write(d, cases, afters, errors, *, stacked, per_file=7):
+    d.mkdir(parents=True, exist_ok=True)
+    for k in range(0, len(cases), per_file):
+        s = slice(k, k + per_file)
+        write_dumps(d / f"dump_{k // per_file:03d}.npz", cases[s], afters[s], regions="tensors",
+                    errors=errors[s], stacked=stacked)
+
+
+def _norm(report, d):
+    """The report as JSON and text, the directory and the run time taken out."""
+    text = re.sub(r" in [0-9.]+ s:", " in T s:", report.format(examples=3))
+    return (json.dumps(report.to_json(), sort_keys=True).replace(str(d), "D"),
+            text.replace(str(d), "D"), report.exit_code)
+
+
+def test_stacked_cases_read_back_as_version_1(tmp_path, adversarial):
+    cases, afters, errors, _ = adversarial
+    write_dumps(tmp_path / "v1.npz", cases, afters, regions="tensors", errors=errors)
+    write_dumps(tmp_path / "v2.npz", cases, afters, regions="tensors", errors=errors,
+                stacked=True)
+    with open_dump(tmp_path / "v1.npz") as f1, open_dump(tmp_path / "v2.npz") as f2:
+        assert f2.version == 2 and f2.count == f1.count == len(cases)
+        assert len(f2.stacked.groups) > 3            # mixed APIs, products, dtypes, masks
+        for i in range(f1.count):
+            try:
+                a = f1.case(i)
+            except DumpError as e:
+                with pytest.raises(DumpError) as e2:
+                    f2.case(i)
+                assert (e2.value.field, e2.value.reason) == (e.field, e.reason)
+                continue
+            b = f2.case(i)
+            assert b.case.describe() == a.case.describe() and b.error == a.error
+            np.testing.assert_array_equal(b.case.ub, a.case.ub)
+            for x, y in ((a.after, b.after), (a.compared, b.compared)):
+                assert (x is None) == (y is None)
+                if x is not None:
+                    np.testing.assert_array_equal(x, y)
+
+
+@pytest.mark.parametrize("batch", [256, 3])
+def test_stacked_report_equals_per_case_and_version_1(tmp_path, adversarial, batch):
+    cases, afters, errors, expect = adversarial
+    _write(tmp_path / "v1", cases, afters, errors, stacked=False)
+    _write(tmp_path / "v2", cases, afters, errors, stacked=True)
+    v1 = verify(tmp_path / "v1", progress=False, batch_size=batch)
+    vfast.STATS.clear()
+    fast = verify(tmp_path / "v2", progress=False, batch_size=batch)
+    decided = vfast.STATS["vectorised"]
+    slow = verify(tmp_path / "v2", progress=False, batch_size=batch, vectorised=False)
+    assert _norm(fast, tmp_path / "v2") == _norm(slow, tmp_path / "v2")
+    assert _norm(fast, tmp_path / "v2") == _norm(v1, tmp_path / "v1")
+    # what was planted is what the per-case path found (the verdicts are not typed in)
+    assert not fast.ok and fast.exit_code == 1
+    assert fast.mismatched == expect.count("flip dst") + expect.count("device error differs") \
+        + expect.count("device error, reference ran")
+    assert fast.device_errors == 1 and fast.cases_with_undefined >= 1
+    assert len(fast.bad) == expect.count("bad row") + expect.count("device ran, reference rejects")
+    # the batches decided the agreeing cases and the agreeing device error; the rest went
+    # case by case
+    assert decided == expect.count("good") + expect.count("undefined garbage") + 1
+    assert vfast.STATS["per_case"] == len(cases) - decided
+
+
+def test_stacked_explain_and_cli(tmp_path, adversarial, capsys):
+    cases, afters, errors, expect = adversarial
+    _write(tmp_path / "v2", cases, afters, errors, stacked=True, per_file=len(cases))
+    p = tmp_path / "v2" / "dump_000.npz"
+    assert cli_main(["verify", str(p), "--no-progress"]) == 1
+    assert "RESULT: FAILED" in capsys.readouterr().out
+    i = expect.index("flip dst")
+    assert cli_main(["verify", str(p), "--case", str(i), "--explain"]) == 1
+    assert "MISMATCH" in capsys.readouterr().out
+    good = [k for k, e in enumerate(expect) if e == "good"]
+    q = tmp_path / "good.npz"
+    write_dumps(q, [cases[k] for k in good], [afters[k] for k in good], regions="tensors",
+                stacked=True)
+    assert cli_main(["verify", str(q), "--no-progress"]) == 0
+    assert "RESULT: OK" in capsys.readouterr().out
+
+
+def test_stacked_shares_split_the_cases(tmp_path, adversarial):
+    """Distributed shares: each case verified once, the merged counts those of one process."""
+    cases, afters, errors, _ = adversarial
+    _write(tmp_path / "v2", cases, afters, errors, stacked=True)
+    whole = [x.index if not isinstance(x, DumpError) else (x.file, x.case)
+             for x in iter_dump_cases([tmp_path / "v2"])]
+    seen = []
+    for share in ((0, 3), (1, 3), (2, 3)):
+        def fast(f, mine):
+            seen.extend((f.path, i) for i in np.flatnonzero(mine).tolist())
+            return np.flatnonzero(mine).tolist()            # leave all to the per-case path
+        list(iter_dump_cases([tmp_path / "v2"], share=share, stacked=fast))
+    assert len(seen) == len(whole) == len(set(seen))
+
+
+def _good_stacked(tmp_path, adversarial):
+    cases, afters, _, expect = adversarial
+    good = [k for k, e in enumerate(expect) if e == "good"]
+    p = tmp_path / "good.npz"
+    write_dumps(p, [cases[k] for k in good], [afters[k] for k in good], regions="tensors",
+                stacked=True, compress=False)
+    with np.load(p, allow_pickle=False) as z:
+        arrays = {k: z[k] for k in z.files}
+    return p, arrays
+
+
+def _check_bad(tmp_path, name, arrays, field):
+    p = tmp_path / name
+    np.savez(p, **arrays)
+    with pytest.raises(DumpError) as e:
+        open_dump(p)
+    assert e.value.field == field, str(e.value)
+    r = verify(p, progress=False)                   # a clear bad-input entry, not a traceback
+    assert not r.ok and r.cases == 0 and [x.field for x in r.bad] == [field]
+
+
+def test_corrupt_stacked_files_are_bad_input(tmp_path, adversarial, capsys):
+    p, arrays = _good_stacked(tmp_path, adversarial)
+    data = p.read_bytes()
+    for cut in (len(data) // 3, len(data) - 40):
+        t = tmp_path / f"cut{cut}.npz"
+        t.write_bytes(data[:cut])
+        assert cli_main(["verify", str(t), "--no-progress"]) == 1
+        out = capsys.readouterr().out
+        assert "bad input" in out and "Traceback" not in out
+    a = dict(arrays)
+    a["g0.params"] = a["g0.params"][:-1]
+    _check_bad(tmp_path, "short.npz", a, "g0.params")
+    a = dict(arrays)
+    a["g0.before.src"] = a["g0.before.src"][:-1]
+    _check_bad(tmp_path, "bytes.npz", a, "g0.before.src")
+    a = dict(arrays)
+    a["g0.case"] = np.zeros_like(a["g0.case"])
+    _check_bad(tmp_path, "twice.npz", a, "g0.case")
+    a = dict(arrays)
+    a["g0.mask"] = a["g0.mask"].astype(np.int64)
+    _check_bad(tmp_path, "dtype.npz", a, "g0.mask")
+    a = dict(arrays)
+    a["layout"] = np.array("columns")
+    _check_bad(tmp_path, "layout.npz", a, "layout")
+    a = dict(arrays)
+    a["count"] = np.array(int(a["count"]) + 1)
+    _check_bad(tmp_path, "count.npz", a, "count")
+    a = dict(arrays)
+    del a["g1.regions"]
+    _check_bad(tmp_path, "missing.npz", a, "g1.regions")
+    a = dict(arrays)
+    meta = json.loads(str(a["g0.meta"][()]))
+    meta["api"] = "whole_reduce_avg"               # a bad shared field: every case of the group
+    a["g0.meta"] = np.array(json.dumps(meta))
+    np.savez(tmp_path / "api.npz", **a)
+    r = verify(tmp_path / "api.npz", progress=False)
+    n0 = len(a["g0.case"])
+    assert [x.field for x in r.bad] == ["meta.api"] * n0 and r.cases == int(a["count"]) - n0
+    # a CRC error inside one column: the file is bad, named by the member
+    raw = bytearray(p.read_bytes())
+    k = raw.find(b"g0.before.src.npy")
+    raw[k + 300] ^= 0xFF
+    (tmp_path / "crc.npz").write_bytes(bytes(raw))
+    with pytest.raises(DumpError):
+        open_dump(tmp_path / "crc.npz")
+    assert zipfile.is_zipfile(tmp_path / "crc.npz")
+
+
+def test_golden_writes_stacked_dumps(tmp_path):
+    from ascend_ref.golden import generate
+
+    g1 = generate("whole_reduce_sum_float", tmp_path / "v1", dumps=True)
+    g2 = generate("whole_reduce_sum_float", tmp_path / "v2", dumps=True, stacked=True)
+    p2 = next(f for f in g2.files if f.endswith(".npz"))
+    with open_dump(p2) as f:
+        assert f.version == 2 and f.count == len(g2.cases)
+    r1 = verify(tmp_path / "v1" / "dumps", progress=False)
+    r2 = verify(tmp_path / "v2" / "dumps", progress=False)
+    assert r1.ok and r2.ok and r2.cases == r1.cases == len(g1.cases)
