@@ -32,7 +32,7 @@ try:  # Python >= 3.11
 except ModuleNotFoundError:  # pragma: no cover
     import tomli as tomllib  # type: ignore[no-redef]
 
-from . import registry
+from . import registry, spr as sprs
 from .case import Case, Outcome
 from .chips import chip as get_chip, chips as all_chips, config_dir
 from .constraints import ConstraintError
@@ -107,6 +107,22 @@ class Call:
 
 
 @dataclass
+class Read:
+    """A reduce special register getter in the call list (``api`` one of
+    :data:`ascend_ref.spr.GETTERS`): after call ``after``, the register's value -- and, for
+    the max/min register with ``with_index``, the index bits in the next element -- is
+    stored into the output at ``dst_offset`` (what a sample kernel does with
+    ``dstLocal.SetValue(1, GetReduceRepeatSumSpr<half>())``). ``pos``: its place in the file's
+    ``[[calls]]`` list."""
+
+    pos: int
+    after: int
+    api: str
+    dst_offset: int
+    with_index: bool
+
+
+@dataclass
 class Kernel:
     """A parsed kernel description (see ``docs/verify.md``)."""
 
@@ -121,6 +137,7 @@ class Kernel:
     out_shape: Optional[tuple]
     out_init: float
     out_file: str
+    reads: List[Read] = field(default_factory=list)
 
 
 def _round_up(x: int, a: int) -> int:
@@ -224,16 +241,32 @@ def load_kernel(name_or_path) -> Kernel:
         if out_shape and int(np.prod(out_shape)) != out_size:
             raise GoldenError(path, "output.shape", f"{list(out_shape)} does not hold "
                                                     f"{out_size} elements")
-    calls = []
+    calls: List[Call] = []
     if not isinstance(raw["calls"], list) or not raw["calls"]:
         raise GoldenError(path, "calls", "expected at least one [[calls]] table")
     names = [i.name for i in inputs]
+    reads: List[Read] = []
     for k, c in enumerate(raw["calls"]):
         where = f"calls[{k}]."
         api = c.get("api")
+        if isinstance(api, str) and api in sprs.GETTERS:
+            _unknown(path, where, c, {"api", "dst_offset"} |
+                     ({"with_index"} if sprs.GETTERS[api][2] else set()))
+            if not calls:
+                raise GoldenError(path, where + "api", f"{api} reads what a reduction left: "
+                                                       "it needs a call before it")
+            wi = c.get("with_index", True)
+            if not isinstance(wi, bool):
+                raise GoldenError(path, where + "with_index", f"{wi!r}: true or false")
+            reads.append(Read(k, len(calls) - 1, api,
+                              _int(path, where + "dst_offset", c.get("dst_offset", 0)),
+                              wi and sprs.GETTERS[api][2]))
+            continue
         ins = registry.get(api)
         if ins is None:
-            raise GoldenError(path, where + "api", f"{api!r}; known: {list(registry.names())}")
+            raise GoldenError(path, where + "api", f"{api!r}; known: {list(registry.names())} "
+                                                   f"and the register getters "
+                                                   f"{list(sprs.GETTERS)}")
         _unknown(path, where, c, _call_keys(ins))
         for key, apis in _only_for().items():
             if key in c and api not in apis:
@@ -269,7 +302,7 @@ def load_kernel(name_or_path) -> Kernel:
                           else _int(path, where + "work_size", c["work_size"], 1)))
     return Kernel(str(path), raw.get("name", path.stem), raw.get("description", ""), chip_id,
                   dtype, inputs, calls, out_size, out_shape, float(out.get("init", 0)),
-                  out.get("file", "golden.bin"))
+                  out.get("file", "golden.bin"), reads)
 
 
 # ------------------------------------------------------------------ data -------------------
@@ -361,7 +394,27 @@ def kernel_cases(kernel: Union[Kernel, str, os.PathLike]):
     after); ``layout`` maps ``input:NAME``, ``output`` and ``work:K`` to ``(addr, nbytes)``.
     Raises :class:`GoldenError` when a call is outside the documented range.
     """
+    return _run_kernel(kernel)[:5]
+
+
+def _read_words(k: Kernel, rd: Read, state: Any) -> bytes:
+    """The bytes a register getter stores (value, then the index bits with ``with_index``)."""
+    fn, _, takes_index = sprs.GETTERS[rd.api]
+    try:
+        got = fn(state, k.dtype, chip=k.chip, **({"with_index": rd.with_index}
+                                                 if takes_index else {}))
+    except ConstraintError as e:
+        raise GoldenError(k.path, f"calls[{rd.pos}]", str(e)) from None
+    words = list(got) if isinstance(got, tuple) else [got]
+    bits = np.uint16 if np.dtype(k.dtype).itemsize == 2 else np.uint32
+    out = [np.asarray(words[0]).view(bits)] + [np.asarray(w).astype(bits) for w in words[1:]]
+    return np.array(out, bits).astype(np.dtype(bits).newbyteorder("<")).tobytes()
+
+
+def _run_kernel(kernel: Union[Kernel, str, os.PathLike]):
+    """:func:`kernel_cases` and the UB after the whole kernel (the getters' stores in it)."""
     from .batch import run_cases
+    from .case import JAX
 
     k = kernel if isinstance(kernel, Kernel) else load_kernel(kernel)
     prof = get_chip(k.chip)
@@ -387,6 +440,11 @@ def kernel_cases(kernel: Union[Kernel, str, os.PathLike]):
         images.append((cursor, img))
         cursor = _round_up(cursor + nbytes, ALIGN)
     need = max(c.dst_offset * os_ + _dst_bytes(c, k.dtype) for c in k.calls)
+    for rd in k.reads:
+        if od != k.dtype:
+            raise GoldenError(k.path, f"calls[{rd.pos}].api", f"the output holds {od}; "
+                                                              f"{rd.api} reads {k.dtype}")
+        need = max(need, (rd.dst_offset + 1 + int(rd.with_index)) * os_)
     out_size = k.out_size if k.out_size is not None else _round_up(need, os_) // os_
     out_bytes = _round_up(max(need, out_size * os_), ALIGN)
     layout["output"] = (cursor, out_bytes)
@@ -406,6 +464,7 @@ def kernel_cases(kernel: Union[Kernel, str, os.PathLike]):
     init = np.full(out_bytes // os_, k.out_init, dtype=od)
     ub[out_addr:out_addr + out_bytes] = init.view(np.uint8)
     cases, outs = [], []
+    state = sprs.ReduceSpr()
     for i, c in enumerate(k.calls):
         ia, inb = layout[f"input:{c.src}"]
         if c.src_offset * s >= inb:
@@ -429,7 +488,13 @@ def kernel_cases(kernel: Union[Kernel, str, os.PathLike]):
             raise GoldenError(k.path, f"calls[{i}].{fld}", str(err) if err else o.code.name)
         outs.append(o)
         ub = np.asarray(o.ub).copy()
-    return cases, outs, inputs, layout, out_size
+        if k.reads:                         # the registers after the call, then the getters
+            state = case.call(JAX, return_info=True, spr=state)[1].spr
+            for rd in (r for r in k.reads if r.after == i):
+                data = _read_words(k, rd, state)
+                at = out_addr + rd.dst_offset * os_
+                ub[at:at + len(data)] = np.frombuffer(data, np.uint8)
+    return cases, outs, inputs, layout, out_size, ub
 
 
 def generate(kernel: Union[Kernel, str, os.PathLike], out_dir: Union[str, os.PathLike], *,
@@ -443,11 +508,10 @@ def generate(kernel: Union[Kernel, str, os.PathLike], out_dir: Union[str, os.Pat
     layout (format version 2, the tensors' regions, docs/verify.md §1b).
     """
     k = kernel if isinstance(kernel, Kernel) else load_kernel(kernel)
-    cases, outs, inputs, layout, out_size = kernel_cases(k)
+    cases, outs, inputs, layout, out_size, final = _run_kernel(k)
     od = out_dtype(k)
     s = np.dtype(od).itemsize
     out_addr = layout["output"][0]
-    final = np.asarray(outs[-1].ub)
     le = np.dtype(od).newbyteorder("<")
     golden = final[out_addr:out_addr + out_size * s].copy().view(le).astype(od)
     if k.out_shape:

@@ -428,5 +428,14 @@ def get_reduce_max_min_count(spr: Any, dtype: Any, *, chip: Any, with_index: boo
                                          return_info=return_info, api="get_reduce_max_min_count")
 
 
+#: The getters by public name (golden kernel descriptions name them): ``(function, register,
+#: takes with_index)``
+GETTERS = {
+    "get_reduce_repeat_sum_spr": (get_reduce_repeat_sum_spr, SUM, False),
+    "get_acc_val": (get_acc_val, SUM, False),
+    "get_reduce_repeat_max_min_spr": (get_reduce_repeat_max_min_spr, MAX_MIN, True),
+    "get_reduce_max_min_count": (get_reduce_max_min_count, MAX_MIN, True),
+}
+
 __all__ = ["ReduceSpr", "SprRead", "fresh", "get_reduce_repeat_sum_spr", "get_acc_val",
            "get_reduce_repeat_max_min_spr", "get_reduce_max_min_count"]

@@ -46,7 +46,7 @@ def independent(name):
     stride = xs.get("ub_row_stride", xs["shape"][-1])
     padded = np.zeros((int(np.prod(xs["shape"][:-1])), stride), dt)
     padded[:, :xs["shape"][-1]] = x.reshape(padded.shape[0], -1)
-    (call,) = raw["calls"]
+    call, *reads = raw["calls"]          # then reduce special register getters, if any
     out = raw["output"]
     n_out = out.get("size") or int(np.prod(out["shape"]))
     ub = np.zeros(65536, np.uint8)
@@ -87,7 +87,16 @@ def independent(name):
             r = oracle.whole_reduce_sum(*args, chip=chip)
         else:
             r = getattr(oracle, api)(*args, call["order"], chip=chip)
-    golden = r.ub[dst_addr:dst_addr + n_out * os_]
+    golden = r.ub[dst_addr:dst_addr + n_out * os_].copy()
+    for rd in reads:                     # the oracle's own register model (oracle.spr)
+        assert rd["api"] == "get_reduce_repeat_max_min_spr" and api.startswith("whole_reduce_m")
+        _, st = getattr(oracle.spr, api)(oracle.spr.OracleSpr(), ub, dst, src, call["mask"],
+                                         call["repeat"], call["dst_rep_stride"],
+                                         call["src_blk_stride"], call["src_rep_stride"],
+                                         chip=chip)
+        value, index = oracle.spr.get_reduce_repeat_max_min_spr(st, dt, chip=chip)
+        k = rd["dst_offset"] * os_
+        golden[k:k + 2 * s] = np.array([value, index], f"<u{s}").view(np.uint8)
     return {f"input_{xname}.bin": x.tobytes()}, golden.tobytes(), x
 
 
@@ -102,6 +111,7 @@ def test_the_example_kernels_ship():
                        "reduce_max_index_half", "reduce_sum_float",
                        "repeat_reduce_sum_half", "row_sum_float_13x57",
                        "tik_vec_reduce_add_half", "whole_reduce_max_half",
+                       "whole_reduce_max_spr_float",
                        "whole_reduce_min_index_half", "whole_reduce_sum_float",
                        "whole_reduce_sum_int16_950"]
 
@@ -130,6 +140,9 @@ def test_golden_against_plain_numpy(generated):
 
     _, _, x = independent("whole_reduce_max_half")
     assert read("whole_reduce_max_half", "<f2").tobytes() == x.reshape(8, 128).max(1).tobytes()
+    _, _, x = independent("whole_reduce_max_spr_float")       # slot, then the register
+    g = read("whole_reduce_max_spr_float", "<f4")
+    assert g[0::2].tolist() == [x.max()] * 2 and g.view("<u4")[1::2].tolist() == [x.argmax()] * 2
     _, _, x = independent("whole_reduce_min_index_half")
     g = read("whole_reduce_min_index_half", "<f2")
     assert g[0::2].tobytes() == x.reshape(8, 128).min(1).tobytes()
@@ -189,6 +202,12 @@ work_size = 64
     ("[[calls]]\napi = 'whole_reduce_sum'\nmask = 64\nrepeats = 1\n", "calls[0].repeats"),
     ("[[calls]]\napi = 'whole_reduce_sum'\nmask = 65\nrepeat = 1\n", "calls[0].mask"),
     ("[[calls]]\napi = 'whole_reduce_sum'\nmask = 64\nrepeat = 1\nsrc = 'y'\n", "calls[0].src"),
+    # a register getter: after a call; its own keys; a register the call left undefined
+    ("[[calls]]\napi = 'get_acc_val'\n", "calls[0].api"),
+    ("[[calls]]\napi = 'whole_reduce_max'\nmask = 64\nrepeat = 1\n[[calls]]\n"
+     "api = 'get_reduce_repeat_max_min_spr'\nmask = 3\n", "calls[1].mask"),
+    ("[[calls]]\napi = 'whole_reduce_max'\nmask = 64\nrepeat = 1\nsrc_rep_stride = 0\n"
+     "[[calls]]\napi = 'get_reduce_repeat_max_min_spr'\ndst_offset = 2\n", "calls[1]"),
 ])
 def test_bad_kernel_names_the_field(tmp_path, body, field):
     k = tmp_path / "bad.toml"
