@@ -306,3 +306,10 @@ def test_seeded_chains_match_the_oracle(seed):
 @given(st.integers(0, 2**32 - 1), st.sampled_from(["float16", "float32"]))
 def test_hypothesis_chains_match_the_oracle(seed, dtype):
     _chain(seed, dtype, n_calls=2)
+
+
+def test_explain_names_the_register_a_call_sets():
+    text = ar.explain.access_map(ar.explain.make_case("whole_reduce_max")).text()
+    assert "registers: sets the max/min register: the max over all repeats" in text
+    text = ar.explain.access_map(ar.explain.make_case("whole_reduce_sum")).text()
+    assert "registers: passes the reduce special registers through" in text

@@ -41,6 +41,15 @@ def _product(chip: Any) -> Any:
     return _api._resolve_chip(chip, "spr")
 
 
+def _counter(mask: Any) -> bool:
+    """A counter-mode mask (SetMaskCount; ``ar.CounterMask(count)``)."""
+    return type(mask).__name__ == "CounterMask"
+
+
+def _runs_counter(mask: Any) -> bool:
+    return int(getattr(mask, "count", 0)) > 0
+
+
 def _lanes(mask: Any, L: int) -> list:
     fails = _api._Failures("spr", "")
     lanes = _api._parse_mask(fails, mask, L, "ascendc")
@@ -69,6 +78,9 @@ def _whole(kind: str, fn: Callable) -> Callable:
         res = fn(ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_stride,
                  src_rep_stride, order, chip=chip)
         prof = _product(chip)
+        if _counter(mask):     # "不支持获取归约接口使用Mask Counter模式时的结果"
+            return res, (replace(spr, maxmin=(_api._dtype_name(src.dtype), UNDEF, UNDEF))
+                         if _runs_counter(mask) else spr)
         win = _extreme(ub, src, mask, repeat_time, src_blk_stride, src_rep_stride, kind)
         if win is None:
             return res, spr                                   # a NOP
@@ -89,6 +101,9 @@ def _level2(fn: Callable) -> Callable:
         res = fn(ub, dst, src, shared_tmp_buffer, mask, repeat_time, src_rep_stride, cal_index,
                  chip=chip)
         fmt = _fp.FORMATS[_api._dtype_name(src.dtype)]
+        if _counter(mask):
+            return res, (replace(spr, maxmin=(fmt.name, UNDEF, UNDEF)) if _runs_counter(mask)
+                         else spr)
         if repeat_time == 0 or not _lanes(mask, 256 // fmt.size):
             return res, spr
         if src_rep_stride != 8:
