@@ -18,9 +18,10 @@ from .batch import run_batch, run_cases
 from .engine import CallInfo
 from .spr import ReduceSpr, SprRead
 from .enums import ReduceOrder, ReduceType
+from .mask import CounterMask
 from .ub import Tensor, load, new_ub, store
 
 __version__ = "0.1.0"
-__all__ = ["chips", "chip", "ChipProfile", "new_ub", "store", "load", "Tensor", "ascendc", "tik",
+__all__ = ["CounterMask", "chips", "chip", "ChipProfile", "new_ub", "store", "load", "Tensor", "ascendc", "tik",
            "oracle", "ReduceOrder", "ReduceType", "ConstraintError", "Code", "explain",
            "CallInfo", "run_batch", "run_cases", "ReduceSpr", "SprRead"]

@@ -18,7 +18,7 @@ bounds and the bounds rules reject it.
 
 from __future__ import annotations
 
-from typing import Tuple
+from typing import Optional, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -105,12 +105,15 @@ def write_table(base: ArrayLike, rep_stride_bytes: ArrayLike, repeat: ArrayLike,
 
 def read_after_write(write_addr: jax.Array, write_valid: jax.Array, write_repeat: jax.Array,
                      base: ArrayLike, rep_stride: ArrayLike, blk_stride: ArrayLike,
-                     lane_mask: jax.Array, repeat: ArrayLike, *, size: int) -> jax.Array:
+                     lane_mask: jax.Array, repeat: ArrayLike, *, size: int,
+                     active: Optional[jax.Array] = None) -> jax.Array:
     """True when a word written by repeat r is read by an active lane of a later repeat.
 
     ``write_addr`` holds ``size``-aligned word addresses (any shape, same as ``write_valid``
     and ``write_repeat``). Reads are ``size``-aligned too, so a conflict is an exact address
     match: ``write = lane_base(i) + r'*rep_stride*32`` with ``r < r' < repeat``.
+    ``active`` (optional, ``(r_max, L)``): the lanes each repeat takes part with, where they
+    differ per repeat (counter mode); ``lane_mask`` is then their union.
     """
     lanes = lane_mask.shape[0]
     lane_base = jnp.asarray(base, jnp.int32) + lane_offsets(blk_stride, size, lanes)
@@ -124,4 +127,7 @@ def read_after_write(write_addr: jax.Array, write_valid: jax.Array, write_repeat
     r_read = jnp.where(step > 0, quot.astype(jnp.int32), repeat - 1)
     hit = (d >= 0) & (d == r_read * step) & (r_read > w_rep) & (r_read < repeat)
     hit &= write_valid.reshape(-1)[:, None] & lane_mask[None, :]
+    if active is not None:      # per-repeat lanes (counter mode): the reading repeat's own
+        rows = jnp.clip(r_read, 0, active.shape[0] - 1)
+        hit &= active[rows, jnp.arange(lanes, dtype=jnp.int32)[None, :]]
     return jnp.any(hit)

@@ -86,7 +86,7 @@ class Case:
         t = ", ".join(f"{k}@{a}[{s}]" for k, (a, s) in self.tensors.items())
         opt = f" {self.option}" if self.option not in (None, "") else ""
         sat = "" if self.saturate is None else f" saturate={self.saturate}"
-        mask = self.mask if isinstance(self.mask, int) else [hex(w) for w in self.mask]
+        mask = [hex(w) for w in self.mask] if isinstance(self.mask, (list, tuple)) else self.mask
         return (f"{self.api}<{self.dtype}>{opt} on {self.chip}: mask={mask}, {p}; {t}; "
                 f"ub {self.ub.size} B{sat}")
 

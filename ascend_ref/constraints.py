@@ -46,6 +46,7 @@ class Code(enum.IntEnum):
     SATURATE_DTYPE = 19
     BAD_ARGUMENT = 20
     SPR_UNDEFINED = 21
+    MASK_MODE = 22
 
     def __str__(self) -> str:
         return self.name
@@ -77,6 +78,8 @@ DESCRIPTIONS = {
     Code.BAD_ARGUMENT: "an argument has the wrong Python type or shape",
     Code.SPR_UNDEFINED: "a reduce special register getter read a register no call left "
                         "defined (unwritten, non-contiguous writer, ReduceMax's index, ...)",
+    Code.MASK_MODE: "counter mask mode (SetMaskCount, ar.CounterMask) is not available for "
+                    "this API or on this product",
 }
 
 

@@ -238,8 +238,23 @@ def option_value(p: Params, values: Sequence) -> Any:
 
 
 def mask_lanes(p: Params, lanes: int):
-    """Which of ``lanes`` lanes a repeat reads, in either mask mode (``p.mask_count``)."""
-    return masks.lane_bits(p.mask_count, p.mask, lanes)
+    """Which of ``lanes`` lanes a repeat reads, in either normal mask mode
+    (``p.mask_count``); in counter mode (``p.mask_counter``) the lanes of repeat 0, the
+    widest (later repeats take a prefix of them: :func:`repeat_lanes`)."""
+    normal = masks.lane_bits(p.mask_count, p.mask, lanes)
+    counter = masks.counter_active(masks.counter_count(p.mask, lanes), 1, lanes)[0]
+    return jnp.where(p.mask_counter, counter, normal)
+
+
+def repeat_lanes(p: Params, lanes: int, r_max: int):
+    """Boolean ``(r_max, lanes)``: the lanes each repeat takes part with (``r <
+    p.repeat``), in every mask mode: the same mask for every repeat in normal mode; in
+    counter mode the first ``min(L, n - r*L)`` lanes of repeat ``r``."""
+    normal = addressing.repeat_valid(p.repeat, r_max)[:, None] & \
+        masks.lane_bits(p.mask_count, p.mask, lanes)[None, :]
+    counter = masks.counter_active(masks.counter_count(p.mask, r_max * lanes), r_max, lanes)
+    return jnp.where(p.mask_counter, counter & addressing.repeat_valid(p.repeat, r_max)[:, None],
+                     normal)
 
 
 def gate(spec: Spec, p: Params, dst: str = "dst"):
@@ -250,7 +265,9 @@ def gate(spec: Spec, p: Params, dst: str = "dst"):
     """
     chip = Product(p)
     zero_mask = masks.is_zero(p.mask_count, p.mask)
-    zero_rep = p.repeat == 0
+    # counter mode: the repeat count derives from the count (0 only for count 0, the mask's
+    # rule); repeat_time is ignored
+    zero_rep = (p.repeat == 0) & ~jnp.asarray(p.mask_counter)
     undefined = (zero_mask & chip.zero_mask_is("undefined")) | \
         (zero_rep & chip.zero_repeat_is("undefined"))
     region = Region(p.tensor(dst).addr, p.tensor(dst).size * spec.tsize(dst), undefined)
@@ -333,15 +350,31 @@ def rules(ins: Instruction, spec: Spec) -> list:
 
     out = list(masks.rules(None, spec.dtype, lambda p: Product(p).zero_mask_is("error")))
     top = min(hi, spec.r_max)          # a batch may compile a shorter table than the range
+    if "counter" in ins.mask_modes:
+        lanes = spec.lanes
+        out.append(Rule(
+            Code.MASK_RANGE, "mask",
+            lambda p, top=top: ~p.mask_counter | ((p.mask[1] == 0)
+                                                   & (p.mask[0] <= np.uint32(lanes * top))),
+            lambda p: f"CounterMask({int(p.mask[0]) | int(p.mask[1]) << 32})",
+            lambda p, top=top: f"a count in [1, {lanes * hi}] (counter mode: ceil(count / "
+                               f"{lanes}) repeats within {ins.repeat_param}'s range [1, {hi}]"
+                               + (f"; this batch was compiled for at most {top} repeats"
+                                  if top < hi else "") + ")",
+            hint="Split the call, or use a normal-mode mask with repeat_time",
+            doc=f"counter mode: count <= {lanes * hi} (ceil(count / {lanes}) repeats within "
+                f"the repeat range, assumed: counter_max_repeat)"))
     out.append(Rule(Code.REPEAT_RANGE, ins.repeat_param,
-                    lambda p, top=top: in_range(p.repeat, low(p), top),
+                    lambda p, top=top: p.mask_counter | in_range(p.repeat, low(p), top),
                     lambda p: int(p.repeat),
                     lambda p, hi=hi, top=top: f"[{int(low(p))}, {hi}]" + (
                         f" (this batch was compiled for at most {top})"
                         if top < hi and int(low(p)) <= int(p.repeat) <= hi else ""),
                     doc=f"{ins.repeat_param} in [{lo0}, {hi}]" + (
                         " (0: a NOP or undefined where the product allows it)"
-                        if lo0 == 0 else "")))
+                        if lo0 == 0 else "") + (
+                        "; ignored in counter mode (no range: 该值不生效)"
+                        if "counter" in ins.mask_modes else "")))
     for s in ins.strides:
         out.append(Rule(Code.STRIDE_RANGE, s, lambda p, s=s: in_range(p.arg(s), 0, U16_MAX),
                         lambda p, s=s: int(p.arg(s)), lambda p: "[0, 65535]",
@@ -451,7 +484,7 @@ def _lanes(ins: Instruction, spec: Spec, p: Params):
     none), the ``(L,)`` lanes the mask enables and the ``(r_max, L)`` lanes that take part."""
     blk = p.src_blk_stride if ins.blk_stride else 1
     lane_mask = mask_lanes(p, spec.lanes)
-    active = addressing.repeat_valid(p.repeat, spec.r_max)[:, None] & lane_mask[None, :]
+    active = repeat_lanes(p, spec.lanes, spec.r_max)
     return blk, lane_mask, active
 
 
@@ -506,7 +539,7 @@ def _dense_src(spec: Spec, ub, p):
     return words.reshape(r_max, spec.lanes)
 
 
-def _read_extent(spec: Spec, p, blk, lane_mask):
+def _read_extent(spec: Spec, p, blk, lane_mask, active):
     """``[lo, hi)`` of the active reads in closed form: the lowest active lane offset in
     repeat 0 and the highest in the last repeat (repeats grow with the repeat stride; lane
     offsets grow with the lane only for a block stride >= 1 — with block stride 0 the
@@ -520,6 +553,14 @@ def _read_extent(spec: Spec, p, blk, lane_mask):
     live = jnp.any(lane_mask) & (nrep > 0)
     lo = p.tensor("src").addr + first
     hi = p.tensor("src").addr + addressing.blocks_bytes(nrep - 1, p.src_rep_stride) + last + s
+    # counter mode: the last repeat may take fewer lanes than the others; the highest read
+    # is the last repeat's highest lane or the one before's widest (strides >= 0)
+    tail = active[jnp.clip(nrep - 1, 0, spec.r_max - 1)]
+    last_tail = jnp.max(jnp.where(tail, offs, 0))
+    hi_counter = p.tensor("src").addr + jnp.maximum(
+        addressing.blocks_bytes(nrep - 1, p.src_rep_stride) + last_tail,
+        jnp.where(nrep >= 2, addressing.blocks_bytes(nrep - 2, p.src_rep_stride) + last, 0)) + s
+    hi = jnp.where(p.mask_counter, hi_counter, hi)
     return (jnp.where(live, lo, _BIG), jnp.where(live, hi, 0), jnp.where(live, first, 0),
             last)
 
@@ -622,7 +663,7 @@ def _evaluate(ins: Instruction, spec: Spec, p: Params, x, active, lane_mask, blk
         reads = addressing.read_table(src.addr, p.src_rep_stride, blk, r_max=spec.r_max, size=s)
         extents = {"src": Extent(*_extent(reads, active, s))}
     else:
-        lo, hi, off_first, off_last = _read_extent(spec, p, blk, lane_mask)
+        lo, hi, off_first, off_last = _read_extent(spec, p, blk, lane_mask, active)
         extents = {"src": Extent(lo, hi)}
     for t in ins.operands:
         if t == "src" or t in ins.sized_by_rule:
@@ -638,7 +679,7 @@ def _evaluate(ins: Instruction, spec: Spec, p: Params, x, active, lane_mask, blk
             return jnp.any(jnp.stack([
                 addressing.read_after_write(w.addr, w.issued, w.repeat, src.addr,
                                             p.src_rep_stride, blk, lane_mask, p.repeat,
-                                            size=s)
+                                            size=s, active=active)
                 for w in checked] or [jnp.bool_(False)]))
 
         if spec.path in ("general", "fallback"):
@@ -664,10 +705,9 @@ def source_reads(ins: Instruction, spec: Spec, p: Params):
     """``(reads, lane_mask, active)`` of a prepared call: the byte each lane of each repeat
     reads ``(r_max, L)``, the lanes the mask enables ``(L,)`` and the lanes that take part
     ``(r_max, L)`` -- :func:`ascend_ref.addressing.source_table` over the call's parameters."""
-    blk, lane_mask, _ = _lanes(ins, spec, p)
-    reads, active = addressing.source_table(p.tensor("src").addr, p.src_rep_stride, blk,
-                                            lane_mask, p.repeat, r_max=spec.r_max,
-                                            size=spec.size)
+    blk, lane_mask, active = _lanes(ins, spec, p)
+    reads, _ = addressing.source_table(p.tensor("src").addr, p.src_rep_stride, blk,
+                                       lane_mask, p.repeat, r_max=spec.r_max, size=spec.size)
     return reads, lane_mask, active
 
 
@@ -942,6 +982,15 @@ def host_constraints(ins: Instruction, params: Sequence[str]) -> list:
                                             "(bit mode) or uint32[4] lane words"),
             host(Code.MASK_RANGE, "mask", "a continuous mask is in [0, 2**31)"),
             host(Code.MASK_BITS, "mask", f"bit mode: the words {words}, each in [0, 2**64)")]
+    if "counter" in ins.mask_modes:
+        out += [host(Code.MASK_RANGE, "mask", "counter mode: CounterMask(count), count in "
+                                              "[0, 2**64) (the low 64 bits)"),
+                host(Code.MASK_MODE, "mask", f"counter mode only on a product with "
+                                             f"SetMaskCount (its profile's "
+                                             f"{masks.COUNTER_FACT} = \"supported\")")]
+    else:
+        out.append(host(Code.MASK_MODE, "mask", f"no counter mode: {ins.api}'s page does not "
+                                                f"document SetMaskCount / isSetMask"))
     out += [host(Code.BAD_ARGUMENT, k, f"{k} is an int") for k in params]
     for t in ops:
         out += [host(Code.BAD_ARGUMENT, f"{t}.addr", f"{t}.addr is an int"),
@@ -987,6 +1036,18 @@ def prepare(ins: Instruction, ub, tensors: dict, mask, params: dict, *, chip, op
             raise ConstraintError(Code.DTYPE_MISMATCH, api=api, param=f"{name}.dtype",
                                   value=t.dtype, allowed=f"{want} ({why})", chip=prof.id)
     m = masks.parse(mask, dtype, api=api, chip=prof.id, word_order=ins.word_order)
+    if m.mode == "counter" and "counter" not in ins.mask_modes:
+        raise ConstraintError(Code.MASK_MODE, api=api, param="mask", value=mask,
+                              allowed=f"a normal-mode mask: {api}'s page does not document the "
+                                      f"counter mode (SetMaskCount / isSetMask)",
+                              chip=prof.id, hint="Pass the per-repeat mask and repeat count")
+    if m.mode == "counter" and prof.facts.get(masks.COUNTER_FACT) != "supported":
+        raise ConstraintError(Code.MASK_MODE, api=api, param="mask", value=mask,
+                              allowed=f"a normal-mode mask on {prof.id} (SetMaskCount.md: "
+                                      f"not supported); counter mode on "
+                                      f"{_products_counter()}", chip=prof.id,
+                              hint="Pass mask = L and repeat_time = ceil(count / L) with a "
+                                   "second call for the partial last repeat")
     if m.mode not in ins.mask_modes:
         raise ConstraintError(Code.BAD_ARGUMENT, api=api, param="mask", value=mask,
                               allowed="an int: the continuous mode only (this API has no bit "
@@ -1010,14 +1071,27 @@ def prepare(ins: Instruction, ub, tensors: dict, mask, params: dict, *, chip, op
         default = prof.saturate_default and dtype == "float16"   # half only
         sat = _bool_param(api, "saturate", default if saturate is None else saturate)
     repeat = args.pop("repeat")
-    traced_repeat = not _is_concrete(repeat)
     lo, hi = ins.repeat_range(Spec(api, dtype, 1, option))
     hi = repeat_hi or hi
+    if m.mode == "counter":
+        given.pop("repeat", None)            # ignored: no message reports it
+        # the repeat count derives from the count (repeat_time is ignored: "该值不生效"); a
+        # count past the repeat range is the MASK_RANGE rule's (count clipped here only so
+        # that the table stays within range)
+        lanes = 256 // itemsize(dtype)
+        if isinstance(m.value, np.ndarray):
+            n = min(int(m.value[0]) | int(m.value[1]) << 32, lanes * hi + 1)
+            repeat = np.int32(min(masks.counter_repeats(n, lanes), hi))
+        else:
+            repeat = jnp.minimum(masks.counter_repeats(masks.counter_count(m.value, lanes * hi),
+                                                       lanes), hi).astype(jnp.int32)
+    traced_repeat = not _is_concrete(repeat)
     r_max = hi if traced_repeat else _bucket(np.clip(repeat, 0, hi), hi)
     spec = Spec(api, dtype, r_max, option, traced_repeat, info, _PATH.get(),
                 dst_dtype="" if dst_dtype == dtype else dst_dtype,
                 spr=bool(spr and ins.spr is not None))
     p = Params(repeat=repeat, mask=m.value, mask_count=np.bool_(m.mode == "count"),
+               mask_counter=np.bool_(m.mode == "counter"),
                chip=chip_facts, ub_len=np.int32(ub.shape[-1]),
                ub_base=_int_param(api, "ub_base", ub_base), chip_ub=np.int32(prof.ub_bytes),
                src=operands.get("src"), dst=operands.get("dst"),
@@ -1048,6 +1122,12 @@ def _raise_if(ins: Instruction, spec: Spec, p: Params, data: Diag, status: int,
                 pass
         raise ConstraintError(bad.code, api=ins.api, param=bad.param, value=value,
                               allowed=bad.allowed(vals), chip=chip_id, hint=bad.hint)
+
+
+def _products_counter() -> list:
+    from .chips import chips
+
+    return [c for c in chips() if get_chip(c).facts.get(masks.COUNTER_FACT) == "supported"]
 
 
 def _products_with(api: str) -> list:

@@ -11,6 +11,15 @@ value: for ``count`` the lane count in word 0; for ``bits`` the lane bits, lanes
 [8, 0, 0, 0]
 >>> parse([0, 8], "float16", api="x", chip="c", word_order="tik").value.tolist()
 [8, 0, 0, 0]
+
+A third mode, **counter** (``SetMaskCount``; :class:`CounterMask`), is not a lane selection
+at all: the value is the element count of the whole call (words 0-1: its low 64 bits), the
+number of repeats is derived from it and repeat ``k`` takes the first ``min(L, n - k*L)``
+lanes (:func:`counter_repeats`, :func:`counter_active`). Note the names: ``"count"`` is the
+*continuous* normal mode (an int mask), ``"counter"`` the counter mode.
+
+>>> parse(CounterMask(130), "float16", api="x", chip="c").mode
+'counter'
 """
 
 from __future__ import annotations
@@ -30,6 +39,82 @@ from .ub import itemsize
 Mode = Union[str, ArrayLike]
 
 U64 = (1 << 64) - 1
+#: the product-profile key saying whether a product has the counter mode (``SetMaskCount``
+#: 产品支持情况): ``"supported"`` / ``"unsupported"`` (declared by the Ascend C reductions)
+COUNTER_FACT = "counter_mode"
+
+
+@dataclass(frozen=True)
+class CounterMask:
+    """A mask in **counter mode** (``SetMaskCount``): ``count`` elements for the whole call.
+
+    Pass it as the ``mask`` argument of a per-repeat Ascend C reduction (WholeReduceMin / Max
+    / Sum, ReduceDataBlock, PairReduceSum / ReducePairElem, RepeatReduceSum). The call then
+    runs ``ceil(count / L)`` repeats (L = 128 for 16-bit, 64 for 32-bit types); repeat ``k``
+    takes the first ``min(L, count - k*L)`` lanes (a continuous mask; the last repeat may be
+    partial) and writes its result slot exactly as in normal mode (``dst + k*dstRepStride*
+    unit``, the same source strides); ``repeat_time`` is ignored ("repeatTime传入固定值即可，
+    建议统一设置为1，该值不生效", 掩码/概述.md table 3). Ascend C spellings it stands for:
+    ``SetMaskCount(); Op<T, true>(..., mask = count, ...)``, the array overload with
+    ``mask[2] = {count, 0}`` (only the low 64 bits count), and ``SetMaskCount();
+    SetVectorMask<T, MaskMode::COUNTER>(count); Op<T, false>(..., MASK_PLACEHOLDER, ...)``.
+
+    Why a value type and not a keyword: the documented mode travels *in the mask* (the mask
+    register holds the count), so the frozen signatures of SPEC §8 stay as they are and every
+    tool that carries a call's mask (cases, dumps, fuzz, explain) carries the mode with it.
+
+    ``count``: an int in [0, 2**64) or an integer scalar array (may be traced under ``jit`` /
+    ``vmap``: the call is compiled for the API's whole repeat range, and a count beyond it is
+    a MASK_RANGE error, never clamped). Products without ``SetMaskCount`` (Atlas training,
+    inference Vector Core) and APIs whose pages do not document it (TIK, level-2 ReduceSum /
+    Max / Min) raise MASK_MODE.
+
+    Example: 130 halves summed per repeat -- two repeats, 128 lanes then 2.
+
+    >>> import numpy as np, ascend_ref as ar
+    >>> ub = ar.store(ar.new_ub("atlas_a2"), 0, np.ones(256, np.float16))
+    >>> ub = ar.ascendc.whole_reduce_sum(ub, ar.Tensor(1024, "half", 4), ar.Tensor(0, "half", 256),
+    ...                                  ar.CounterMask(130), 1, 1, 1, 8, chip="atlas_a2")
+    >>> ar.load(ub, 1024, "float16", 2).tolist()
+    [128.0, 2.0]
+    >>> ar.CounterMask(130)
+    CounterMask(130)
+    """
+
+    count: Any
+    #: the mask mode this value stands for (tools and the oracle read it)
+    mode = "counter"
+
+    def __repr__(self) -> str:
+        c = self.count
+        return f"CounterMask({int(c) if _is_int(c) or (isinstance(c, np.ndarray) and c.ndim == 0) else c!r})"
+
+
+jax.tree_util.register_pytree_node(CounterMask, lambda m: ((m.count,), None),
+                                   lambda _, ch: CounterMask(ch[0]))
+
+
+def counter_repeats(count: Any, lanes: int) -> Any:
+    """Repeats a counter-mode call runs: ``ceil(count / lanes)`` (``count`` an int or int32,
+    maybe traced, already known to fit)."""
+    return (count + (lanes - 1)) // lanes
+
+
+def counter_count(value: ArrayLike, limit: int) -> jax.Array:
+    """The count of counter-mode mask words (uint32[4], words 0-1 the low 64 bits) as int32,
+    ``limit + 1`` where it is above ``limit`` (so no int32 overflow; the range rule reports
+    the real value)."""
+    value = jnp.asarray(value, jnp.uint32)
+    big = (value[1] != 0) | (value[0] > jnp.uint32(limit))
+    return jnp.where(big, jnp.int32(limit + 1), value[0].astype(jnp.int32))
+
+
+def counter_active(count: ArrayLike, r_max: int, lanes: int) -> jax.Array:
+    """Boolean ``(r_max, lanes)``: lane ``i`` of repeat ``r`` takes part in a counter-mode
+    call of ``count`` elements (``r*lanes + i < count``: full repeats, then a partial one)."""
+    flat = (jnp.arange(r_max, dtype=jnp.int32)[:, None] * lanes
+            + jnp.arange(lanes, dtype=jnp.int32)[None, :])
+    return flat < jnp.asarray(count, jnp.int32)
 
 
 def lanes_per_repeat(dtype: DTypeLike) -> int:
@@ -60,6 +145,8 @@ def parse(mask: object, dtype: DTypeLike, *, api: str, chip: str,
     / 1-d integer array of words or a ``uint32[4]`` array is rejected here.
     """
     lanes = lanes_per_repeat(dtype)
+    if isinstance(mask, CounterMask):
+        return _parse_counter(mask, api=api, chip=chip)
     if isinstance(mask, (jax.Array, np.ndarray)) and np.ndim(mask) == 0:
         if not np.issubdtype(mask.dtype, np.integer):       # 64.7 is not a lane count
             raise ConstraintError(Code.BAD_ARGUMENT, api=api, param="mask",
@@ -105,6 +192,30 @@ def parse(mask: object, dtype: DTypeLike, *, api: str, chip: str,
     value = np.array([words[0] & 0xFFFFFFFF, words[0] >> 32,
                       words[1] & 0xFFFFFFFF, words[1] >> 32], np.uint32)
     return Mask("bits", value)
+
+
+def _parse_counter(mask: CounterMask, *, api: str, chip: str) -> Mask:
+    """A :class:`CounterMask` as mask words: the count's low 64 bits in words 0-1."""
+    c = mask.count
+    if isinstance(c, (jax.Array, np.ndarray)) and np.ndim(c) == 0 and \
+            np.issubdtype(c.dtype, np.integer):
+        if isinstance(c, jax.core.Tracer):
+            v = jnp.asarray(c)
+            lo = v.astype(jnp.uint32)
+            # a negative traced count is outside the range: make it look huge
+            hi = jnp.where(v < 0, jnp.uint32(1), jnp.uint32(0))
+            return Mask("counter", jnp.stack([lo, hi, jnp.uint32(0), jnp.uint32(0)]))
+        c = int(c)
+    if not _is_int(c):
+        raise ConstraintError(Code.BAD_ARGUMENT, api=api, param="mask", value=mask,
+                              allowed="CounterMask(count) with an int count (or an integer "
+                                      "scalar array under jit / vmap)")
+    if not 0 <= int(c) <= U64:
+        raise ConstraintError(Code.MASK_RANGE, api=api, param="mask", value=mask,
+                              allowed="a count in [0, 2**64 - 1] (counter mode: the low 64 "
+                                      "bits of the mask register)", chip=chip)
+    c = int(c)
+    return Mask("counter", np.array([c & 0xFFFFFFFF, c >> 32, 0, 0], np.uint32))
 
 
 def low_first(words: Sequence[int], word_order: str) -> List[int]:

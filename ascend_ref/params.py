@@ -127,7 +127,9 @@ class Params:
     ``repeat`` and the stride fields are int32 (None where the instruction has no such
     argument); ``dst`` / ``src`` / ``work_tensor`` the operands (None where absent); ``mask``
     the ``uint32[4]`` mask value and ``mask_count`` the mode (True: continuous, False: bit
-    mode; :mod:`ascend_ref.mask`); ``option`` the index of the call's option in the
+    mode; :mod:`ascend_ref.mask`); ``mask_counter`` True in counter mode (``SetMaskCount``,
+    :class:`ascend_ref.mask.CounterMask`: ``mask`` words 0-1 hold the element count,
+    ``mask_count`` is False and ``repeat`` is the repeat count derived from it); ``option`` the index of the call's option in the
     instruction's ``traced_options`` (None: the option is compiled in); ``saturate`` a bool
     (None where the instruction takes no flag); ``ub_len`` the UB array's length, ``ub_base``
     the real UB address of its byte 0 (compact windows), ``chip_ub`` the product's UB bytes;
@@ -143,6 +145,7 @@ class Params:
     ub_len: Any
     ub_base: Any
     chip_ub: Any
+    mask_counter: Any = False
     src: Optional[Operand] = None
     dst: Optional[Operand] = None
     work_tensor: Optional[Operand] = None

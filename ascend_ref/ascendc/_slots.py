@@ -11,14 +11,39 @@ from typing import Any, Callable, Optional, Tuple
 
 import jax.numpy as jnp
 
-from .. import addressing, registry
-from ..engine import Instruction, Spec, Write, option_value
+from .. import addressing, mask as masks, registry
+from ..engine import Instruction, Region, Spec, Write, option_value
 from ..params import Params
 
 MAX_REPEAT = 255
 #: Every Ascend C reduction's numeric parameters (Case keys), and its public signature
 PARAMS = ("repeat", "dst_rep_stride", "src_blk_stride", "src_rep_stride")
 SIGNATURE = ("dst", "src", "mask") + PARAMS
+
+
+#: SetMaskCount.md 产品支持情况: the counter mask mode per product (every per-repeat Ascend C
+#: reduction documents ``isSetMask``, the way its mask argument or SetVectorMask carries the
+#: count; docs/SEMANTICS.md §Q)
+COUNTER_MODE = registry.ProfileField(
+    masks.COUNTER_FACT, ("supported", "unsupported"),
+    "counter mask mode (SetMaskCount, ar.CounterMask): available on the product or MASK_MODE")
+#: counter mode with dstRepStride = 0: every repeat writes the same slot, the last one wins
+#: (as in normal mode), or the dst is undefined -- Ascend 950's software emulation
+#: (掩码/概述.md: "软仿实现 ... 存在一定差异", no detail) moves the source by the ignored
+#: repeatTime in that case (dav_3510 ReduceTemplate / PairReduceTemplate)
+COUNTER_DST_STRIDE_ZERO = registry.ProfileField(
+    "counter_dst_stride_zero", ("last_wins", "undefined"),
+    "counter mode with dst_rep_stride 0: the last repeat's slot wins, or dst is undefined")
+COUNTER_FIELDS = (COUNTER_MODE, COUNTER_DST_STRIDE_ZERO)
+
+
+def counter_undefined(spec: Spec, p: Params) -> list:
+    """The undefined dst of a counter-mode call with ``dst_rep_stride`` 0 on a product whose
+    ``counter_dst_stride_zero`` is ``"undefined"`` (the whole declared dst extent)."""
+    dst = p.tensor("dst")
+    when = jnp.asarray(p.mask_counter) & (p.dst_rep_stride == 0) & \
+        COUNTER_DST_STRIDE_ZERO.holds(p, "undefined")
+    return [Region(dst.addr, dst.size * spec.tsize("dst"), when)]
 
 
 def slot_write(spec: Spec, p: Params, words, runs, keep=None, slot_words=None) -> Write:
@@ -33,6 +58,12 @@ def slot_write(spec: Spec, p: Params, words, runs, keep=None, slot_words=None) -
         r_max=spec.r_max, fields=fields, size=size)
     issued = issued & runs if keep is None else issued & runs & keep
     final = final & issued
+    if keep is not None:
+        # dst_rep_stride 0 with fields some repeats skip (counter mode's partial last repeat
+        # on a "keep" product): a word survives from the last repeat that writes it
+        later = jnp.flip(jnp.cumsum(jnp.flip(issued.astype(jnp.int32), 0), 0), 0) \
+            - issued.astype(jnp.int32) > 0
+        final = issued & ((p.dst_rep_stride != 0) | ~later)
     rep = jnp.broadcast_to(jnp.arange(spec.r_max, dtype=jnp.int32)[:, None], addr.shape)
     return Write("dst", addr, words, size, issued, final, rep)
 
@@ -44,7 +75,8 @@ def repeat_range(option: Any = None, dtype: str = "") -> Tuple[int, int]:
 
 def instruction(api: str, effects: Callable, layout: Callable[[str, Any], registry.Layout], *,
                 saturating: bool = False, traced_options: Tuple[str, ...] = (),
-                mask_modes: Tuple[str, ...] = ("count", "bits"), spr: Any = None) -> Instruction:
+                mask_modes: Tuple[str, ...] = ("count", "bits", "counter"),
+                spr: Any = None) -> Instruction:
     """An Ascend C reduction over ``(dst, src)`` with the shared parameter set and rules;
     dst's alignment is its slot (``layout``). ``traced_options``: option values that travel
     as data (``p.option``, :func:`ascend_ref.engine.option_value`): one kernel for all.
@@ -80,8 +112,9 @@ def declare(kernel: Instruction, *, kind: Callable[[Any], str],
         name=kernel.api, family="ascendc", kernel=kernel, signature=tuple(signature) + pos,
         params=PARAMS, kind=kind, layout=layout, repeat_range=repeat_range, option=option,
         checks=checks, aliases=aliases,
-        profile_rules=tuple(profile_rules) + tuple(f.name for f in profile_fields),
-        profile_fields=tuple(profile_fields), ignored=dict(ignored or {}),
+        profile_rules=tuple(profile_rules) + tuple(f.name for f in profile_fields)
+        + tuple(f.name for f in COUNTER_FIELDS),
+        profile_fields=tuple(profile_fields) + COUNTER_FIELDS, ignored=dict(ignored or {}),
         codes=tuple(codes) + ((option.code,) if isinstance(option, registry.EnumOption) else ()),
         summary=summary))
 

@@ -38,11 +38,11 @@ import jax.numpy as jnp
 
 from .. import numerics, registry
 from ..constraints import Code, ConstraintError, HostCheck
-from ..engine import Effects, Instruction as Kernel, Spec, gate, mask_lanes
+from ..engine import Effects, Instruction as Kernel, Spec, gate
 from ..enums import ReduceType, parse_enum
 from ..params import Params
 from ..ub import itemsize
-from ._slots import PARAMS, params, repeat_range, slot_write
+from ._slots import COUNTER_FIELDS, PARAMS, counter_undefined, params, repeat_range, slot_write
 
 SLOT_BYTES = registry.REPEAT_BYTES // 2      # one repeat's L/2 sums; dstRepStride's unit
 MASKED_PAIR = registry.ProfileField(
@@ -67,15 +67,16 @@ def _effects(spec: Spec, p: Params, bits: Any, active: Any, arith: numerics.Exac
         return (s.add(x[:, 0::2], x[:, 1::2]),)
 
     (sums,), ok = arith.sums(pair_sums)
-    lanes = mask_lanes(p, spec.lanes)                                 # same for every repeat
-    even, odd = lanes[0::2], lanes[1::2]
+    # each repeat's own lanes (the same mask for every repeat, but for counter mode's last)
+    even, odd = active[:, 0::2], active[:, 1::2]
     # the product's rules are data (one kernel for every product): both choices computed
     alone = jnp.where(even, bits[:, 0::2], bits[:, 1::2])
     sums = jnp.where(MASKED_LANE.holds(p, "passthrough") & (even ^ odd), alone, sums)
-    has_lane = jnp.broadcast_to(even | odd, sums.shape)
+    has_lane = even | odd
     zero = MASKED_PAIR.holds(p, "zero")
     words = jnp.where(has_lane, sums, jnp.zeros_like(sums))
     runs, undefined = gate(spec, p)
+    undefined += counter_undefined(spec, p)
     # "keep": an empty pair is not written at all (not an access either); "zero": written 0
     return Effects([slot_write(spec, p, words, runs, keep=has_lane | zero)], undefined,
                    {"exact_ok": ok})
@@ -86,7 +87,7 @@ _KERNEL = Kernel(
     repeat_range=lambda spec: repeat_range(),
     strides=("dst_rep_stride", "src_blk_stride", "src_rep_stride"),
     align=lambda spec: {"src": registry.BLOCK, "dst": registry.BLOCK},   # "需要32字节对齐"
-    effects=_effects, saturating=True)
+    effects=_effects, saturating=True, mask_modes=("count", "bits", "counter"))
 
 def _sum_only(reduce_type: Any, chip: Any) -> None:
     rt = parse_enum(ReduceType, reduce_type, api="reduce_pair_elem", param="reduce_type",
@@ -106,8 +107,9 @@ _PRS = registry.register(registry.Instruction(
     name="pair_reduce_sum", family="ascendc", kernel=_KERNEL,
     signature=("dst", "src", "repeat", "mask") + PARAMS[1:], params=PARAMS,
     kind=lambda option: "sum", layout=layout, repeat_range=repeat_range,
-    aliases=("reduce_pair_elem",), profile_rules=(MASKED_PAIR.name, MASKED_LANE.name),
-    profile_fields=(MASKED_PAIR, MASKED_LANE), alias_checks=(SUM_ONLY,),
+    aliases=("reduce_pair_elem",),
+    profile_rules=(MASKED_PAIR.name, MASKED_LANE.name) + tuple(f.name for f in COUNTER_FIELDS),
+    profile_fields=(MASKED_PAIR, MASKED_LANE) + COUNTER_FIELDS, alias_checks=(SUM_ONLY,),
     summary="PairReduceSum (ReducePairElem<SUM>): adjacent pairs summed per repeat"))
 
 

@@ -29,11 +29,11 @@ import jax.numpy as jnp
 from typing import Any
 
 from .. import numerics, registry
-from ..engine import Effects, Product, UndefinedWords, gate, mask_lanes
+from ..engine import Effects, Product, UndefinedWords, gate
 from ..enums import ReduceType
 from ..ub import itemsize
 from . import _spr_hooks as sprs
-from ._slots import declare, instruction, params, slot_write
+from ._slots import counter_undefined, declare, instruction, params, slot_write
 
 BLOCKS = 8
 
@@ -56,9 +56,10 @@ def _effects(spec, p, bits, active, arith):
     else:
         value, _, _ = arith.extreme(blocks, live, rt.value.lower())
         value = arith.nan_result(value)
-    lanes = mask_lanes(p, spec.lanes)                                   # same for every repeat
-    has_lane = jnp.broadcast_to(jnp.any(lanes.reshape(BLOCKS, -1), -1), value.shape)
+    # each repeat's own lanes (the same mask for every repeat, but for counter mode's last)
+    has_lane = jnp.any(live, -1)
     runs, undefined = gate(spec, p)
+    undefined += counter_undefined(spec, p)
     chip = Product(p)
     fill, keep = chip.block_fill_is("fill"), chip.block_fill_is("keep")
     # "fill": an empty block's result is the profile's fill value

@@ -40,7 +40,7 @@ from .whole_reduce import INT_OVERFLOW, _sum_effects, sum_layout_of
 
 API = "repeat_reduce_sum"
 layout = sum_layout_of(API)
-_KERNEL = instruction(API, _sum_effects, layout, saturating=True, mask_modes=("count",))
+_KERNEL = instruction(API, _sum_effects, layout, saturating=True, mask_modes=("count", "counter"))
 _RRS = declare(_KERNEL, kind=lambda o: "sum", layout=layout, profile_fields=(INT_OVERFLOW,),
                signature=("dst", "src", "repeat", "mask", "dst_blk_stride", "src_blk_stride",
                           "dst_rep_stride", "src_rep_stride"),

@@ -46,7 +46,7 @@ from ..engine import Effects, gate, option_value
 from ..enums import ReduceOrder
 from ..ub import itemsize
 from . import _spr_hooks as sprs
-from ._slots import declare, instruction, params, slot_write
+from ._slots import counter_undefined, declare, instruction, params, slot_write
 
 #: Slot layout per order: the words of one result slot, in memory order.
 SLOTS = {
@@ -147,6 +147,7 @@ def _minmax(kind: str):
         nf = option_value(p, [len(n) for n in names])
         keep = jnp.broadcast_to(jnp.arange(2) < nf, words.shape)
         runs, undefined = gate(spec, p)
+        undefined += counter_undefined(spec, p)
         return Effects([slot_write(spec, p, words, runs, keep, slot_words=nf)], undefined)
 
     return effects
@@ -158,6 +159,7 @@ def _sum_effects(spec, p, bits, active, arith):
     else:
         (total,), ok = arith.sums(lambda s: (numerics.tree_sum(s.enter(bits, active), s.add),))
     runs, undefined = gate(spec, p)
+    undefined += counter_undefined(spec, p)
     return Effects([slot_write(spec, p, total[:, None], runs)], undefined, {"exact_ok": ok})
 
 

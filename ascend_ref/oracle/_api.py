@@ -327,7 +327,9 @@ def _ascendc(api: str, kind: str, ub, dst, src, mask, repeat_time, dst_rep_strid
     if d is not None and s is not None and d.dtype != pairs.get(s.dtype, s.dtype):
         fails.add(Code.DTYPE_MISMATCH, f"src.dtype = {s.dtype} but dst.dtype = {d.dtype}; "
                                        f"allowed {pairs.get(s.dtype, s.dtype)}")
-    if continuous_only and not (_as_int(mask) is not None and not isinstance(mask, bool)):
+    counter = _is_counter(mask)
+    if continuous_only and not counter and not (_as_int(mask) is not None
+                                                and not isinstance(mask, bool)):
         # RepeatReduceSum takes ``const int32_t mask`` only ("不支持mask逐bit模式"): a list is
         # a malformed argument, reported with what was found so far
         fails.add(Code.BAD_ARGUMENT, f"mask must be an int (continuous mode only), got {mask!r}")
@@ -354,14 +356,26 @@ def _ascendc(api: str, kind: str, ub, dst, src, mask, repeat_time, dst_rep_strid
     if kind == "pair" and _parse_name(reduce_type) != "SUM":
         # ReducePairElem<reduceType>: "当前仅支持求和操作" (only ReduceType::SUM)
         fails.add(Code.REDUCE_TYPE, f"reduce_type = {reduce_type!r}; allowed SUM")
+    count = None
+    if counter:          # counter mode (SetMaskCount): checked where the call is prepared
+        count = _parse_counter(fails, mask, prof)
     sat = False
     if kind in ("whole_sum", "block", "pair"):
         sat, _ = _parse_saturate(fails, saturate, prof, fmt)
 
     # -- mask, repeat, strides
-    lanes = _parse_mask(fails, mask, L, "ascendc")
-    R = _as_int(repeat_time)
-    if R is None:
+    per_repeat = None            # counter mode: the lanes of each repeat
+    if counter:
+        lanes, R, per_repeat = _counter_lanes(fails, count, L)
+        if _as_int(repeat_time) is None:           # ignored ("该值不生效"), but an int32_t
+            fails.add(Code.BAD_ARGUMENT, f"repeat_time must be an int, got {repeat_time!r}")
+            R = None
+    else:
+        lanes = _parse_mask(fails, mask, L, "ascendc")
+        R = _as_int(repeat_time)
+    if counter:
+        pass                                       # no range: the count decides R
+    elif R is None:
         fails.add(Code.BAD_ARGUMENT, f"repeat_time must be an int, got {repeat_time!r}")
     elif R < 0 or R > 255:
         fails.add(Code.REPEAT_RANGE, f"repeat_time = {R} outside [0, 255]")
@@ -417,7 +431,8 @@ def _ascendc(api: str, kind: str, ub, dst, src, mask, repeat_time, dst_rep_strid
     nop = ready and (len(lanes) == 0 or R == 0)
     plan = None
     if ready and not nop:
-        plan = _ascendc_plan(kind, s, d, fmt, lanes, R, strides, unit, order_name, prof)
+        plan = _ascendc_plan(kind, s, d, fmt, lanes, R, strides, unit, order_name, prof,
+                             per_repeat)
         _check_accesses(fails, plan, s, d)
     fails.raise_first()
 
@@ -426,7 +441,7 @@ def _ascendc(api: str, kind: str, ub, dst, src, mask, repeat_time, dst_rep_strid
     out = _Writer(ubarr.copy())
     if nop:
         undefined = ((len(lanes) == 0 and prof.zero_mask == "undefined")
-                     or (R == 0 and prof.zero_repeat == "undefined"))
+                     or (R == 0 and prof.zero_repeat == "undefined" and not counter))
         if undefined:
             out.undef(d.addr, d.nbytes)
         return out.result()
@@ -489,7 +504,47 @@ def _ascendc(api: str, kind: str, ub, dst, src, mask, repeat_time, dst_rep_strid
                         _, res = _fp.select(bvals, fmt, rtype)
                         res = _minmax_nan(res, fmt, prof)
                     out.write(addr, n, res)
+    if counter and strides["dst_rep_stride"] == 0 and \
+            prof.counter_dst_stride_zero == "undefined":
+        out.undef(d.addr, d.nbytes)        # 950's emulation: src moved by repeatTime (§Q)
     return out.result()
+
+
+def _is_counter(mask: Any) -> bool:
+    """A counter-mode mask (``ascend_ref.CounterMask``: its ``mode`` is ``"counter"``)."""
+    return getattr(type(mask), "mode", None) == "counter" and hasattr(mask, "count")
+
+
+def _parse_counter(fails: _Failures, mask: Any, prof: ChipProfile) -> Optional[int]:
+    """The element count of a counter-mode mask (SEMANTICS §Q): an int in [0, 2^64) (the
+    low 64 bits of the mask register), on a product whose SetMaskCount page says 支持.
+    These are checked where the call is prepared: a fault is raised at once."""
+    n = _as_int(mask.count)
+    if n is None:
+        fails.add(Code.BAD_ARGUMENT, f"CounterMask count must be an int, got {mask.count!r}")
+        fails.raise_first()
+    if n < 0 or n > (1 << 64) - 1:
+        fails.add(Code.MASK_RANGE, f"counter mode count {n} outside [0, 2^64 - 1]")
+        fails.raise_first()
+    if prof.counter_mode != "supported":
+        fails.add(Code.MASK_MODE, "counter mode (SetMaskCount) is not supported on this product")
+        fails.raise_first()
+    return n
+
+
+def _counter_lanes(fails: _Failures, n: Optional[int], L: Optional[int]):
+    """``(union of lanes, repeats, lanes of each repeat)`` for ``n`` elements: repeat k takes
+    lanes ``0 .. min(L, n - k*L) - 1``; at most 255 repeats (the repeat range; assumed
+    counter_max_repeat)."""
+    if n is None or L is None:
+        return None, None, None
+    if n > 255 * L:
+        fails.add(Code.MASK_RANGE, f"counter mode count {n} needs {-(-n // L)} repeats; at "
+                                   f"most 255 ({255 * L} elements)")
+        return None, None, None
+    R = -(-n // L)
+    rows = [list(range(min(L, n - k * L))) for k in range(R)]
+    return (rows[0] if rows else []), R, rows
 
 
 def _minmax_nan(v: int, fmt: _fp.Fmt, prof: ChipProfile) -> int:
@@ -520,15 +575,17 @@ def _parse_saturate(fails: _Failures, saturate, prof: ChipProfile,
     return bool(flag) and fmt is not None and fmt.name == "float16", True
 
 
-def _ascendc_plan(kind, s: _T, d: _T, fmt: _fp.Fmt, lanes, R, strides, unit, order_name,
-                  prof: ChipProfile):
-    """Per repeat: (reads [(lane, addr)], write pieces [(addr, nbytes, what)])."""
+def _ascendc_plan(kind, s: _T, d: _T, fmt: _fp.Fmt, lanes0, R, strides, unit, order_name,
+                  prof: ChipProfile, per_repeat=None):
+    """Per repeat: (reads [(lane, addr)], write pieces [(addr, nbytes, what)]).
+    ``per_repeat``: each repeat's own lanes (counter mode), else ``lanes0`` for all."""
     sz = fmt.size
     epb = BLOCK // sz
     srs, sbs, drs = strides["src_rep_stride"], strides["src_blk_stride"], strides["dst_rep_stride"]
-    blocks_used = sorted({i // epb for i in lanes})
     plan = []
     for r in range(R):
+        lanes = per_repeat[r] if per_repeat is not None else lanes0
+        blocks_used = sorted({i // epb for i in lanes})
         reads = [(i, s.addr + r * srs * BLOCK + (i // epb) * sbs * BLOCK + (i % epb) * sz)
                  for i in lanes]
         base = d.addr + r * drs * unit
@@ -683,6 +740,9 @@ def _tik(api: str, kind: str, ub, mask, dst, src, work, repeat_times, src_rep_st
     else:
         sat, _ = _parse_saturate(fails, saturate, prof, fmt)
 
+    if _is_counter(mask):
+        fails.add(Code.MASK_MODE, "the TIK pages document no counter mask mode")
+        fails.raise_first()
     lanes = _parse_mask(fails, mask, L, "tik")
     if lanes == [] and prof.zero_mask == "error":
         fails.add(Code.MASK_ZERO, "mask selects no lane; not allowed on this product")
@@ -893,6 +953,10 @@ def _level2(api: str, kind: str, ub, dst, src, tmp, mask, repeat_time, src_rep_s
     sat = False
     if kind == "SUM":
         sat, _ = _parse_saturate(fails, saturate, prof, fmt)
+    if _is_counter(mask):
+        fails.add(Code.MASK_MODE, "level-2 ReduceSum / Max / Min: counter mode is not modelled "
+                                  "(the count form is the API's own counter-mode call)")
+        fails.raise_first()
     lanes = _parse_mask(fails, mask, L, "ascendc")
     zero_mask = lanes == []
     if zero_mask and prof.zero_mask == "error":

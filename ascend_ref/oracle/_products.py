@@ -70,6 +70,8 @@ class Product:
     spr_unwritten: str = "undefined"
     spr_sum_other_type: str = "undefined"
     spr_vcg_clobber: str = "unchanged"
+    counter_mode: str = "unsupported"
+    counter_dst_stride_zero: str = "last_wins"
     sources: Mapping[str, str] = field(default_factory=dict)
 
     def dtypes(self, api: str) -> Tuple[str, ...]:
@@ -99,6 +101,11 @@ _COMMON_SOURCES = {
     "dst_dtypes": "RRP 数据类型: dst and src of one type on this product (id19)",
     "reduce_tmp_buffer": "ReduceMax.md / ReduceMin.md 约束说明: 需要使用sharedTmpBuffer on A3, "
                          "A2, 200I/500 A2, inference AI Core, training, Kirin X90, Kirin 9030",
+    "counter_mode": "SetMaskCount.md (asc-devkit 0da921b91) 产品支持情况: 支持 on 950, A3, A2, "
+                    "200I/500 A2, inference AI Core, Kirin X90 / 9030; 不支持 on inference "
+                    "Vector Core and Atlas training (not listed: Atlas 200/300/500, TIK only)",
+    "counter_dst_stride_zero": "SEMANTICS §Q: counter mode with dstRepStride 0 writes every "
+                               "repeat into one slot, the last wins, as in normal mode (assumed)",
     "pair_masked_lane": "SEMANTICS §L: a masked lane of a pair counts as +0 in the pair's add "
                         "(the Ascend 950 Reg page PairReduceElem.md: 不参与计算的元素，被当作0进行"
                         "累加; no page for the other products; assumed)",
@@ -166,7 +173,8 @@ def _kirin(pid: str, name: str) -> Product:
           "dst_rep_stride_zero": "only Atlas training forbids 0",
           "block_fill": "dav_l300/l311 ReduceDataBlock = Reg::Reduce*WithDataBlock ZEROING, as 950: 950's fill values (assumed)",
           "minmax_nan": "same Reg implementation as 950 (assumed)",
-          "ub_bytes": "SPEC §2 product table: 262144 bytes (assumed there; ub_bytes is in the profile's assumed list)"}, minmax_nan="default")
+          "ub_bytes": "SPEC §2 product table: 262144 bytes (assumed there; ub_bytes is in the profile's assumed list)"}, minmax_nan="default",
+         counter_mode="supported")
 
 
 #: the product table (id -> Product)
@@ -195,8 +203,14 @@ PRODUCTS: Dict[str, Product] = {p.id: p for p in [
           "minmax_nan": "asc-devkit Reg Reduce.md: a NaN input writes the type's NaN and the "
                         "first NaN's index (issue 12)",
           "reduce_tmp_buffer": "ReduceMax.md / ReduceMin.md 约束说明: on Ascend 950 无需使用"
-                               "sharedTmpBuffer (any size, src itself)"}, minmax_nan="default",
-         pair_masked_pair="zero", reduce_tmp_buffer="unused",
+                               "sharedTmpBuffer (any size, src itself)",
+          "counter_dst_stride_zero": "掩码/概述.md: 950's counter mode is a software emulation "
+                                     "that differs somewhat from A2/A3 (no detail); dav_3510 "
+                                     "ReduceTemplate moves src by the ignored repeatTime when "
+                                     "dstRepStride = 0: dst undefined (assumed)"},
+         minmax_nan="default",
+         pair_masked_pair="zero", reduce_tmp_buffer="unused", counter_mode="supported",
+         counter_dst_stride_zero="undefined",
          dst_dtypes={"whole_reduce_sum": _PAIRS_950, "repeat_reduce_sum": _PAIRS_950}),
     _row("atlas_a2", 196608, {**_ascendc((F16, F32)), **_TIK_F, "vec_reduce_add": (F16, F32),
                               "pair_reduce_sum": (F16, F32), "repeat_reduce_sum": (F16, F32),
@@ -212,7 +226,8 @@ PRODUCTS: Dict[str, Product] = {p.id: p for p in [
           "zero_mask": f"{_S001_NOP} Atlas A2/A3", "zero_repeat": f"{_S001_NOP} Atlas A2/A3",
           "dst_rep_stride_zero": "seed 000 dstRepStride: only Atlas training forbids 0",
           "block_fill": "seed 001: a block with no active lane is not written (A2/A3)",
-          "ub_bytes": "SPEC §2 product table: 196608 bytes"}, add_order="group255"),
+          "ub_bytes": "SPEC §2 product table: 196608 bytes"}, add_order="group255",
+         counter_mode="supported"),
     _row("atlas_a3", 196608, {**_ascendc((F16, F32)), **_TIK_F, "pair_reduce_sum": (F16, F32),
                               "repeat_reduce_sum": (F16, F32), **_l2((F16, F32))},
          ORDERS4, "nop", "nop", True,
@@ -226,7 +241,7 @@ PRODUCTS: Dict[str, Product] = {p.id: p for p in [
           "zero_mask": f"{_S001_NOP} Atlas A2/A3", "zero_repeat": f"{_S001_NOP} Atlas A2/A3",
           "dst_rep_stride_zero": "seed 000 dstRepStride: only Atlas training forbids 0",
           "block_fill": "seed 001: a block with no active lane is not written (A2/A3)",
-          "ub_bytes": "SPEC §2 product table: 196608 bytes"}),
+          "ub_bytes": "SPEC §2 product table: 196608 bytes"}, counter_mode="supported"),
     _row("atlas_200i_500_a2", 253952,
          {**_ascendc((F16, F32)), **_TIK_F, "vec_reduce_add": (F16, F32),
           "pair_reduce_sum": (F16, F32), **_l2((F16, F32))},
@@ -244,7 +259,7 @@ PRODUCTS: Dict[str, Product] = {p.id: p for p in [
           "block_fill": "seed 001: an empty block gets SUM 0, MAX -65504 (half) / -inf "
                         "(float), MIN 65504 (half) / +inf (float)",
           "ub_bytes": "SPEC §2 product table: 253952 bytes (248 KiB usable)"},
-         add_order="odd_even", pair_masked_pair="zero"),
+         add_order="odd_even", pair_masked_pair="zero", counter_mode="supported"),
     _row("atlas_inference_aicore", 262144,
          {**_ascendc((F16, F32)), **_TIK_F, "vec_reduce_add": (F16, F32),
           "pair_reduce_sum": (F16, F32), "repeat_reduce_sum": (F16, F32), **_l2((F16, F32))},
@@ -257,7 +272,7 @@ PRODUCTS: Dict[str, Product] = {p.id: p for p in [
           "zero_mask": "seed 000 mask range starts at 1", "zero_repeat": "SEMANTICS §C (assumed)",
           "dst_rep_stride_zero": "seed 000 dstRepStride: only Atlas training forbids 0",
           "block_fill": "seed 001 does not document empty blocks here: undefined",
-          "ub_bytes": "SPEC §2 product table: 262144 bytes"}),
+          "ub_bytes": "SPEC §2 product table: 262144 bytes"}, counter_mode="supported"),
     _row("atlas_inference_vector_core", 262144,
          {"vec_reduce_min": (F16, F32, "int16"), "vec_reduce_max": (F16, F32, "int16"),
           "vec_reduce_add": (F16, F32)}, (),
