@@ -170,7 +170,7 @@ def _run_group(ins, spec, width, rows, b, cases, outcomes) -> None:
 def _array_fn(api: str, chip: str, dtype: str, option: Any, mask_mode: str,
               max_repeat: Optional[int], has_saturate: bool,
               path: str = "fast", static_src: Optional[tuple] = None,
-              columns: tuple = ()):
+              columns: tuple = (), info: bool = False):
     """The kernel of one static configuration: ``run(ubs, rows, shared)``.
 
     ``columns``: ``((key, words, shared), ...)`` — how the int32 parameter matrix ``rows``
@@ -178,7 +178,8 @@ def _array_fn(api: str, chip: str, dtype: str, option: Any, mask_mode: str,
     shares, found on the host) hold the parameters. Shared values enter the vmapped kernel
     unbatched, so everything that depends only on them (write tables, extents, masks) is
     computed once per batch instead of once per case. ``ubs`` may be a view of the rows as
-    the element type (then the source slices need no byte assembly)."""
+    the element type (then the source slices need no byte assembly). ``info``: also return
+    the undefined-byte tables (:func:`ascend_ref.engine.compact_undefined`)."""
     ins = registry.lookup(api)
 
     def one(q):
@@ -190,7 +191,7 @@ def _array_fn(api: str, chip: str, dtype: str, option: Any, mask_mode: str,
         spec = prep.spec
         if max_repeat is not None:
             spec = dataclasses.replace(spec, r_max=int(max_repeat))
-        spec = dataclasses.replace(spec, compact=True, static_src=static_src)
+        spec = dataclasses.replace(spec, compact=True, static_src=static_src, info=info)
         return prep.ins, spec, prep.p.replace(ub_base=q["ub_base"])
 
     def unpack(vec, shared: bool) -> dict:
@@ -216,8 +217,8 @@ def _array_fn(api: str, chip: str, dtype: str, option: Any, mask_mode: str,
             return one({**common, **unpack(row, False)})[2].replace(ub_len=width)
 
         kernel, spec, _ = one({**common, **unpack(rows[0], False)})
-        writes, status, _, _, _ = engine.batched(kernel, spec, ubs, rows, prep=prep)
-        return writes, status
+        writes, status, _, _, undefined = engine.batched(kernel, spec, ubs, rows, prep=prep)
+        return (writes, status, undefined) if info else (writes, status)
 
     return run
 
@@ -320,7 +321,7 @@ def _merge(out: np.ndarray, start: int, writes) -> None:
 def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_type=None,
               cal_index: bool = False, saturate=None, ub_base=0,
               max_repeat: Optional[int] = None, devices: Optional[Sequence] = None,
-              mask_mode: Optional[str] = None, **params):
+              mask_mode: Optional[str] = None, return_undefined: bool = False, **params):
     """Run ``api`` on every row of ``ubs`` (``uint8[B, W]``) with per-case parameters.
 
     ``dst`` / ``src`` / ``work_tensor`` are ``(addr, size)`` pairs of ints or ``[B]`` arrays
@@ -337,6 +338,11 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
     each case writes, and the host merges them into one copy of ``ubs``; batches run in
     chunks whose buffers stay small; when every case shares its source strides the kernel
     slices the source instead of gathering it.
+
+    ``return_undefined``: return ``(ubs, status, undefined)``, ``undefined`` a bool ``[B, W]``
+    mask of the bytes whose value after the call the documentation does not define (as
+    :func:`run_cases`' outcomes mark them, within each row); ``ascend-ref verify`` compares
+    stacked dumps with it.
     """
     from . import batch_args
     from .ub import dtype_name
@@ -399,14 +405,15 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
     one_device = len(devs) == 1
     columns, rows, shared = _pack(q, b, share=one_device)
     fn = _array_fn(api, chip if isinstance(chip, str) else chip.id, dtype, option, mask_mode,
-                   max_repeat, has_sat, path, static, columns)
+                   max_repeat, has_sat, path, static, columns, bool(return_undefined))
     engine.release_if_needed()
     # the result starts as a copy of the input; the kernel reads its rows (in place on CPU)
     # before the chunk's words are merged into them
     out = _aligned_copy(ubs)
     status = np.zeros(b, np.int32)
+    undef = np.zeros(ubs.shape, bool) if return_undefined else None
     if b == 0:
-        return out, status
+        return (out, status, undef) if undef is not None else (out, status)
     size = np.dtype(dtype).itemsize
     words = static is not None and ubs.shape[1] % size == 0
     # one device: chunks of equal shape (one compile); several: one sharded call (SPMD)
@@ -425,9 +432,42 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
             args = (xs, qs, shared)
             if devs[0] != jax.devices()[0]:      # numpy arguments go to the default device
                 args = tuple(jax.device_put(a, devs[0]) for a in args)
-            writes, st = jax.device_get(_jitted(fn)(*args))
+            res = jax.device_get(_jitted(fn)(*args))
         else:
-            writes, st = scale.run_rows(_unshared(fn), xs, qs, devices=devs)
+            res = scale.run_rows(_unshared(fn), xs, qs, devices=devs)
+        writes, st = res[0], res[1]
         status[start:stop] = np.asarray(st)[:stop - start]
         _merge(out, start, writes)
-    return out, status
+        if undef is not None:
+            _mark_undefined(undef, start, res[2])
+    return (out, status, undef) if undef is not None else (out, status)
+
+
+def _mark_undefined(out: np.ndarray, start: int, tables) -> None:
+    """Mark a chunk's undefined bytes (:func:`ascend_ref.engine.compact_undefined` tables, row
+    addresses) in ``out`` rows ``start...``, positions outside the row dropped."""
+    b, width = out.shape
+    regions, words = tables
+    for lo, nbytes, when in regions:
+        lo, nbytes, when = np.asarray(lo), np.asarray(nbytes), np.asarray(when)
+        n = min(lo.shape[0], b - start)
+        lo = lo[:n].astype(np.int64).reshape(n, -1)
+        hi = lo + nbytes[:n].astype(np.int64).reshape(n, -1)
+        when = np.broadcast_to(when[:n].reshape(n, -1), lo.shape)
+        rows = np.broadcast_to(np.arange(n).reshape(n, 1), lo.shape)
+        lo, hi = np.clip(lo, 0, width), np.clip(hi, 0, width)
+        keep = when & (hi > lo)
+        if not keep.any():
+            continue
+        edge = np.zeros((n, width + 1), np.int32)        # +1 at each start, -1 at each end
+        np.add.at(edge, (rows[keep], lo[keep]), 1)
+        np.add.at(edge, (rows[keep], hi[keep]), -1)
+        out[start:start + n] |= np.cumsum(edge, axis=1)[:, :width] > 0
+    for addr, when in words:
+        addr, when = np.asarray(addr), np.asarray(when)
+        n = min(addr.shape[0], b - start)
+        addr, when = addr[:n].astype(np.int64), when[:n]
+        rows = np.broadcast_to(np.arange(start, start + n).reshape((n,) + (1,) * (addr.ndim - 1)),
+                               addr.shape)
+        keep = when & (addr >= 0) & (addr < width)
+        out[rows[keep], addr[keep]] = True

@@ -221,6 +221,14 @@ def _table_height(spec: engine.Spec, repeat: np.ndarray, hi: int,
 def _windows(ins: registry.Instruction, option: Any, dtype: str, cols: Dict[str, np.ndarray],
              n: np.ndarray, hi: int) -> Tuple[np.ndarray, np.ndarray]:
     """``(base, length)`` of every case's window (the whole UB where a window is not exact)."""
+    return compact_windows(ins, option, dtype, cols, n, hi)[:2]
+
+
+def compact_windows(ins: registry.Instruction, option: Any, dtype: str,
+                    cols: Dict[str, np.ndarray], n: np.ndarray,
+                    hi: int) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(base, length, exact)``: :func:`_windows` and, per case, whether its window is the
+    compact one (every access its geometry allows inside it; False: the whole UB)."""
     s = np.dtype(dtype).itemsize
     ops = ins.operands
     addr = np.stack([cols[f"{t}.addr"] for t in ops])
@@ -253,7 +261,7 @@ def _windows(ins: registry.Instruction, option: Any, dtype: str, cols: Dict[str,
     base = np.where(ok, addr.min(axis=0) // WINDOW_ALIGN * WINDOW_ALIGN, 0)
     top = np.minimum(np.maximum(end.max(axis=0), reach_end), n)
     length = np.where(ok, top - base, n)
-    return base.astype(np.int64), length.astype(np.int64)
+    return base.astype(np.int64), length.astype(np.int64), ok
 
 
 def _finish_spec(prep: Any, heights: Sequence[int], r_max: Optional[int] = None) -> engine.Spec:

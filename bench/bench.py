@@ -20,6 +20,9 @@ realistic strides (block stride 1, repeat stride 8) and full masks, one run meas
 * ``verify``   — cases/s of ``ascend_ref.verify.verify`` on the same cases written as dump
                  files (regions layout, 1000 cases a file; reading, reference, comparison;
                  the second of two runs);
+* ``stacked``  — the same for the cases written as stacked dump files (format version 2,
+                 1000 cases a file, tensor regions, uncompressed: one member per column,
+                 verified as whole batches), and its ratio to ``batch`` in the same run;
 * ``compile``  — seconds to compile the static configuration (first call minus a steady call);
 * peak resident memory of the process at the end.
 
@@ -175,6 +178,7 @@ def run(quick: bool, only=None, repeats=(1, 16, 255)):
             assert np.array_equal(outcomes[0].ub, out[0]), f"{api} R={r}: run_cases differs"
             cases_t = _timeit(lambda: ar.run_cases(cases), repeat=2)
             verify_t = _verify_time(cases, outcomes)
+            stacked_t = _verify_time(cases, outcomes, stacked=True)
             jax_cps = b / steady
             np_t = _timeit(lambda: numpy_golden(api, dtype, option, ubs, r))
             n_or = 2 if r == 255 else 4
@@ -192,6 +196,8 @@ def run(quick: bool, only=None, repeats=(1, 16, 255)):
                              cases_vs_batch=(b / cases_t) / jax_cps,
                              verify_cases_per_s=b / verify_t,
                              verify_vs_batch=(b / verify_t) / jax_cps,
+                             verify_stacked_cases_per_s=b / stacked_t,
+                             verify_stacked_vs_batch=(b / stacked_t) / jax_cps,
                              vs_numpy=jax_cps * np_t / b, vs_oracle=jax_cps * or_t,
                              compile_s=max(first - steady, 0.0)))
             print(_fmt_row(rows[-1]), flush=True)
@@ -201,12 +207,13 @@ def run(quick: bool, only=None, repeats=(1, 16, 255)):
 
 HEADER = (f"{'api':<18} {'dtype':<8} {'R':>4} {'cases':>6} {'batch c/s':>10} {'cases c/s':>10} "
           f"{'×copy':>7} {'×np.sum':>8} {'cases/batch':>11} {'verify c/s':>10} "
-          f"{'verify/batch':>12} {'×numpy':>7} {'×oracle':>8} {'compile s':>9}")
+          f"{'verify/batch':>12} {'stacked c/s':>11} {'stacked/batch':>13} {'×numpy':>7} {'×oracle':>8} {'compile s':>9}")
 
 
-def _verify_time(cases, outcomes):
+def _verify_time(cases, outcomes, stacked=False):
     """Seconds ``ascend-ref verify`` takes on ``cases`` written as dumps (regions layout, 1000
-    cases a file, the reference's results as the device's): the second of two runs."""
+    cases a file, the reference's results as the device's; ``stacked``: format version 2):
+    the second of two runs."""
     import shutil
     import tempfile
 
@@ -214,7 +221,8 @@ def _verify_time(cases, outcomes):
 
     d = tempfile.mkdtemp(prefix="ascend_ref_bench_")
     try:
-        dumps_from_cases(cases, d, per_file=1000, regions="tensors", outcomes=outcomes)
+        dumps_from_cases(cases, d, per_file=1000, regions="tensors", outcomes=outcomes,
+                         stacked=stacked, compress=not stacked)
         rep = verify(d, progress=False)
         assert rep.ok and rep.cases == len(cases), rep.format()
         t = time.perf_counter()
@@ -240,6 +248,8 @@ def _fmt_row(r):
             f"{r['jax_cases_per_s']:>10.0f} {r['cases_cases_per_s']:>10.0f} "
             f"{r['vs_copy']:>7.3f} {r['vs_sum']:>8.2f} {r['cases_vs_batch']:>11.2f} "
             f"{r['verify_cases_per_s']:>10.0f} {r['verify_vs_batch']:>12.3f} "
+            f"{r.get('verify_stacked_cases_per_s', float('nan')):>11.0f} "
+            f"{r.get('verify_stacked_vs_batch', float('nan')):>13.3f} "
             f"{r['vs_numpy']:>7.2f} {r['vs_oracle']:>8.0f} {r['compile_s']:>9.2f}")
 
 
@@ -247,12 +257,15 @@ def markdown(rows) -> str:
     """README's Performance table from the bench's rows."""
     out = ["| API | dtype | R | cases | run_batch cases/s | × copy | × np.sum | "
            "run_cases cases/s | cases / batch | verify cases/s | verify / batch | "
+           "stacked verify cases/s | stacked / batch | "
            "× numpy golden | × scalar oracle | compile s |",
-           "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+           "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         opt = "" if r["option"] == "None" else f" {r['option']}"
         ver = (f"{r['verify_cases_per_s']:,.0f} | {r['verify_vs_batch']:.3f}"
                if "verify_cases_per_s" in r else "– | –")
+        ver += (f" | {r['verify_stacked_cases_per_s']:,.0f} | {r['verify_stacked_vs_batch']:.3f}"
+                if "verify_stacked_cases_per_s" in r else " | – | –")
         out.append(f"| {r['api']}{opt} | {r['dtype']} | {r['repeat']} | {r['cases']} | "
                    f"{r['jax_cases_per_s']:,.0f} | {r['vs_copy']:.3f} | {r['vs_sum']:.2f} | "
                    f"{r['cases_cases_per_s']:,.0f} | {r['cases_vs_batch']:.2f} | {ver} | "

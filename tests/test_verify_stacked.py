@@ -60,6 +60,12 @@ def adversarial():
     add(mk("whole_reduce_sum", "float32", None, [2**64 - 1], 2, seed=20), "good")   # bit mode
     add(mk("vec_reduce_add", "float16", None, 128, 2, chip="atlas_training", seed=5),
         "undefined garbage")
+    add(mk("whole_reduce_sum", "float16", None, 128, 3, seed=6), "good")      # saturate default
+    add(mk("whole_reduce_sum", "float16", None, 128, 3, seed=7, sat=False), "good")
+    add(mk("reduce_data_block", "float16", "MIN", [2**64 - 1, 2**63 + 5], 4, seed=8), "good")
+    add(mk("whole_reduce_max", "float16", "ORDER_ONLY_VALUE", 100, 3, seed=9), "good")
+    add(mk("vec_reduce_add", "float16", None, [2**40 + 3, 2**64 - 1], 2, chip="atlas_training",
+           seed=11), "undefined garbage")                                # TIK [mask_h, mask_l]
     add(mk("whole_reduce_min", "float16", "ORDER_VALUE_INDEX", 128, 3, seed=30), "flip dst")
     add(mk("whole_reduce_sum", "float32", None, 64, 2, seed=31, chip="atlas_a3"), "flip dst")
     add(mk("whole_reduce_sum", "float16", None, 200, 1), "device error agrees")   # MASK_RANGE
@@ -270,3 +276,29 @@ def test_golden_writes_stacked_dumps(tmp_path):
     r1 = verify(tmp_path / "v1" / "dumps", progress=False)
     r2 = verify(tmp_path / "v2" / "dumps", progress=False)
     assert r1.ok and r2.ok and r2.cases == r1.cases == len(g1.cases)
+
+
+def test_run_batch_undefined_mask_equals_run_cases():
+    """run_batch(return_undefined=True) marks the bytes run_cases' outcomes mark undefined."""
+    import ascend_ref as ar
+
+    cs = [mk("vec_reduce_add", "float16", None, 128, 2 + k % 2, chip="atlas_training", seed=k)
+          for k in range(4)]
+    outs = run_cases(cs)
+    ubs = np.stack([c.ub for c in cs])
+    got, status, undef = ar.run_batch(
+        "vec_reduce_add", ubs, chip="atlas_training", dtype="float16", mask=[128] * 4,
+        repeat=np.array([c.params["repeat"] for c in cs]), src_rep_stride=8,
+        src=cs[0].tensors["src"], dst=cs[0].tensors["dst"],
+        work_tensor=cs[0].tensors["work_tensor"], return_undefined=True)
+    assert (status == 0).all() and undef.shape == ubs.shape
+    for k, o in enumerate(outs):
+        assert o.undefined.any()
+        np.testing.assert_array_equal(undef[k], o.undefined)
+        np.testing.assert_array_equal(got[k][~o.undefined], o.ub[~o.undefined])
+    plain = ar.run_batch("vec_reduce_add", ubs, chip="atlas_training", dtype="float16",
+                         mask=[128] * 4, repeat=np.array([c.params["repeat"] for c in cs]),
+                         src_rep_stride=8, src=cs[0].tensors["src"], dst=cs[0].tensors["dst"],
+                         work_tensor=cs[0].tensors["work_tensor"])
+    assert len(plain) == 2
+    np.testing.assert_array_equal(plain[0], got)

@@ -35,12 +35,12 @@ from .run import Group, Report, explain, repro_command, verify
 
 def dumps_from_cases(cases: Sequence, out_dir, *, per_file: int = 1, regions=None,
                      prefix: str = "dump", outcomes: Optional[Sequence] = None,
-                     stacked: bool = False) -> List[str]:
+                     stacked: bool = False, compress: bool = True) -> List[str]:
     """Run ``cases`` on the reference and write what it left as dumps — a perfect "device".
 
     Tests and users start from these and corrupt them (or replace ``ub_after`` with real
     device bytes). ``per_file`` cases go in each file ``{out_dir}/{prefix}_{k:06d}.npz``;
-    ``regions`` and ``stacked`` (format version 2, the stacked layout) as in
+    ``regions``, ``compress`` and ``stacked`` (format version 2, the stacked layout) as in
     :func:`write_dumps`. A case the reference rejects is written with
     ``error=`` its constraint code. ``outcomes`` — reference outcomes already computed.
     Returns the paths written.
@@ -55,7 +55,8 @@ def dumps_from_cases(cases: Sequence, out_dir, *, per_file: int = 1, regions=Non
         cs, os_ = cases[k:k + per_file], outs[k:k + per_file]
         p = os.path.join(os.fspath(out_dir), f"{prefix}_{k // per_file:06d}.npz")
         write_dumps(p, cs, [None if o.code is not None else o.ub for o in os_],
-                    regions=regions, errors=[o.code for o in os_], stacked=stacked)
+                    regions=regions, errors=[o.code for o in os_], stacked=stacked,
+                    compress=compress)
         paths.append(p)
     return paths
 

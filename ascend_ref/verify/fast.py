@@ -2,16 +2,19 @@
 
 A stacked file holds its cases as columns. :func:`check_stacked` verifies them as whole
 batches: the columns are validated with array operations, the kernel parameters come from
-:func:`ascend_ref.batch_prep.group_rows` (the columnar entry point of the preparation
+:func:`ascend_ref.batch_prep.compact_windows` (the compact windows
 :func:`ascend_ref.batch.run_cases` uses), each case's UB window is assembled from the region
-bytes, the kernels run in the chunks ``run_cases`` would run, and the device's bytes are
-compared with the reference's for the whole chunk at once (byte-exact, the reference's
+bytes, each group runs as one :func:`ascend_ref.batch.run_batch` call (its fast kernels;
+``return_undefined=True``), and the device's bytes are compared with the reference's for the
+whole group at once (byte-exact, the reference's
 undefined bytes masked, only the recorded ``after`` regions compared).
 
 Only agreement is decided here. Every case the vectorised path cannot decide exactly -- a
 row the array checks do not pass (the version-1 validation then reports it), a device error
-that is not the reference's code, a reference error, a mismatch, an undefined region or a
-write the window does not hold, a group whose shared check fails, any exception -- is handed
+that is not the reference's code, a reference error, a mismatch, an ``after`` region outside
+the case's window, a case whose declared geometry reaches outside its UB (no compact window:
+the kernel would see the row's length, not the case's), a group whose shared check fails,
+any exception -- is handed
 back and verified by the per-case path (:meth:`ascend_ref.verify.run.Verifier.check`), which
 gives its verdict, signature and report entry. So the report of a stacked file is the
 report of the same cases verified one at a time.
@@ -20,11 +23,11 @@ report of the same cases verified one at a time.
 from __future__ import annotations
 
 import collections
-from typing import TYPE_CHECKING, Any, Dict, List, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List
 
 import numpy as np
 
-from .. import batch, batch_prep, engine, scale
+from .. import batch, batch_prep, engine
 from ..chips import chip as get_chip
 from ..constraints import Code, ConstraintError
 from .format import DumpError, DumpFile
@@ -44,22 +47,15 @@ def check_stacked(v: "Verifier", f: DumpFile, mine: np.ndarray) -> List[int]:
     the case numbers left for the per-case path (sorted)."""
     assert f.stacked is not None
     rest: List[int] = []
-    parts: Dict[tuple, List[Tuple[Any, Group, np.ndarray]]] = {}
     for g in f.stacked.groups:
         rows = np.flatnonzero(mine[g.case])
         if not rows.size:
             continue
         try:
-            fast, slow = _prepare_group(f, g, rows, parts, v)
+            slow = _group(v, f, g, rows)
         except Exception:                                          # noqa: BLE001
-            fast, slow = np.zeros(0, np.int64), rows          # exact: the per-case path
+            slow = rows                                       # exact: the per-case path
         rest.extend(g.case[slow].tolist())
-    for (ins, spec), items in parts.items():
-        try:
-            rest.extend(_run(v, ins, spec, items))
-        except Exception:                                          # noqa: BLE001
-            for _, g, rows in items:
-                rest.extend(g.case[rows].tolist())
     STATS["vectorised"] += int(mine.sum()) - len(rest)
     STATS["per_case"] += len(rest)
     return sorted(rest)
@@ -130,16 +126,20 @@ def _mask_words(rep_mask: Any, g: Group, rows: np.ndarray, lanes: int, word_orde
     return out
 
 
-def _prepare_group(f: DumpFile, g: Group, rows: np.ndarray, parts: dict, v: "Verifier"):
-    """Split ``rows`` (of group ``g``) into the rows that go to the kernels (added to
-    ``parts``) and the rows left for the per-case path; ``(fast, slow)``."""
-    from ..batch import TABLE_HEIGHTS
+def _group(v: "Verifier", f: DumpFile, g: Group, rows: np.ndarray) -> np.ndarray:
+    """Verify ``rows`` of group ``g`` as one batch; returns the rows left for the per-case
+    path. Counts go to ``v.report`` only once nothing can fail any more."""
+    from ..batch import run_batch
 
-    none = np.zeros(0, np.int64)
-    try:
-        d0 = f.case(int(g.case[rows[0]]))     # the shared fields, by the version-1 rules
-    except DumpError:
-        return none, rows
+    d0 = None
+    for r in rows[:4].tolist():          # the shared fields, by the version-1 rules
+        try:
+            d0 = f.case(int(g.case[r]))
+            break
+        except DumpError:
+            continue
+    if d0 is None:
+        return rows
     case = d0.case
     ins = case.instruction
     prof = get_chip(case.chip)
@@ -147,34 +147,63 @@ def _prepare_group(f: DumpFile, g: Group, rows: np.ndarray, parts: dict, v: "Ver
     names = list(g.tensors)
     outs = [names.index(k) for k in names if k != "src"]
     ok = _valid_rows(f, g, rows, s, prof.ub_bytes, outs)
-    fast, slow = rows[ok], rows[~ok]
-    if not fast.size:
-        return none, slow
-    if fast[0] != rows[0]:                   # the prepared case must be a valid row
-        d0 = f.case(int(g.case[fast[0]]))
-        case = d0.case
-    masks = _mask_words(case.mask, g, fast, 256 // s, ins.word_order)
+    masks = _mask_words(case.mask, g, rows, 256 // s, ins.word_order)
     if masks is None:
-        return none, rows
+        return rows
     try:
         prep = case.prepare(info=True)
     except ConstraintError as e:             # a group-level rule: every case gets its code
-        done = _device_errors(v, g, fast, np.full(fast.size, int(e.code)), g.error[fast] != 0)
-        return none, np.sort(np.concatenate([slow, fast[~done]]))
-    t = g.tensor_cols[fast]
+        cand = ok & (g.error[rows] != 0)
+        done = _device_errors(v, g, rows, np.full(rows.size, int(e.code)), cand)
+        return rows[~done]
+    t = g.tensor_cols[rows]
+    pj = g.param_cols[rows]
     cols = {}
     for k in ins.operands:
-        j = names.index(k)
-        cols[f"{k}.addr"] = t[:, j, 0]
-        cols[f"{k}.size"] = t[:, j, 1]
-    pj = g.param_cols[fast]
+        cols[f"{k}.addr"] = t[:, names.index(k), 0]
+        cols[f"{k}.size"] = t[:, names.index(k), 1]
     for k in ins.params:
         cols[k] = pj[:, g.params.index(k)]
-    n = g.ub_bytes[fast].astype(np.int64)
-    for r in batch_prep.group_rows(prep, case, cols, masks, n, np.arange(fast.size),
-                                   TABLE_HEIGHTS, []):
-        parts.setdefault((r.ins, r.spec), []).append((r, g, fast[r.idx]))
-    return fast, slow
+    n = g.ub_bytes[rows].astype(np.int64)
+    hi = prep.ins.repeat_range(prep.spec)[1]
+    option = ins.canonical_option(case.option) if ins.option is not None else None
+    base, length, compact = batch_prep.compact_windows(ins, option, prep.spec.dtype, cols, n, hi)
+    ok &= compact                           # a whole-UB case: its own UB length decides
+    sel = np.flatnonzero(ok)
+    if not sel.size:
+        return rows
+    grow = rows[sel]
+    base, length = base[sel], length[sel]
+    width = engine.ub_bucket(int(length.max()))
+    m = sel.size
+    wins = np.zeros((m, width), np.uint8)
+    _windows(base, length, g, grow, "before", wins, np.ones(m, bool))
+    rep_max = int(cols["repeat"][sel].max())
+    height = next((h for h in batch.TABLE_HEIGHTS if rep_max <= h and h < hi), hi)
+    kw: Dict[str, Any] = {k: cols[k][sel] for k in ins.params}
+    for k in ins.operands:
+        kw[k] = (cols[f"{k}.addr"][sel] - base, cols[f"{k}.size"][sel])
+    if ins.option is not None:
+        kw[ins.option.key] = case.option
+    mode = "count" if g.mask_words == 0 else "bits"
+    mask = masks[sel, 0].astype(np.int64) if mode == "count" else masks[sel]
+    out, status, undef = run_batch(case.api, wins, chip=prof.id, dtype=case.dtype, mask=mask,
+                                   mask_mode=mode, saturate=case.saturate, ub_base=base,
+                                   max_repeat=height, return_undefined=True, **kw)
+    err = g.error[grow]
+    ran = (status == 0) & (err == 0)
+    differ, und, fits = _compare(out, undef, base, length, g, grow, ran)
+    agree = ran & fits & ~differ
+    decided = _device_errors(v, g, grow, status, err != 0)
+    rep = v.report
+    n_agree = int(agree.sum())
+    rep.cases += n_agree
+    rep.agreed += n_agree
+    rep.undefined_bytes += int(und[agree].sum())
+    rep.cases_with_undefined += int(np.count_nonzero(und[agree]))
+    left = np.ones(rows.size, bool)
+    left[sel[agree | decided]] = False
+    return rows[left]
 
 
 def _device_errors(v: "Verifier", g: Group, rows: np.ndarray, status: np.ndarray,
@@ -196,12 +225,57 @@ def _device_errors(v: "Verifier", g: Group, rows: np.ndarray, status: np.ndarray
     return done
 
 
-def _windows(rows: Any, g: Group, grow: np.ndarray, side: str, into: np.ndarray,
-             sel: np.ndarray) -> np.ndarray:
+def _compare(out: np.ndarray, undef: np.ndarray, base: np.ndarray, length: np.ndarray,
+             g: Group, grow: np.ndarray, ran: np.ndarray):
+    """``(differ, undefined, fits)`` per row: a recorded after byte differs from the
+    reference's where it is defined; the number of recorded bytes the reference leaves
+    undefined; every after region lies inside the row's window (else the row is not
+    decided here). Rows where ``ran`` is false are not compared."""
+    m = grow.size
+    differ = np.zeros(m, bool)
+    und = np.zeros(m, np.int64)
+    fits = np.ones(m, bool)
+    reg = g.region_cols[grow]
+    u_rows = undef.any(axis=1)
+    for j, name in enumerate(g.regions):
+        flat, at = g.after[name], g.after_at[j, grow]
+        col, nb = reg[:, j, 0] - base, reg[:, j, 1]
+        inside = (col >= 0) & (col + nb <= length)
+        fits &= inside | (nb == 0)
+        use = ran & inside & (nb > 0)
+        if use.all() and (nb == nb[0]).all() and (col == col[0]).all() and \
+                (at == at[0] + nb[0] * np.arange(m)).all():
+            k, c0 = int(nb[0]), int(col[0])                   # one block comparison
+            dev = flat[int(at[0]):int(at[0]) + k * m].reshape(m, k)
+            ref = out[:, c0:c0 + k]
+            u = undef[:, c0:c0 + k]
+            # whole words first (8 bytes at a time); bytes only in rows that differ somewhere
+            # or hold undefined bytes
+            w = k // 8 * 8
+            neq = np.zeros(m, bool)
+            if w:
+                neq |= (dev[:, :w].view(np.uint64) != ref[:, :w].view(np.uint64)).any(axis=1)
+            if w < k:
+                neq |= (dev[:, w:] != ref[:, w:]).any(axis=1)
+            look = np.flatnonzero(neq | u_rows)
+            if look.size:
+                ul = u[look]
+                differ[look] |= ((dev[look] != ref[look]) & ~ul).any(axis=1)
+                und[look] += np.count_nonzero(ul, axis=1)
+            continue
+        for r in np.flatnonzero(use).tolist():
+            c0, k, a0 = int(col[r]), int(nb[r]), int(at[r])
+            u = undef[r, c0:c0 + k]
+            differ[r] |= bool(((flat[a0:a0 + k] != out[r, c0:c0 + k]) & ~u).any())
+            und[r] += int(np.count_nonzero(u))
+    return differ, und, fits
+
+
+def _windows(base: np.ndarray, length: np.ndarray, g: Group, grow: np.ndarray, side: str,
+             into: np.ndarray, sel: np.ndarray) -> np.ndarray:
     """Write region bytes (``side`` "before" / "after") of the group rows ``grow`` where
-    ``sel`` into their windows ``into`` (``uint8[m, width]``, the rows' window bases in
-    ``rows.base``); returns bool ``[m]``: every region byte lies inside its window."""
-    base, length = rows.base, rows.length
+    ``sel`` into their windows ``into`` (``uint8[m, width]``: real UB bytes from ``base``,
+    ``length`` of them); returns bool ``[m]``: every region byte lies inside its window."""
     m = grow.size
     inside = np.ones(m, bool)
     reg = g.region_cols[grow]
@@ -223,93 +297,6 @@ def _windows(rows: Any, g: Group, grow: np.ndarray, side: str, into: np.ndarray,
                 src = int(at[r]) + lo - int(col[r])
                 into[r, lo:hi] = flat[src:src + hi - lo]
     return inside
-
-
-def _run(v: "Verifier", ins: Any, spec: Any, items: list) -> List[int]:
-    """Run the kernels of one static configuration and compare; returns the case numbers
-    left for the per-case path."""
-    engine.release_if_needed()
-    width = engine.ub_bucket(max(int(r.length.max()) for r, _, _ in items))
-    rest: List[int] = []
-    for rows_all, g, grow_all in items:
-        big = batch._big_batch(spec.r_max, width)
-        for start, stop, b in batch._batches(len(rows_all), big):
-            rows, grow = rows_all.take(start, stop), grow_all[start:stop]
-            rest.extend(_chunk(v, ins, spec, width, rows, g, grow, b))
-    return rest
-
-
-def _chunk(v: "Verifier", ins: Any, spec: Any, width: int, rows: Any, g: Group,
-           grow: np.ndarray, b: int) -> List[int]:
-    m = len(rows)
-    ubs = np.zeros((b, width), np.uint8)
-    _windows(rows, g, grow, "before", ubs[:m], np.ones(m, bool))
-    if m < b:
-        ubs[m:] = ubs[0]
-    batch.EXECUTABLES.add((ins.api, spec, width, b))
-    writes, status, _, _, undefined = scale.run_rows(batch._vmapped(ins, spec), ubs,
-                                                      rows.params(b))
-    status = np.asarray(status)[:m]
-    err = g.error[grow]
-    decided = _device_errors(v, g, grow, status, err != 0)
-    ran = (status == 0) & (err == 0)
-    ref = ubs[:m].copy()
-    after = ubs[:m].copy()
-    fits = _windows(rows, g, grow, "after", after, g.has_after[grow])   # in the window?
-    compared = np.zeros((m, width), bool)
-    length = rows.length
-    for j in range(len(g.regions)):
-        a, nb = g.region_cols[grow, j, 0] - rows.base, g.region_cols[grow, j, 1]
-        for r in np.flatnonzero(ran & (nb > 0)).tolist():
-            compared[r, int(a[r]):int(a[r] + nb[r])] = True
-    local = np.arange(m)
-    exact = fits.copy()                                   # the window holds every fact
-    for addr, bits, valid in writes:
-        addr, bits, valid = np.asarray(addr)[:m], np.asarray(bits)[:m], np.asarray(valid)[:m]
-        shape = (m,) + (1,) * (addr.ndim - 1)
-        rr = np.broadcast_to(local.reshape(shape), addr.shape)[valid]
-        aa = addr.astype(np.int64)[valid]
-        size = bits.dtype.itemsize
-        out = (aa < 0) | (aa + size > length[rr])
-        exact[rr[out]] = False
-        keep = ~out
-        batch_prep._scatter_words(ref, rr[keep], aa[keep], bits[valid][keep])
-    undef = np.zeros((m, width), bool)
-    regions, words = undefined
-    n_ub = g.ub_bytes[grow]
-    for start, nbytes, when in regions:
-        start, nbytes = np.asarray(start)[:m].astype(np.int64), np.asarray(nbytes)[:m]
-        for r in np.flatnonzero(np.asarray(when)[:m]).tolist():
-            lo = max(int(rows.base[r] + start[r]), 0)
-            hi = min(int(rows.base[r] + start[r] + nbytes[r]), int(n_ub[r]))
-            if hi <= lo:
-                continue
-            if lo < rows.base[r] or hi > rows.base[r] + length[r]:
-                exact[r] = False              # undefined bytes the window does not hold
-                continue
-            undef[r, lo - int(rows.base[r]):hi - int(rows.base[r])] = True
-    for addr, when in words:
-        addr, when = np.asarray(addr)[:m], np.asarray(when)[:m]
-        shape = (m,) + (1,) * (addr.ndim - 1)
-        rr = np.broadcast_to(local.reshape(shape), addr.shape)[when]
-        aa = addr.astype(np.int64)[when]
-        real = aa + rows.base[rr]
-        keep = (real >= 0) & (real < n_ub[rr])
-        out = keep & ((aa < 0) | (aa >= length[rr]))
-        exact[rr[out]] = False
-        ok = keep & ~out
-        undef[rr[ok], aa[ok]] = True
-    differ = ((after != ref) & compared & ~undef).any(axis=1)
-    agree = ran & exact & ~differ
-    und = np.count_nonzero(undef & compared, axis=1)
-    rep = v.report
-    n_agree = int(agree.sum())
-    rep.cases += n_agree
-    rep.agreed += n_agree
-    rep.undefined_bytes += int(und[agree].sum())
-    rep.cases_with_undefined += int(np.count_nonzero(und[agree]))
-    left = ~(agree | decided)
-    return g.case[grow[left]].tolist()
 
 
 __all__ = ["check_stacked"]

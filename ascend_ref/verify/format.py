@@ -360,7 +360,8 @@ class DumpFile:
             raise DumpError(self.path, key, "missing", case)
         if self.stacked is not None and key not in self.keys.real:
             return self.stacked.get(key)           # a case's region bytes, from the columns
-        fast = _read_member(self._npz.zip, key + ".npy", self._raw())
+        fast = _read_member(self._npz.zip, key + ".npy", self._raw(),
+                            view=self.stacked is not None or key in _STACKED_SCALARS)
         if fast is not None:
             return fast
         try:
@@ -402,7 +403,10 @@ class DumpFile:
     def close(self) -> None:
         mm = getattr(self, "_mm", None)
         if mm:
-            mm.close()
+            try:
+                mm.close()
+            except BufferError:          # stacked columns still view it: closed with them
+                pass
             self._mm = None
         npz = getattr(self, "_npz", None)
         if npz is not None:
@@ -448,14 +452,20 @@ class DumpFile:
 _HEADERS: Dict[bytes, Tuple[np.dtype, Tuple[int, ...], bool, int]] = {}
 
 
-def _read_member(zf: Any, name: str, raw: Any = None) -> Optional[np.ndarray]:
+#: members read before a file is known to be stacked (views are fine for them too)
+_STACKED_SCALARS = frozenset({"format", "version", "count", "layout", "groups"})
+
+
+def _read_member(zf: Any, name: str, raw: Any = None, view: bool = False) -> Optional[np.ndarray]:
     """A plain ``.npy`` member of the archive, read in one piece from ``raw`` (the archive's
-    bytes, e.g. an mmap; None: through ``zf``). None for anything unusual -- another format
-    version, an object dtype, an encrypted or short member, a bad CRC --: then the caller
-    takes numpy's own reader, with its own error."""
+    bytes, e.g. an mmap; None: through ``zf``). ``view``: a stored (uncompressed) member comes
+    back as a read-only view of ``raw``, no copy (the stacked columns). None for anything
+    unusual -- another format version, an object dtype, an encrypted or short member, a bad
+    CRC --: then the caller takes numpy's own reader, with its own error."""
     import io
     import zlib
 
+    buf: Union[bytearray, memoryview]
     try:
         info = zf.getinfo(name)
         if raw is not None and info.compress_type in (0, 8) and not info.flag_bits & 0x1:
@@ -465,18 +475,29 @@ def _read_member(zf: Any, name: str, raw: Any = None) -> Optional[np.ndarray]:
                 return None
             start = at + 30 + int.from_bytes(head[26:28], "little") + \
                 int.from_bytes(head[28:30], "little")
-            data = raw[start:start + info.compress_size]
             if info.compress_type == 8:
-                data = zlib.decompress(data, -15)
-            if len(data) != info.file_size or zlib.crc32(data) != info.CRC:
-                return None
-            buf = bytearray(data)
+                data = zlib.decompress(raw[start:start + info.compress_size], -15)
+                if len(data) != info.file_size or zlib.crc32(data) != info.CRC:
+                    return None
+                buf = bytearray(data)
+            else:                        # stored: one copy out of the mapping
+                if info.compress_size != info.file_size or start + info.file_size > len(raw):
+                    return None
+                part = memoryview(raw)[start:start + info.file_size]
+                if zlib.crc32(part) != info.CRC:
+                    part.release()
+                    return None
+                if view:
+                    buf = part            # read-only; keeps the mapping alive
+                else:
+                    buf = bytearray(part)
+                    part.release()
         else:
             buf = bytearray(info.file_size)
             with zf.open(info) as fh:
                 if fh.readinto(buf) != info.file_size or fh.read(1):   # read(1): the CRC
                     return None
-        if buf[:8] != b"\x93NUMPY\x01\x00":
+        if bytes(buf[:8]) != b"\x93NUMPY\x01\x00":
             return None
         hl = int.from_bytes(buf[8:10], "little")
         key = bytes(buf[10:10 + hl])
