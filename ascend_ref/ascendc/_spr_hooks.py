@@ -85,7 +85,9 @@ def level2_sets(kind: str) -> Sets:
     index that is not accurate (undefined), in the contiguous case (srcRepStride 8)."""
     def update(spec, p, bits, active, arith, eff):
         value = eff.writes[0].bits[0]
-        ok = (p.src_rep_stride == 8) & ~counter_mode(p)
+        # the count form ("tensor前n个数据", no srcRepStride) is contiguous by construction
+        contiguous = jnp.bool_(True) if p.src_rep_stride is None else p.src_rep_stride == 8
+        ok = contiguous & ~counter_mode(p)
         return MaxMinWrite(_runs(spec, p), jnp.asarray(value).astype(jnp.uint32),
                            jnp.uint32(0), ok, jnp.bool_(False))
 
@@ -97,7 +99,7 @@ def count_sum_sets() -> Sets:
     """The count form of ReduceSum (half / float): the sum register holds its result dst[0]
     (A2/A3 ACC_VAL, written by the mode-1 vcadd; 950 the per-type global)."""
     def update(spec, p, bits, active, arith, eff):
-        value = eff.writes[0].bits[0]
+        value = eff.diag.get("sum", eff.writes[0].bits[0])
         return SumWrite(_runs(spec, p) & (spec.dtype in TYPES),
                         jnp.asarray(value).astype(jnp.uint32), jnp.bool_(True),
                         SPR_SUM_OTHER.holds(p, "kept"))

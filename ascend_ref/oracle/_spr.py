@@ -96,23 +96,45 @@ def _whole(kind: str, fn: Callable) -> Callable:
 
 
 def _level2(fn: Callable) -> Callable:
-    def call(spr: OracleSpr, ub, dst, src, shared_tmp_buffer, mask, repeat_time, src_rep_stride,
-             cal_index=False, *, chip):
+    def call(spr: OracleSpr, ub, dst, src, shared_tmp_buffer, mask, repeat_time=None,
+             src_rep_stride=None, cal_index=False, *, chip):
         res = fn(ub, dst, src, shared_tmp_buffer, mask, repeat_time, src_rep_stride, cal_index,
                  chip=chip)
         fmt = _fp.FORMATS[_api._dtype_name(src.dtype)]
         if _counter(mask):
             return res, (replace(spr, maxmin=(fmt.name, UNDEF, UNDEF)) if _runs_counter(mask)
                          else spr)
-        if repeat_time == 0 or not _lanes(mask, 256 // fmt.size):
+        count_form = repeat_time is None or isinstance(repeat_time, bool)
+        if count_form:
+            if not mask:                                      # count 0
+                return res, spr
+        elif repeat_time == 0 or not _lanes(mask, 256 // fmt.size):
             return res, spr
-        if src_rep_stride != 8:
+        if not count_form and src_rep_stride != 8:
             return res, replace(spr, maxmin=(fmt.name, UNDEF, UNDEF))
         value = _api._read(res.ub, dst.addr, fmt.size)        # the call's own dst[0]
         # "此时获取的索引不准确": the value is exact, the index is not
         return res, replace(spr, maxmin=(fmt.name, value, UNDEF))
 
     return call
+
+
+def reduce_sum(spr: OracleSpr, ub, dst, src, shared_tmp_buffer, mask, repeat_time=None,
+               src_rep_stride=None, *, chip, saturate=None):
+    """ReduceSum: the count form (``mask`` is the count, no repeat) writes its result to the
+    sum register ("仅支持tensor前n个数据连续计算接口使用"); the high-dimensional form does not."""
+    res = _api.reduce_sum(ub, dst, src, shared_tmp_buffer, mask, repeat_time, src_rep_stride,
+                          chip=chip, saturate=saturate)
+    t = _api._dtype_name(src.dtype)
+    if repeat_time is not None or t not in ("float16", "float32") or not mask:
+        return res, spr
+    fmt = _fp.FORMATS[t]
+    value = _api._read(res.ub, dst.addr, fmt.size)
+    sums = dict(spr.sums)
+    if _product(chip).spr_sum_other_type != "kept":    # one register for both types
+        sums = {k: UNDEF for k in ("float16", "float32")}
+    sums[t] = value
+    return res, replace(spr, sums=sums)
 
 
 whole_reduce_max = _whole("MAX", _api.whole_reduce_max)
