@@ -137,6 +137,18 @@ def test_only_the_contiguous_case_is_defined():
     assert not bool(read.value_defined)
 
 
+def test_counter_mode_leaves_it_undefined():
+    """"不支持获取归约接口使用Mask Counter模式时的结果"."""
+    x = np.arange(512, dtype=np.float16)
+    (ub, info), _ = wr_max(ub_with(x), "float16", ar.CounterMask(130), 1)
+    (v, _), read = GET_MM(info.spr, "half", chip=A2, return_info=True)
+    assert not bool(read.value_defined) and not bool(read.index_defined)
+    _, st = oracle.spr.whole_reduce_max(oracle.spr.OracleSpr(), np.asarray(ub_with(x)),
+                                        T(8192, "half", 128), T(0, "half", 2048),
+                                        ar.CounterMask(130), 1, 1, 1, 8, chip=A2)
+    assert st.maxmin == ("float16", oracle.spr.UNDEF, oracle.spr.UNDEF)
+
+
 def test_multi_repeat_index_and_ties():
     """The extreme over all repeats ("所有repeat内的最值") at element offset r*L + lane (the
     assumed ``spr_maxmin_index = "flat"``); equal extremes: the first (SEMANTICS §D)."""
@@ -270,7 +282,9 @@ def _chain(seed, dtype, chip=A2, n_calls=3):
     for _ in range(n_calls):
         name = str(rng.choice(CALLS))
         repeat = int(rng.choice([1, 2, 4]))
-        mask = int(rng.choice([L, L // 2, 3])) if rng.random() < .7 else \
+        u = rng.random()
+        mask = int(rng.choice([L, L // 2, 3])) if u < .6 else \
+            ar.CounterMask(int(rng.choice([0, 3, L + 5]))) if u < .75 else \
             [int(rng.integers(1, 2**63)), int(rng.integers(0, 2**63))][:2 if s == 2 else 1]
         rep = int(rng.choice([8, 8, 16, 0]))
         blk = int(rng.choice([1, 1, 2]))

@@ -52,12 +52,9 @@ def _runs(spec, p):
 
 
 def counter_mode(p):
-    """The call runs in counter mask mode (SetMaskCount): the max/min register is then not
-    readable ("不支持获取归约接口使用Mask Counter模式时的结果"). Read from the parameters' counter
-    flag (``Params.mask_counter``, issue 14 item 4) where the parameters carry one; False
-    where they do not (no counter mode then)."""
-    flag = getattr(p, "mask_counter", None)
-    return jnp.bool_(False) if flag is None else jnp.asarray(flag, bool)
+    """The call runs in counter mask mode (SetMaskCount, ``Params.mask_counter``): the
+    max/min register is then not readable ("不支持获取归约接口使用Mask Counter模式时的结果")."""
+    return jnp.asarray(p.mask_counter, bool)
 
 
 def whole_reduce_sets(kind: str) -> Sets:

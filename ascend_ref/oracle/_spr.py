@@ -43,7 +43,7 @@ def _product(chip: Any) -> Any:
 
 def _counter(mask: Any) -> bool:
     """A counter-mode mask (SetMaskCount; ``ar.CounterMask(count)``)."""
-    return type(mask).__name__ == "CounterMask"
+    return _api._is_counter(mask)
 
 
 def _runs_counter(mask: Any) -> bool:
