@@ -14,7 +14,7 @@ Public API (SPEC §8): :func:`chips`, :func:`chip`, :func:`new_ub`, :func:`store
 from . import ascendc, explain, oracle, tik
 from .chips import ChipProfile, chip, chips
 from .constraints import Code, ConstraintError
-from .batch import run_batch, run_cases
+from .batch import run_batch, run_cases, run_columns
 from .engine import CallInfo
 from .spr import ReduceSpr, SprRead
 from .enums import ReduceOrder, ReduceType
@@ -24,4 +24,4 @@ from .ub import Tensor, load, new_ub, store
 __version__ = "0.1.0"
 __all__ = ["CounterMask", "chips", "chip", "ChipProfile", "new_ub", "store", "load", "Tensor", "ascendc", "tik",
            "oracle", "ReduceOrder", "ReduceType", "ConstraintError", "Code", "explain",
-           "CallInfo", "run_batch", "run_cases", "ReduceSpr", "SprRead"]
+           "CallInfo", "run_batch", "run_cases", "run_columns", "ReduceSpr", "SprRead"]

@@ -114,7 +114,8 @@ def _vmapped(ins, spec):
     :func:`ascend_ref.scale.run_rows`)."""
     def run(ubs, ps):
         TRACES[(ins.api, spec)] += 1
-        return engine.batched(ins, spec, ubs, ps)
+        writes, status, _, _, undefined = engine.batched(ins, spec, ubs, ps)
+        return writes, status, None, None, undefined   # the host reads back nothing more
 
     return run
 
@@ -144,21 +145,69 @@ def run_cases(cases: Iterable[Case], *, heights: Sequence[int] = TABLE_HEIGHTS) 
     """
     cases = list(cases)
     outcomes: List[Optional[Outcome]] = [None] * len(cases)
+    parts = batch_prep.prepare(cases, outcomes, heights)
+    sink = batch_prep.Sink(parts, outcomes)
+    _run_parts(parts, cases, sink)
+    sink.finish()
+    return outcomes  # type: ignore[return-value]
+
+
+def run_columns(api: str, chip, dtype: str, option, mask, params: dict, tensors: dict, ubs,
+                saturate=None, *, heights: Sequence[int] = TABLE_HEIGHTS
+                ) -> batch_prep.Stacked:
+    """:func:`run_cases` for cases given as columns, outcomes as arrays.
+
+    Case ``k`` is ``Case(api, chip, dtype, option, mask[k], {name: params[name][k]},
+    {t: (addr[k], size[k]) for t, (addr, size) in tensors.items()}, ubs[k], saturate[k])``
+    and gets the outcome :func:`run_cases` gives it (same bits, same codes), without a Case
+    or an Outcome object per case. ``ubs`` ``uint8[B, N]`` (one UB size); parameters,
+    addresses and sizes an int (every case) or an integer ``[B]`` array; ``mask`` ``[B]``
+    ints (a count each) or ``[B, W]`` integer words (what a case's mask list holds, in the
+    API's word order); ``saturate`` None, a bool or ``bool[B]``. A column of another shape
+    or type is a BAD_ARGUMENT error naming it. Returns a :class:`~ascend_ref.batch_prep.Stacked`
+    (``code``, ``ub``, ``written``, ``undefined``; ``.outcome(k)``).
+
+    >>> import numpy as np, ascend_ref as ar
+    >>> ubs = np.zeros((3, 1024), np.uint8)
+    >>> ubs[:, :256] = np.arange(128, dtype=np.float16).view(np.uint8)
+    >>> got = ar.run_columns("whole_reduce_sum", "atlas_a2", "float16", None,
+    ...     np.array([128, 4, 0]), {"repeat": 1, "dst_rep_stride": 1, "src_blk_stride": 1,
+    ...     "src_rep_stride": 8}, {"dst": (512, 16), "src": (0, 128)}, ubs)
+    >>> got.code.tolist(), got.ub[:, 512:514].copy().view(np.float16)[:, 0].tolist()
+    ([0, 0, 0], [8128.0, 6.0, 0.0])
+    """
+    ubs = np.asarray(ubs)
+    if ubs.ndim != 2 or ubs.dtype != np.uint8:
+        raise ConstraintError(Code.BAD_ARGUMENT, api="run_columns", param="ubs",
+                              value=f"{ubs.dtype} {ubs.shape}", allowed="uint8[B, N]")
+    if not isinstance(params, dict) or not isinstance(tensors, dict):
+        raise ConstraintError(Code.BAD_ARGUMENT, api="run_columns",
+                              param="params" if not isinstance(params, dict) else "tensors",
+                              value=type(params if not isinstance(params, dict) else
+                                         tensors).__name__, allowed="a dict")
+    out = batch_prep.Stacked.start(ubs)
+    parts = batch_prep.prepare_columns(api, chip, dtype, option, mask, params, tensors, ubs,
+                                       saturate, out, heights)
+    _run_parts(parts, None, out)
+    return out
+
+
+def _run_parts(parts, cases, outcomes) -> None:
+    """Run prepared rows grouped by static configuration; fill ``outcomes``."""
     groups = collections.defaultdict(list)
-    for part in batch_prep.prepare(cases, outcomes, heights):
+    for part in parts:
         groups[(part.ins, part.spec)].append(part)
-    for (ins, spec), parts in groups.items():
+    for (ins, spec), same in groups.items():
         engine.release_if_needed()
-        width = engine.ub_bucket(max(int(p.length.max()) for p in parts))
-        rows = batch_prep.Rows.concat(parts)
+        width = engine.ub_bucket(max(int(p.length.max()) for p in same))
+        rows = batch_prep.Rows.concat(same)
         for start, stop, b in _batches(len(rows), _big_batch(spec.r_max, width)):
             _run_group(ins, spec, width, rows.take(start, stop), b, cases, outcomes)
-    return outcomes  # type: ignore[return-value]
 
 
 def _run_group(ins, spec, width, rows, b, cases, outcomes) -> None:
     EXECUTABLES.add((ins.api, spec, width, b))
-    ubs = rows.windows(width, b)
+    ubs = rows.windows(width, b, reuse=True)    # the call below is done with it on return
     ps = rows.params(b)
     writes, status, _, _, undefined = scale.run_rows(_vmapped(ins, spec), ubs, ps)
     batch_prep.outcomes(rows, cases, writes, np.asarray(status), undefined, outcomes)

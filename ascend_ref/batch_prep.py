@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import threading
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import jax
@@ -49,6 +50,7 @@ WINDOW_ALIGN = 1024
 #: larger ints take the per-case path (no int64 overflow in the window arithmetic)
 _PLAIN = 2**40
 _U64 = (1 << 64) - 1
+_UINT8 = np.dtype(np.uint8)
 _ITEMSIZE = {"float16": 2, "half": 2, "fp16": 2, "int16": 2, "uint16": 2, "int16_t": 2,
              "uint16_t": 2, "float32": 4, "float": 4, "fp32": 4, "int32": 4, "uint32": 4,
              "int32_t": 4, "uint32_t": 4}
@@ -87,15 +89,33 @@ class Rows:
                     self.base[start:stop], self.length[start:stop],
                     jax.tree_util.tree_map(lambda x: x[start:stop], self.p))
 
-    def windows(self, width: int, b: int) -> np.ndarray:
+    def windows(self, width: int, b: int, reuse: bool = False) -> np.ndarray:
         """``uint8[b, width]``: each case's window from byte 0, zeros after, rows past the
-        cases copies of the first (a fixed batch shape)."""
-        out = np.zeros((b, width), np.uint8)
+        cases copies of the first (a fixed batch shape); 64-byte aligned.
+
+        ``reuse``: fill this thread's buffer of that shape (kept from the last call; only
+        bytes that may be non-zero are cleared), so no fresh pages are faulted in per call:
+        the array is valid until the next ``reuse`` call of the same shape on the thread."""
+        if reuse:
+            out, dirty = _buffer(b, width)
+        else:
+            out, dirty = aligned_zeros((b, width)), np.zeros(b, np.int64)
+        m = len(self)
+        ends = dirty.tolist()
         for j, (ub, a, n) in enumerate(zip(self.ubs, self.base.tolist(), self.length.tolist())):
             part = ub[a:a + n]
-            out[j, :part.size] = part
-        if len(self) < b:
-            out[len(self):] = out[0]
+            k = part.size
+            out[j, :k] = part
+            if ends[j] > k:
+                out[j, k:ends[j]] = 0
+            ends[j] = k
+        k0 = ends[0] if m else 0
+        for j in range(m, b):
+            out[j, :k0] = out[0, :k0]
+            if ends[j] > k0:
+                out[j, k0:ends[j]] = 0
+            ends[j] = k0
+        dirty[:] = ends
         return out
 
     def params(self, b: int) -> Any:
@@ -104,6 +124,36 @@ class Rows:
             return self.p
         return jax.tree_util.tree_map(
             lambda x: np.concatenate([x, np.repeat(x[:1], b - m, axis=0)]), self.p)
+
+
+_BUFFERS = threading.local()
+#: window buffers kept per thread (the most recently used shapes)
+_KEEP = 2
+
+
+def _buffer(b: int, width: int) -> Tuple[np.ndarray, np.ndarray]:
+    """This thread's reusable ``uint8[b, width]`` window buffer and, per row, the end of the
+    bytes that may be non-zero (zeros past it)."""
+    cache = getattr(_BUFFERS, "cache", None)
+    if cache is None:
+        cache = _BUFFERS.cache = collections.OrderedDict()
+    key = (b, width)
+    got = cache.pop(key, None)
+    if got is None:
+        got = (aligned_zeros((b, width)), np.zeros(b, np.int64))
+    cache[key] = got
+    while len(cache) > _KEEP:
+        cache.popitem(last=False)
+    return got
+
+
+def aligned_zeros(shape: Tuple[int, int], align: int = 64) -> np.ndarray:
+    """``uint8`` zeros starting at an ``align``-byte boundary: the CPU backend reads such an
+    array in place (``np.zeros`` of a large array is 16-byte aligned and gets copied)."""
+    n = int(shape[0]) * int(shape[1])
+    buf = np.zeros(n + align, np.uint8)
+    off = (-buf.ctypes.data) % align
+    return buf[off:off + n].reshape(shape)
 
 
 # ------------------------------------------------------------------ preparation ------------
@@ -151,41 +201,62 @@ def _mask_words(mask: Any, lanes: int, word_order: str) -> Optional[Tuple[str, t
                     words[1] >> 32)
 
 
+_STATIC: Dict[Tuple[str, str], tuple] = {}
+
+
+def _static(api: str, dtype: str) -> Optional[tuple]:
+    """``(ins, element size, operands, params, word order)`` of a plain case's API and dtype
+    text (looked up once, not per case), or None (the per-case path)."""
+    got = _STATIC.get((api, dtype))
+    if got is None:
+        ins = registry.get(api)
+        size = _ITEMSIZE.get(dtype)
+        if ins is None or size is None:
+            return None
+        got = _STATIC[(api, dtype)] = (ins, size, ins.operands, tuple(ins.params),
+                                       ins.word_order)
+    return got
+
+
 def _group_key(case: Case) -> Optional[tuple]:
     """The host group of a plain case and its per-case values, or None (per-case path)."""
-    ins = registry.get(case.api)
-    size = _ITEMSIZE.get(case.dtype) if isinstance(case.dtype, str) else None
+    api, dtype = case.api, case.dtype
+    st = _static(api, dtype) if type(api) is str and type(dtype) is str else None
     ub = case.ub
-    if ins is None or size is None or type(ub) is not np.ndarray or ub.dtype != np.uint8 \
-            or ub.ndim != 1:
+    if st is None or type(ub) is not np.ndarray or ub.ndim != 1 or \
+            (ub.dtype is not _UINT8 and ub.dtype != _UINT8):
         return None
+    ins, size, operands, names, word_order = st
     sat = case.saturate
     if sat is not None and type(sat) is not bool:
         return None
     tensors = case.tensors
-    if not isinstance(tensors, dict) or len(tensors) != len(ins.operands):
+    if not isinstance(tensors, dict) or len(tensors) != len(operands):
         return None
     vals = []
     try:
-        for t in ins.operands:
+        for t in operands:
             a, n = tensors[t]
-            if not (_plain_int(a) and _plain_int(n) and a >= 0 and n >= 0):
+            if not ((type(a) is int or isinstance(a, np.integer)) and
+                    (type(n) is int or isinstance(n, np.integer)) and
+                    0 <= a < _PLAIN and 0 <= n < _PLAIN):
                 return None
             vals.append(int(a))
             vals.append(int(n))
-        for k in ins.params:
-            v = case.params[k]
-            if not _plain_int(v):
+        params = case.params
+        for k in names:
+            v = params[k]
+            if not ((type(v) is int or isinstance(v, np.integer)) and -_PLAIN <= v < _PLAIN):
                 return None
             vals.append(int(v))
         hash(case.option)
     except (KeyError, TypeError, ValueError):
         return None
-    mask = _mask_words(case.mask, 256 // size, ins.word_order)
+    mask = _mask_words(case.mask, 256 // size, word_order)
     if mask is None:
         return None
     chip = case.chip if isinstance(case.chip, str) else ("profile", id(case.chip))
-    key = (ins, chip, case.dtype, type(case.option), case.option, sat, mask[0])
+    key = (api, chip, dtype, type(case.option), case.option, sat, mask[0])
     return key, (vals, mask[1])
 
 
@@ -272,7 +343,7 @@ def _finish_spec(prep: Any, heights: Sequence[int], r_max: Optional[int] = None)
     return dataclasses.replace(spec, r_max=int(r_max), info=True, compact=True)
 
 
-def _group(cases: List[Case], ks: List[int], rows: List[tuple], outcomes: list,
+def _group(cases: List[Case], ks: List[int], rows: List[tuple], outcomes: Any,
            heights: Sequence[int]) -> List[Rows]:
     """Rows of one host group (plain cases sharing instruction, product, dtype, option,
     saturate and mask mode); fills ``outcomes`` when a group-level check fails."""
@@ -350,6 +421,133 @@ def prepare(cases: List[Case], outcomes: list, heights: Sequence[int]) -> List[R
     return out
 
 
+def _column(api: str, name: str, v: Any, b: int) -> np.ndarray:
+    """An integer column (a scalar for every case, or ``[B]``) as a numpy array of ``b``."""
+    a = np.asarray(v)
+    if a.dtype.kind not in "iu" or a.ndim > 1 or (a.ndim == 1 and a.shape[0] != b):
+        raise ConstraintError(Code.BAD_ARGUMENT, api="run_columns", param=name,
+                              value=f"{a.dtype} {a.shape}", allowed=f"an int or int[{b}]")
+    return np.broadcast_to(a, (b,))
+
+
+def _fits(a: np.ndarray, lo: int, hi: int) -> np.ndarray:
+    """``lo <= a < hi`` per element, exact for every integer dtype (uint64 included)."""
+    if a.dtype.kind == "u":
+        return a < np.uint64(hi) if lo <= 0 else (a >= np.uint64(lo)) & (a < np.uint64(hi))
+    return (a >= lo) & (a < hi)
+
+
+def prepare_columns(api: str, chip: Any, dtype: str, option: Any, mask: Any,
+                    params: Dict[str, Any], tensors: Dict[str, Tuple[Any, Any]],
+                    ubs: np.ndarray, saturate: Any, into: Any,
+                    heights: Sequence[int]) -> List[Rows]:
+    """:func:`prepare` for cases given as columns: case ``k`` is ``Case(api, chip, dtype,
+    option, mask[k], {name: params[name][k]}, {t: (addr[k], size[k])}, ubs[k],
+    saturate[k])`` -- the same outcome as that case in :func:`prepare`, without building it.
+
+    ``ubs`` ``uint8[B, N]``; every parameter, address and size an int or an integer ``[B]``
+    array; ``mask`` ``[B]`` ints (a count per case) or ``[B, W]`` integer words (the words a
+    case's list would hold, in the API's word order); ``saturate`` None, a bool or ``bool[B]``.
+    Rows whose values a plain case could not hold (past the plain range, negative addresses,
+    a mask :func:`ascend_ref.mask.parse` would reject) take the per-case path, as cases."""
+    b = ubs.shape[0]
+    st = _static(api, dtype) if type(api) is str and type(dtype) is str else None
+    if st is not None and (set(tensors) != set(st[2]) or not set(st[3]) <= set(params)):
+        st = None                              # as a case: the per-case path says what is wrong
+    if st is None:
+        ops, names = (), ()
+    else:
+        _, size, ops, names, word_order = st
+    cols, plain = [], np.ones(b, bool)
+    for t in ops:
+        try:
+            addr, n = tensors[t]
+        except (TypeError, ValueError):
+            raise ConstraintError(Code.BAD_ARGUMENT, api="run_columns", param=t,
+                                  value=type(tensors[t]).__name__,
+                                  allowed="an (addr, size) pair of ints or int columns") from None
+        for key, v in ((f"{t}.addr", addr), (f"{t}.size", n)):
+            c = _column(api, key, v, b)
+            plain &= _fits(c, 0, _PLAIN)
+            cols.append(c)
+    for k in names:
+        c = _column(api, k, params[k], b)
+        plain &= _fits(c, -_PLAIN, _PLAIN)
+        cols.append(c)
+    m = np.asarray(mask)
+    if m.dtype.kind not in "iu" or m.ndim not in (0, 1, 2) or (m.ndim and m.shape[0] != b):
+        raise ConstraintError(Code.BAD_ARGUMENT, api="run_columns", param="mask",
+                              value=f"{m.dtype} {m.shape}", allowed=f"int[{b}] or int[{b}, W]")
+    m = np.broadcast_to(m, (b,) + m.shape[1:]) if m.ndim < 2 else m
+    sat = np.asarray(saturate) if saturate is not None else None
+    if sat is not None and (sat.dtype != bool or sat.ndim > 1 or (sat.ndim and sat.size != b)):
+        raise ConstraintError(Code.BAD_ARGUMENT, api="run_columns", param="saturate",
+                              value=f"{sat.dtype} {sat.shape}", allowed=f"None, a bool or bool[{b}]")
+    sats = None if sat is None else np.broadcast_to(sat, (b,))
+
+    def item(v: Any, k: int) -> Any:
+        a = np.asarray(v)
+        return int(a[k]) if a.ndim == 1 and a.dtype.kind in "iu" else \
+            (int(a) if a.ndim == 0 and a.dtype.kind in "iu" else v)
+
+    def case(k: int) -> Case:
+        """Case ``k`` as a :class:`~ascend_ref.case.Case` (the per-case path's input)."""
+        mk = int(m[k]) if m.ndim == 1 else [int(w) for w in m[k]]
+        return Case(api, chip, dtype, option, mk, {name: item(v, k) for name, v in params.items()},
+                    {t: (item(a, k), item(n, k)) for t, (a, n) in tensors.items()},
+                    ubs[k], None if sats is None else bool(sats[k]))
+
+    out: List[Rows] = []
+    if b == 0:
+        return out
+    try:
+        hash(option)
+    except TypeError:
+        st = None
+    if st is None:
+        for k in range(b):
+            out.extend(_one(case(k), k, into, heights))
+        return out
+    # the mask words of every distinct mask (the same function as a case's)
+    words = np.zeros((b, 4), np.uint32)
+    uniq, inv = np.unique(m.reshape(b, -1), axis=0, return_inverse=True)
+    for u, row in enumerate(uniq):
+        got = _mask_words(int(row[0]) if m.ndim == 1 else [int(w) for w in row],
+                          256 // size, word_order)
+        sel = inv.reshape(-1) == u
+        if got is None:
+            plain &= ~sel
+        else:
+            words[sel] = got[1]
+    vals = np.zeros((b, len(cols)), np.int64)
+    for j, c in enumerate(cols):
+        vals[:, j] = np.where(plain, c, 0)
+    rows = list(ubs)
+    for k in np.flatnonzero(~plain).tolist():
+        out.extend(_one(case(k), k, into, heights))
+    keys = [None] if sats is None else [False, True]
+    for key in keys:
+        sel = plain if key is None else plain & (sats == key)
+        ks = np.flatnonzero(sel)
+        if not ks.size:
+            continue
+        rep = case(int(ks[0]))
+        try:
+            prep = rep.prepare(info=True)
+        except ConstraintError as e:          # a group-level check: every case of the group
+            for k in ks.tolist():
+                into[k] = Outcome(e.code)
+            continue
+        ins = registry.lookup(rep.api)
+        names_all = [f"{t}.{x}" for t in ins.operands for x in ("addr", "size")] + \
+            list(ins.params)
+        cols_of = {name: vals[ks, j] for j, name in enumerate(names_all)}
+        out.extend(group_rows(prep, rep, cols_of, words[ks],
+                              np.full(ks.size, ubs.shape[1], np.int64), ks.astype(np.int64),
+                              heights, [rows[k] for k in ks.tolist()]))
+    return out
+
+
 def _one(case: Case, k: int, outcomes: list, heights: Sequence[int]) -> List[Rows]:
     """The per-case path (exact fallback): its own preparation, the whole UB."""
     try:
@@ -366,17 +564,101 @@ def _one(case: Case, k: int, outcomes: list, heights: Sequence[int]) -> List[Row
 # ------------------------------------------------------------------ outcomes ---------------
 
 def _scatter_words(out: np.ndarray, rows: np.ndarray, addr: np.ndarray, bits: np.ndarray) -> None:
+    """Write ``bits`` (little-endian words) at bytes ``addr`` of rows ``rows`` of ``out``."""
+    _scatter_flat(out, rows.astype(np.int64) * out.shape[1] + addr, bits)
+
+
+def _scatter_flat(out: np.ndarray, flat: np.ndarray, bits: np.ndarray) -> None:
+    """Write ``bits`` (little-endian words) at the flat byte positions ``flat`` of the
+    C-contiguous ``out``."""
     size = bits.dtype.itemsize
-    if out.shape[1] % size == 0 and not np.any(addr % size):
-        out.view(bits.dtype)[rows, addr // size] = bits
+    if out.size % size == 0 and not np.any(flat % size):
+        out.reshape(-1).view(bits.dtype)[flat // size] = bits
     else:
+        o = out.reshape(-1)
         for k in range(size):
-            out[rows, addr + k] = (bits >> (8 * k)).astype(np.uint8)
+            o[flat + k] = (bits >> (8 * k)).astype(np.uint8)
 
 
-def outcomes(rows: Rows, cases: Sequence[Case], writes: Any, status: np.ndarray, undefined: Any,
-             into: list) -> None:
-    """Fill ``into`` with the outcome of every case of ``rows`` (kernel results of a batch
+@dataclasses.dataclass
+class Stacked:
+    """Outcomes of a batch of cases as arrays (the columnar counterpart of a list of
+    :class:`~ascend_ref.case.Outcome`): ``code`` ``int32[B]`` (0 ok, else a
+    :class:`~ascend_ref.constraints.Code`), ``ub`` ``uint8[B, N]`` (the UB after the call;
+    the UB before it where ``code != 0``), ``written`` / ``undefined`` ``bool[B, N]`` (all
+    False where ``code != 0``). :meth:`outcome` gives case ``k`` as an Outcome."""
+
+    code: np.ndarray
+    ub: np.ndarray
+    written: np.ndarray
+    undefined: np.ndarray
+
+    @staticmethod
+    def start(ubs: np.ndarray) -> "Stacked":
+        b, n = ubs.shape
+        return Stacked(np.zeros(b, np.int32), np.array(ubs, np.uint8, copy=True, order="C"),
+                       np.zeros((b, n), bool), np.zeros((b, n), bool))
+
+    def __len__(self) -> int:
+        return int(self.code.size)
+
+    def __setitem__(self, k: int, outcome: Outcome) -> None:     # a host or kernel error
+        if outcome.code is None:
+            raise ValueError("Stacked: only error outcomes are set case by case")
+        self.code[k] = int(outcome.code)
+
+    def outcome(self, k: int) -> Outcome:
+        c = int(self.code[k])
+        if c:
+            return Outcome(Code(c))
+        return Outcome(None, self.ub[k], self.written[k], self.undefined[k])
+
+
+class Sink:
+    """Where :func:`ascend_ref.batch.run_cases` collects its outcomes: one :class:`Stacked`
+    per UB size holding every case of that size (one large allocation each, so the results
+    are not faulted in page by page chunk after chunk), errors straight into ``outcomes``;
+    :meth:`finish` gives every other case its :class:`~ascend_ref.case.Outcome` (views of
+    its row: an outcome keeps its size's arrays alive)."""
+
+    def __init__(self, parts: Sequence[Rows], outcomes: list):
+        self.outcomes = outcomes
+        by: Dict[int, List[Tuple[int, np.ndarray]]] = collections.defaultdict(list)
+        for part in parts:
+            for k, ub in zip(part.idx.tolist(), part.ubs):
+                by[int(ub.size)].append((k, ub))
+        self.stacks: Dict[int, Stacked] = {}
+        self.rowpos = np.full(len(outcomes), -1, np.int64)
+        self.ubsize = [0] * len(outcomes)
+        self.ks: List[int] = []
+        for n, items in by.items():
+            ks = [k for k, _ in items]
+            ub = np.empty((len(items), n), np.uint8)
+            for j, (_, u) in enumerate(items):
+                ub[j] = u
+            self.stacks[n] = Stacked(np.zeros(len(items), np.int32), ub,
+                                     np.zeros((len(items), n), bool),
+                                     np.zeros((len(items), n), bool))
+            self.rowpos[ks] = np.arange(len(items))
+            self.ks.extend(ks)
+            for k in ks:
+                self.ubsize[k] = n
+
+    def __setitem__(self, k: int, outcome: Outcome) -> None:
+        self.outcomes[k] = outcome
+
+    def finish(self) -> None:
+        out, pos = self.outcomes, self.rowpos.tolist()
+        for k in self.ks:
+            if out[k] is None:
+                st, r = self.stacks[self.ubsize[k]], pos[k]
+                out[k] = Outcome(None, st.ub[r], st.written[r], st.undefined[r])
+
+
+def outcomes(rows: Rows, cases: Optional[Sequence[Case]], writes: Any, status: np.ndarray,
+             undefined: Any, into: Any) -> None:
+    """Fill ``into`` (a :class:`Sink`, or a :class:`Stacked` whose ``ub`` rows already hold
+    the cases' UBs) with the outcome of every case of ``rows`` (kernel results of a batch
     whose first ``len(rows)`` rows are these cases)."""
     m = len(rows)
     status = status[:m]
@@ -386,56 +668,60 @@ def outcomes(rows: Rows, cases: Sequence[Case], writes: Any, status: np.ndarray,
     good = np.flatnonzero(status == 0)
     if not good.size:
         return
-    sizes = np.fromiter((u.size for u in rows.ubs), np.int64, m)
     regions, words = undefined
+    if isinstance(into, Stacked):
+        _merge(rows, good, into, rows.idx[good], writes, regions, words)
+        return
+    sizes = np.fromiter((u.size for u in rows.ubs), np.int64, m)
     for n in np.unique(sizes[good]).tolist():
         sel = good[sizes[good] == n]
-        _merge(rows, sel, int(n), writes, regions, words, idx, into)
+        _merge(rows, sel, into.stacks[int(n)], into.rowpos[rows.idx[sel]], writes, regions,
+               words)
 
 
-def _merge(rows: Rows, sel: np.ndarray, n: int, writes: Any, regions: Any, words: Any,
-           idx: list, into: list) -> None:
-    """Outcomes of the cases ``sel`` (rows of the batch), all with ``n``-byte UBs."""
+def _merge(rows: Rows, sel: np.ndarray, into: Stacked, at: np.ndarray, writes: Any,
+           regions: Any, words: Any) -> None:
+    """Merge the kernel results of the cases ``sel`` (rows of the batch) into rows ``at`` of
+    ``into`` (whose ``ub`` rows hold the cases' UBs before the call).
+
+    Positions are flat byte indices into ``into``'s ``[*, n]`` arrays."""
     m = sel.size
-    out = np.empty((m, n), np.uint8)
-    for j, r in enumerate(sel.tolist()):
-        out[j] = rows.ubs[r]
-    undef = np.zeros((m, n), bool)
-    written = np.zeros((m, n), bool)
+    out, undef, written = into.ub, into.undefined, into.written
+    n = out.shape[1]
+    uf, wf = undef.reshape(-1), written.reshape(-1)
     base = rows.base[sel]
-    local = np.arange(m)
+    any_undef = False
     for start, nbytes, when in regions:
         start, nbytes, when = np.asarray(start)[sel], np.asarray(nbytes)[sel], np.asarray(when)[sel]
-        for j in np.flatnonzero(when).tolist():
-            lo = max(int(base[j]) + int(start[j]), 0)
-            hi = min(int(base[j]) + int(start[j]) + int(nbytes[j]), n)
-            if hi > lo:
-                undef[j, lo:hi] = True
+        on = np.flatnonzero(when)
+        lo = np.maximum(base[on] + start[on], 0).tolist()
+        hi = np.minimum(base[on] + start[on] + nbytes[on], n).tolist()
+        for j, a, b in zip(at[on].tolist(), lo, hi):
+            if b > a:
+                undef[j, a:b] = True
+                any_undef = True
+    row0 = at * n
     for addr, when in words:
         addr, when = np.asarray(addr)[sel], np.asarray(when)[sel]
-        r = np.broadcast_to(local.reshape((m,) + (1,) * (addr.ndim - 1)), addr.shape)
-        a = addr.astype(np.int64) + base.reshape((m,) + (1,) * (addr.ndim - 1))
+        shape = (m,) + (1,) * (addr.ndim - 1)
+        a = addr.astype(np.int64) + base.reshape(shape)
         keep = when & (a >= 0) & (a < n)
-        undef[r[keep], a[keep]] = True
+        if keep.any():
+            uf[(a + row0.reshape(shape))[keep]] = True
+            any_undef = True
+    marked = []
     for addr, bits, valid in writes:
         addr, bits, valid = np.asarray(addr)[sel], np.asarray(bits)[sel], np.asarray(valid)[sel]
-        r = np.broadcast_to(local.reshape((m,) + (1,) * (addr.ndim - 1)), addr.shape)[valid]
-        a = (addr.astype(np.int64) + base.reshape((m,) + (1,) * (addr.ndim - 1)))[valid]
         size = bits.dtype.itemsize
-        inside = (a >= 0) & (a + size <= n)          # never false for a case that passed
-        r, a, v = r[inside], a[inside], bits[valid][inside]
-        _scatter_words(out, r, a, v)
+        shape = (m,) + (1,) * (addr.ndim - 1)
+        a = addr.astype(np.int64) + base.reshape(shape)
+        keep = valid & (a >= 0) & (a + size <= n)      # never false for a case that passed
+        flat = (a + row0.reshape(shape))[keep]
+        _scatter_flat(out, flat, bits[keep])
         for k in range(size):
-            written[r, a + k] = True
-    # the full kernel: written &= ~undefined (only where something was written)
-    for addr, bits, valid in writes:
-        addr, valid = np.asarray(addr)[sel], np.asarray(valid)[sel]
-        r = np.broadcast_to(local.reshape((m,) + (1,) * (addr.ndim - 1)), addr.shape)[valid]
-        a = (addr.astype(np.int64) + base.reshape((m,) + (1,) * (addr.ndim - 1)))[valid]
-        size = np.asarray(bits).dtype.itemsize
-        inside = (a >= 0) & (a + size <= n)
-        r, a = r[inside], a[inside]
-        for k in range(size):
-            written[r, a + k] &= ~undef[r, a + k]
-    for j, r in enumerate(sel.tolist()):
-        into[idx[r]] = Outcome(None, out[j], written[j], undef[j])
+            wf[flat + k] = True
+        marked.append((flat, size))
+    if any_undef:       # the full kernel: written &= ~undefined (only where something was written)
+        for flat, size in marked:
+            for k in range(size):
+                wf[flat + k] &= ~uf[flat + k]

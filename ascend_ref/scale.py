@@ -135,9 +135,13 @@ def run_rows(fn: Callable, *args: Any, devices: Optional[Sequence] = None,
     call, rows = _compiled(fn, devs, donate)
     if rows is None:
         dev = devs[0]               # donated inputs are copies: never the caller's buffer
-        args = tuple(jax.tree_util.tree_map(
-            lambda x: jax.device_put(np.array(x, copy=True) if i in donate else x, dev), a)
-            for i, a in enumerate(args))
+        if donate:
+            args = tuple(jax.tree_util.tree_map(lambda x: np.array(x, copy=True), a)
+                         if i in donate else a for i, a in enumerate(args))
+        if donate or dev != jax.devices()[0]:
+            args = jax.device_put(args, dev)          # one batched transfer of every leaf
+        # else numpy goes to the call as it is: the default device, no per-leaf transfer
+        # (64-byte-aligned numpy is read in place on CPU)
         return jax.device_get(call(*args))
     total = -(-max(n, 1) // len(devs)) * len(devs)
     args = jax.device_put(_pad_rows(args, n, total), rows)
