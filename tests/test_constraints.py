@@ -68,6 +68,7 @@ CASES = {
                                                       chip="atlas_a2", saturate=True),
     Code.BAD_ARGUMENT: wr(mask=1.5),
     Code.SPR_UNDEFINED: spr_unwritten,
+    Code.MASK_MODE: wr(chip="atlas_training", mask=ar.CounterMask(256), r=1),  # no SetMaskCount
 }
 
 
