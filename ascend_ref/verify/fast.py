@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Dict, List
 
 import numpy as np
 
-from .. import batch, batch_prep, engine
+from .. import batch_prep, engine
 from ..chips import chip as get_chip
 from ..constraints import Code, ConstraintError
 from .format import DumpError, DumpFile
@@ -174,12 +174,18 @@ def _group(v: "Verifier", f: DumpFile, g: Group, rows: np.ndarray) -> np.ndarray
         return rows
     grow = rows[sel]
     base, length = base[sel], length[sel]
-    width = engine.ub_bucket(int(length.max()))
+    # rows as wide as the longest window, rounded up to an eighth of its power-of-two bucket
+    # (at most 8 compiled widths per octave; rows are copied and read whole)
+    top = int(length.max())
+    step = max(1024, engine.ub_bucket(top) // 8)
+    width = -(-top // step) * step
     m = sel.size
     wins = np.zeros((m, width), np.uint8)
     _windows(base, length, g, grow, "before", wins, np.ones(m, bool))
     rep_max = int(cols["repeat"][sel].max())
-    height = next((h for h in batch.TABLE_HEIGHTS if rep_max <= h and h < hi), hi)
+    # the repeat table: the next power of two (a few compiles per configuration at most;
+    # a taller table costs rows of work per case)
+    height = min(hi, 1 << (max(rep_max, 1) - 1).bit_length())
     kw: Dict[str, Any] = {k: cols[k][sel] for k in ins.params}
     for k in ins.operands:
         kw[k] = (cols[f"{k}.addr"][sel] - base, cols[f"{k}.size"][sel])
@@ -188,7 +194,8 @@ def _group(v: "Verifier", f: DumpFile, g: Group, rows: np.ndarray) -> np.ndarray
     mode = "count" if g.mask_words == 0 else "bits"
     mask = masks[sel, 0].astype(np.int64) if mode == "count" else masks[sel]
     out, status, undef = run_batch(case.api, wins, chip=prof.id, dtype=case.dtype, mask=mask,
-                                   mask_mode=mode, saturate=case.saturate, ub_base=base,
+                                   mask_mode=mode, saturate=case.saturate,
+                                   ub_base=int(base[0]) if (base == base[0]).all() else base,
                                    max_repeat=height, return_undefined=True, **kw)
     err = g.error[grow]
     ran = (status == 0) & (err == 0)
