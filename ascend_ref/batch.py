@@ -506,12 +506,9 @@ def _mark_undefined(out: np.ndarray, start: int, tables) -> None:
         rows = np.broadcast_to(np.arange(n).reshape(n, 1), lo.shape)
         lo, hi = np.clip(lo, 0, width), np.clip(hi, 0, width)
         keep = when & (hi > lo)
-        if not keep.any():
-            continue
-        edge = np.zeros((n, width + 1), np.int32)        # +1 at each start, -1 at each end
-        np.add.at(edge, (rows[keep], lo[keep]), 1)
-        np.add.at(edge, (rows[keep], hi[keep]), -1)
-        out[start:start + n] |= np.cumsum(edge, axis=1)[:, :width] > 0
+        # one slice per (case, region): a memset each, no pass over the whole rows
+        for r, a, z in zip((rows[keep] + start).tolist(), lo[keep].tolist(), hi[keep].tolist()):
+            out[r, a:z] = True
     for addr, when in words:
         addr, when = np.asarray(addr), np.asarray(when)
         n = min(addr.shape[0], b - start)

@@ -243,7 +243,6 @@ def _compare(out: np.ndarray, undef: np.ndarray, base: np.ndarray, length: np.nd
     und = np.zeros(m, np.int64)
     fits = np.ones(m, bool)
     reg = g.region_cols[grow]
-    u_rows = undef.any(axis=1)
     for j, name in enumerate(g.regions):
         flat, at = g.after[name], g.after_at[j, grow]
         col, nb = reg[:, j, 0] - base, reg[:, j, 1]
@@ -264,8 +263,11 @@ def _compare(out: np.ndarray, undef: np.ndarray, base: np.ndarray, length: np.nd
                 neq |= (dev[:, :w].view(np.uint64) != ref[:, :w].view(np.uint64)).any(axis=1)
             if w < k:
                 neq |= (dev[:, w:] != ref[:, w:]).any(axis=1)
-            look = np.flatnonzero(neq | u_rows)
-            if look.size:
+            look = np.flatnonzero(neq | u.any(axis=1))        # undefined bytes of this region
+            if look.size == m:
+                differ |= ((dev != ref) & ~u).any(axis=1)
+                und += np.count_nonzero(u, axis=1)
+            elif look.size:
                 ul = u[look]
                 differ[look] |= ((dev[look] != ref[look]) & ~ul).any(axis=1)
                 und[look] += np.count_nonzero(ul, axis=1)
