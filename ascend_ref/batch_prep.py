@@ -15,7 +15,8 @@ came from -- grouped by static configuration:
   (parameters, tensor addresses and sizes, mask words) are gathered into numpy arrays in one
   pass, with the same int32 stand-ins as :func:`ascend_ref.engine.int32_stand_in`.
 * **Any other case** goes through the per-case path (the exact fallback): whatever it
-  raises, its code; else its own parameters.
+  raises, its code; else its own parameters. Counter-mode cases (a
+  :class:`~ascend_ref.mask.CounterMask`: the count decides the repeat count) always do.
 
 **Compact windows.** A case whose every access its declared geometry allows (the source
 footprint of its repeat count and strides, the result slots, the work-tensor need) and

@@ -43,7 +43,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import addressing, numerics
+from . import addressing, mask as masks, numerics
 from . import registry
 from .case import JAX, Case
 from .chips import chip as get_chip
@@ -105,13 +105,16 @@ def make_case(api: str, *, chip: Optional[str] = None, dtype: str = "float16", m
     given = {"repeat": repeat, "dst_rep_stride": dst_rep_stride,
              "src_blk_stride": src_blk_stride, "src_rep_stride": src_rep_stride}
     params = {k: given[k] for k in ins.params}
+    # counter mode (a CounterMask): the count decides the repeats the tensors must hold
+    geo = masks.counter_repeats(int(mask.count), lanes) if isinstance(mask, masks.CounterMask) \
+        else repeat
     if src is None:         # every byte a call with any mask may read
-        src = (0, _round_up(ins.src_footprint(repeat, src_rep_stride, src_blk_stride),
+        src = (0, _round_up(ins.src_footprint(geo, src_rep_stride, src_blk_stride),
                             BLOCK) // s)
     cursor = _round_up(src[0] + src[1] * s, BLOCK)
     tensors = {"src": tuple(src)}
     if dst is None:
-        nbytes = ins.dst_extent(repeat, dtype, option, dst_rep_stride)
+        nbytes = ins.dst_extent(geo, dtype, option, dst_rep_stride)
         ds = itemsize(ins.tensor_dtype("dst", dtype))     # dst may be wider (950 int sums)
         dst = (cursor, _round_up(nbytes, BLOCK) // ds)
     tensors["dst"] = tuple(dst)
@@ -454,6 +457,12 @@ def _word_text(name: str, bits: int, dtype: str) -> str:
 
 
 def _mask_text(mask, lanes: int, words: np.ndarray, tik: bool = False) -> str:
+    if isinstance(mask, masks.CounterMask):
+        c = int(mask.count)
+        r = masks.counter_repeats(c, lanes)
+        last = c - (r - 1) * lanes if r else 0
+        return (f"counter mask {c} (SetMaskCount: {r} repeat(s) of {lanes} lanes, the last "
+                f"on {last}; repeat_time ignored)")
     n = int(np.unpackbits(np.asarray(words, np.uint32).view(np.uint8)).sum())
     if isinstance(mask, (int, np.integer)):
         return f"mask {int(mask)} (continuous: lanes 0-{int(mask) - 1})"
@@ -556,6 +565,10 @@ def access_map(case: Case) -> AccessMap:
     else:
         winners = None
     notes = []
+    if bool(np.asarray(p.mask_counter)):
+        notes.append(f"counter mode: {repeat} repeat(s) from the count (repeat_time "
+                     f"{case.params.get('repeat')} ignored), the last repeat on "
+                     f"{int(act[-1].sum()) if repeat else 0} lane(s)")
     if repeat == 0 or not np.asarray(lane_mask).any():
         notes.append(f"zero repeat / zero mask: the product's rule is "
                      f"{prof.zero_mask if repeat else prof.zero_repeat!r}")

@@ -16,10 +16,13 @@ import numpy as np
 from . import registry
 from .constraints import ConstraintError
 from .explain import access_map, constraints, make_case, rounding_tree
+from .mask import CounterMask
 from .ub import dtype_name
 
 
-def _parse_mask(text: str) -> Union[int, List[int]]:
+def _parse_mask(text: str) -> Union[int, List[int], CounterMask]:
+    if text.strip().lower().startswith("counter:"):        # counter mode: counter:N
+        return CounterMask(int(text.split(":", 1)[1], 0))
     t = text.strip().strip("[]")
     if "," not in t:
         return int(t, 0)
@@ -43,7 +46,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dtype", default="half", help="half / float / float16 / float32 / ...")
     p.add_argument("--mask", default=None,
                    help="an int (continuous) or comma-separated words (bit mode, the API's "
-                        "word order: Ascend C lanes 0-63 first, TIK [mask_h, mask_l])")
+                        "word order: Ascend C lanes 0-63 first, TIK [mask_h, mask_l]), or "
+                        "counter:N (counter mode, SetMaskCount: N elements in all)")
     p.add_argument("--repeat", type=int, default=1, help="repeatTime / repeat_times")
     p.add_argument("--src-blk-stride", type=int, default=1)
     p.add_argument("--src-rep-stride", type=int, default=8)

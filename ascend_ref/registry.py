@@ -504,11 +504,21 @@ class Instruction:
 
         m = masks.parse(mask, dtype, api=self.name, chip="", word_order=self.word_order)
         blk = blk_stride if self.has_blk_stride and blk_stride is not None else 1
+        value, mode, count = m.value, m.mode, None
+        if m.mode == "counter":         # counter mode: the count decides the repeats and lanes
+            lanes = masks.lanes_per_repeat(dtype)
+            count = int(m.value[0]) | int(m.value[1]) << 32
+            repeat = masks.counter_repeats(count, lanes)
+            value, mode = np.array([min(count, lanes), 0, 0, 0], np.uint32), "count"
         rows = max(int(repeat), 1) if rows is None else int(rows)
         height = next(h for h in (1, 16, 256, 4096, rows) if h >= rows)   # few compiles
-        out = _host_gather(int(base), int(rep_stride), int(blk), m.value, int(repeat),
-                           mode=m.mode, r_max=height, size=int(np.dtype(dtype).itemsize))
+        out = _host_gather(int(base), int(rep_stride), int(blk), value, int(repeat),
+                           mode=mode, r_max=height, size=int(np.dtype(dtype).itemsize))
         reads, lane_mask, active = (np.asarray(x) for x in out)
+        if count is not None:
+            flat = np.arange(active.shape[0])[:, None] * active.shape[1] + \
+                np.arange(active.shape[1])[None, :]
+            active = active & (flat < count)
         return reads[:rows], lane_mask, active[:rows]
 
     def read_extent(self, dtype: str, mask: Any, repeat: int, rep_stride: int,
@@ -519,6 +529,23 @@ class Instruction:
         moved by ``(repeat - 1) * rep_stride`` DataBlocks)."""
         import numpy as np
 
+        from . import mask as masks
+
+        if isinstance(mask, masks.CounterMask):
+            # counter mode (the repeat argument is ignored): the last repeat's highest lane,
+            # or the one before's widest where the last is partial (strides >= 0)
+            lanes = masks.lanes_per_repeat(dtype)
+            n = int(mask.count)
+            R = masks.counter_repeats(n, lanes)
+            if R <= 0:
+                return 0
+            reads, _, _ = self.source_reads(dtype, lanes, 1, rep_stride, blk_stride)
+            off = reads[0]
+            step = int(rep_stride) * BLOCK
+            top = (R - 1) * step + int(off[:n - (R - 1) * lanes].max())
+            if R >= 2:
+                top = max(top, (R - 2) * step + int(off.max()))
+            return top + int(np.dtype(dtype).itemsize)
         if int(repeat) <= 0:
             return 0
         reads, lane_mask, _ = self.source_reads(dtype, mask, 1, rep_stride, blk_stride)

@@ -365,7 +365,7 @@ def test_draw_case_is_the_campaign_flow_over_a_whole_space_template(monkeypatch)
         c = draw_case(RngDraw(4, i), invalid_rate=0.5, tik_max_repeat=40)
         t, dist = seen[-1]
         assert (t.api, t.chips, t.dtype) == (c.api, (c.chip,), c.dtype) or \
-            c.tags["validity"] in ("dtype", "api_unsupported")
+            c.tags["validity"] in ("dtype", "api_unsupported", "mask_mode")
         assert dist.invalid_rate == 0.5
         assert c.tags["validity"] == "valid" or c.tags["validity"] in rules
         assert c.tags.get("broken", "valid") == c.tags["validity"]

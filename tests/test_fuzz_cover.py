@@ -49,6 +49,13 @@ def _spec_read_end(c) -> int:
     addressing formula and section 1.2's masks (independent of the generator)."""
     s = np.dtype(c.dtype).itemsize
     lanes, epb = 256 // s, 32 // s
+    p = c.params
+    blk = p.get("src_blk_stride", 1)
+    if isinstance(c.mask, ar.CounterMask):        # SEMANTICS §Q: repeat k on its first lanes
+        n = c.mask.count
+        R = -(-n // lanes)
+        return max(r * p["src_rep_stride"] * 32 + (i // epb) * blk * 32 + (i % epb) * s + s
+                   for r in range(R) for i in range(min(lanes, n - r * lanes)))
     if isinstance(c.mask, int):
         act = list(range(min(c.mask, lanes)))
     else:
@@ -82,6 +89,11 @@ def _hits(cases):
     return hits
 
 
+#: the APIs whose pages document isSetMask (SEMANTICS §Q), written out here
+COUNTER_APIS = {"whole_reduce_min", "whole_reduce_max", "whole_reduce_sum", "reduce_data_block",
+                "pair_reduce_sum", "repeat_reduce_sum"}
+
+
 def test_combinations_are_enumerated_from_the_profiles(default):
     want = set()
     for chip_id in ar.chips():
@@ -93,8 +105,12 @@ def test_combinations_are_enumerated_from_the_profiles(default):
                         "vec_reduce_min": [False, True], "vec_reduce_max": [False, True],
                         "reduce_max": [False, True], "reduce_min": [False, True]
                         }.get(api, [None])
-                # RepeatReduceSum.md: "不支持mask逐bit模式" (a continuous mask only)
+                # RepeatReduceSum.md: "不支持mask逐bit模式" (a continuous mask only); counter
+                # mode (SetMaskCount.md) on the per-repeat Ascend C reductions of the products
+                # that have it
                 modes = ("count",) if api == "repeat_reduce_sum" else ("count", "bits")
+                if api in COUNTER_APIS and prof.facts.get("counter_mode") == "supported":
+                    modes += ("counter",)
                 for o in opts:
                     for mode in modes:
                         want.add(combo_name(api, behaviour_group(chip_id), dt, o, mode))
@@ -143,7 +159,8 @@ def _one_back(case):
         a, n = c.tensors[k]
         c.tensors[k] = (a, n - 1)
     elif rule == "mask_range":
-        c.mask -= 1
+        c.mask = ar.CounterMask(c.mask.count - 1) if isinstance(c.mask, ar.CounterMask) \
+            else c.mask - 1
     elif rule == "stride_range":
         k = max(c.params, key=lambda k: c.params[k])
         c.params[k] = 65535
@@ -199,6 +216,8 @@ def test_valid_draws_sit_exactly_at_the_limits(default, plan_cases):
 
 def _zero(c) -> bool:
     m = c.mask
+    if isinstance(m, ar.CounterMask):
+        return m.count == 0
     return (m == 0) if isinstance(m, int) else not any(m)
 
 
@@ -220,7 +239,9 @@ def test_every_rule_of_every_api_is_broken_at_the_edge_in_the_cover(default, pla
                 assert max(need - 4, 0) <= c.tensors["work_tensor"][1] < need
         assert 1 in short, (api, short)
     masks = [c for c in plan_cases if c.tags["validity"] == "mask_range"]
-    at = sum(c.mask == 256 // np.dtype(c.dtype).itemsize + 1 for c in masks)
+    at = sum(c.mask == 256 // np.dtype(c.dtype).itemsize + 1
+             or c.mask == ar.CounterMask(255 * (256 // np.dtype(c.dtype).itemsize) + 1)
+             for c in masks)
     assert masks and at >= 0.6 * len(masks), (at, len(masks))
     strides = [c for c in plan_cases if c.tags["validity"] == "stride_range"]
     at = sum(max(c.params.values()) == 65536 for c in strides)

@@ -522,7 +522,9 @@ def test_the_default_campaign_covers_it_on_every_product(chip):
     assert "pair_reduce_sum" in c.apis
     mine = [t for t in c.pool() if t.api == "pair_reduce_sum"]
     assert {t.dtype for t in mine if chip in t.chips} == set(SUPPORTED[chip])
-    assert {t.mask_mode for t in mine} == {"count", "bits"}
+    assert {t.mask_mode for t in mine} == {"count", "bits", "counter"}   # counter: SEMANTICS §Q
+    assert ("counter" in {t.mask_mode for t in mine if chip in t.chips}) == \
+        (ar.chip(chip).facts.get("counter_mode") == "supported")
 
 
 def _pair_case(chip, dtype, mask, repeat=1, x=None, drs=1):

@@ -18,7 +18,8 @@ from typing import Dict, List, Optional
 
 from .. import registry
 from ..case import Case
-from .generate import (MASK_BITS_KINDS, MASK_COUNT_KINDS, MASK_MODES, REPEAT_CLASSES,
+from .generate import (MASK_BITS_KINDS, MASK_COUNT_KINDS, MASK_COUNTER_KINDS, MASK_MODES,
+                       REPEAT_CLASSES,
                        STRIDE_REGIMES, _TABLE_VALUES, breakable_rules)
 
 #: bin groups, in table order
@@ -75,9 +76,10 @@ def model(camp) -> dict:
         if dist.invalid_rate > 0:
             m["api x rule"] |= {f"{a}/{r}" for r in breakable_rules(t)
                                 if w("invalid", r) > 0}
-        m["mask"] |= {f"{t.mask_mode}:{k}" for k in
-                      (MASK_COUNT_KINDS if t.mask_mode == "count" else MASK_BITS_KINDS)
-                      if w("mask_count" if t.mask_mode == "count" else "mask_bits", k) > 0}
+        kinds = {"count": MASK_COUNT_KINDS, "bits": MASK_BITS_KINDS,
+                 "counter": MASK_COUNTER_KINDS}[t.mask_mode]
+        # (counter mode per API: the "combination" bins carry the mask mode)
+        m["mask"] |= {f"{t.mask_mode}:{k}" for k in kinds if w(f"mask_{t.mask_mode}", k) > 0}
         for k in t.classes:
             if w("repeat", k) > 0:
                 m["repeat"].add(k)

@@ -31,12 +31,15 @@ import numpy as np
 
 from ..case import Case, Outcome
 from ..constraints import Code
+from ..mask import CounterMask
 
 FORMAT = "ascend-ref-exchange/1"
 
 
 def case_meta(case: Case) -> dict:
-    mask = case.mask if isinstance(case.mask, int) else [int(w) for w in case.mask]
+    mask = case.mask if isinstance(case.mask, int) else \
+        {"counter": int(case.mask.count)} if isinstance(case.mask, CounterMask) else \
+        [int(w) for w in case.mask]
     return {"api": case.api, "chip": case.chip, "dtype": case.dtype, "option": case.option,
             "mask": mask, "params": {k: int(v) for k, v in case.params.items()},
             "tensors": {k: [int(a), int(n)] for k, (a, n) in case.tensors.items()},
@@ -45,7 +48,9 @@ def case_meta(case: Case) -> dict:
 
 
 def case_from_meta(meta: dict, ub: np.ndarray) -> Case:
-    mask = meta["mask"] if isinstance(meta["mask"], int) else list(meta["mask"])
+    m = meta["mask"]
+    mask = m if isinstance(m, int) else CounterMask(int(m["counter"])) if isinstance(m, dict) \
+        else list(m)
     return Case(meta["api"], meta["chip"], meta["dtype"], meta["option"], mask,
                 dict(meta["params"]), {k: (int(a), int(n)) for k, (a, n) in meta["tensors"].items()},
                 np.asarray(ub, np.uint8), meta.get("saturate"), dict(meta.get("tags", {})))

@@ -170,14 +170,18 @@ REPEAT_CLASSES = ["zero", "one", "small", "mid", "max"]
 #: lanes + 1, stride 65536, work need - 1, alignment + one element, one element past a
 #: tensor's last byte read or past the UB); the rest go further past it
 BOUNDARY_RATE = 0.8
-MASK_MODES = ["count", "bits"]
+#: the mask modes: continuous (``count``), bit mode, and the counter mode (SetMaskCount,
+#: :class:`ascend_ref.mask.CounterMask`) where the instruction and the product have it
+MASK_MODES = ["count", "bits", "counter"]
 MASK_COUNT_KINDS = ["full", "one", "low", "partial"]
+#: counter mode: the lanes of the last repeat (L, 1, or 2..L-1)
+MASK_COUNTER_KINDS = ["full", "one", "partial"]
 MASK_BITS_KINDS = ["full", "one", "sparse", "dense", "blocks", "random"]
 BLK_STRIDES = ["unit", "zero", "double", "gapped"]
 DST_STRIDES = ["unit", "zero", "double", "gapped"]
 CAMPAIGN_DATA_KINDS = DATA_KINDS + ["signed_zeros"]
 SATURATE_CHOICES = ["default", "on", "off"]
-INVALID_RULES = ["mask_range", "mask_bits", "zero_mask", "repeat_range", "stride_range",
+INVALID_RULES = ["mask_range", "mask_bits", "mask_mode", "zero_mask", "repeat_range", "stride_range",
                  "dst_stride_zero", "align", "tensor_small", "ub", "overlap", "dtype",
                  "api_unsupported", "order_unsupported", "work_small", "index_overflow",
                  "saturate_dtype"]
@@ -188,8 +192,9 @@ DEFAULT_WEIGHTS = {
     "stride": {"zero": 1, "overlap": 1, "contiguous": 2, "gapped": 1, "large": 1},
     "blk_stride": {"unit": 3, "zero": 1, "double": 1, "gapped": 1},
     "dst_stride": {"unit": 3, "zero": 1, "double": 1, "gapped": 1},
-    "mask_mode": {"count": 1, "bits": 1},
+    "mask_mode": {"count": 1, "bits": 1, "counter": 1},
     "mask_count": {"full": 2, "one": 1, "low": 1, "partial": 2},
+    "mask_counter": {"full": 1, "one": 1, "partial": 2},
     "mask_bits": {"full": 1, "one": 1, "sparse": 1, "dense": 1, "blocks": 1, "random": 1},
     "data": {"random_bits": 2, "ties": 2, "specials": 1, "subnormal": 1, "saturating": 1,
              "mixed": 1, "signed_zeros": 1},
@@ -199,6 +204,7 @@ DEFAULT_WEIGHTS = {
 _TABLE_VALUES = {"repeat": REPEAT_CLASSES, "stride": STRIDE_REGIMES, "blk_stride": BLK_STRIDES,
                  "dst_stride": DST_STRIDES, "mask_mode": MASK_MODES,
                  "mask_count": MASK_COUNT_KINDS, "mask_bits": MASK_BITS_KINDS,
+                 "mask_counter": MASK_COUNTER_KINDS,
                  "data": CAMPAIGN_DATA_KINDS, "saturate": SATURATE_CHOICES,
                  "invalid": INVALID_RULES}
 _RATES = {"invalid_rate": 0.1, "in_place_rate": 0.1, "offset_rate": 0.5}
@@ -433,17 +439,36 @@ def template_universe(apis: Sequence[str], chips: Sequence[str], dtypes: Optiona
                     for mode in MASK_MODES:
                         if mode_w[mode] <= 0 or mode not in _ins(api).mask_modes:
                             continue
+                        on = hosts if mode != "counter" else tuple(
+                            c for c in hosts if counter_supported(c))
+                        if not on:
+                            continue
                         for b in buckets:
                             w = sum(dist.weight("repeat", k) / share[k]
                                     for k in _bucket_classes(b, api, opt, dt))
                             if w <= 0:
                                 continue
-                            out.append((Template(api, hosts, dt, opt, mode, b[0], b[1], ub),
+                            out.append((Template(api, on, dt, opt, mode, b[0], b[1], ub),
                                         w * mode_w[mode]))
     return out
 
 
 CAMPAIGN_DTYPES = ["float16", "float32", "int16", "uint16", "int32", "uint32"]
+
+
+def counter_supported(chip_id: Union[str, ChipProfile]) -> bool:
+    """The product has the counter mask mode (its profile's ``counter_mode``)."""
+    return get_chip(chip_id).facts.get(masks.COUNTER_FACT) == "supported"
+
+
+def counter_mask(d, dist: Distributions, dtype: str, r: int):
+    """A counter-mode mask for ``r`` repeats: ``(r - 1)`` full ones and a last repeat of the
+    kind drawn (L, 1 or 2..L-1 lanes); count 0 for ``r`` 0."""
+    lanes = masks.lanes_per_repeat(dtype)
+    kind = dist.pick(d, "mask_counter")
+    last = {"full": lambda: lanes, "one": lambda: 1,
+            "partial": lambda: d.integers(2, lanes - 1)}[kind]()
+    return masks.CounterMask(0 if r <= 0 else (r - 1) * lanes + last), kind
 
 
 def breakable_rules(t: "Template", chip_id: Union[str, ChipProfile, None] = None) -> set:
@@ -561,6 +586,8 @@ def pool_weights(pool: Sequence[Template], cost_balance: float) -> list:
 
 def _campaign_mask(d, dist: Distributions, mode: str, dtype: str, word_order: str):
     lanes = masks.lanes_per_repeat(dtype)
+    if mode == "counter":                # drawn with the repeat count (counter_mask)
+        return None, ""
     if mode == "count":
         kind = dist.pick(d, "mask_count")
         m = {"full": lambda: lanes, "one": lambda: 1, "low": lambda: d.integers(1, 16),
@@ -649,6 +676,12 @@ def draw_campaign_case(d, template: Template, dist: Distributions,
         if k == "mid" and b == top:
             b -= 1
         r = d.integers(a, max(a, b))
+    if t.mask_mode == "counter":
+        # the count decides the repeats; the case carries repeat = R (repeat_time is ignored:
+        # tests/test_counter_mask.py varies it). Count 0 only where it is no error
+        if r == 0 and prof.zero_mask == "error":
+            r = 1
+        mask, mkind = counter_mask(d, dist, dtype, r)
     span = max(r - 1, 0)
     tags = {"template": str(t), "combo": t.combo, "repeat_class": repeat_class(r, api, option, dtype),
             "mask_mode": t.mask_mode, "mask": f"{t.mask_mode}:{mkind}"}
@@ -762,7 +795,8 @@ def space_template(d, apis: Optional[Sequence[str]] = None,
     dtype = d.choice(list(prof.dtypes(api)) or ["float16"])
     ins = _ins(api)
     option = d.choice(ins.options(prof) or ins.options())
-    mode = d.choice([m for m in mask_modes if m in ins.mask_modes] or list(ins.mask_modes))
+    modes = [m for m in ins.mask_modes if m != "counter" or counter_supported(chip_id)]
+    mode = d.choice([m for m in mask_modes if m in modes] or modes)
     lo, hi = ins.repeat_range(option, dtype)
     if ins.family == "tik":
         hi = max(lo, min(hi, int(tik_max_repeat)))
@@ -835,6 +869,10 @@ class Breaker:
 
 
 def _b_mask_range(b: _Break) -> None:
+    if isinstance(b.case.mask, masks.CounterMask):   # more repeats than the range allows
+        top = b.ins.repeat_range(b.case.option, b.case.dtype)[1]
+        b.case.mask = masks.CounterMask(top * b.lanes + (1 if b.edge else b.d.integers(2, 100)))
+        return
     b.case.mask = b.lanes + (1 if b.edge else b.d.integers(2, 100))
 
 
@@ -848,7 +886,18 @@ def _b_mask_bits(b: _Break) -> None:
 
 def _b_zero_mask(b: _Break) -> None:
     m = b.case.mask
-    b.case.mask = 0 if isinstance(m, int) else [0] * len(m)
+    b.case.mask = masks.CounterMask(0) if isinstance(m, masks.CounterMask) else \
+        0 if isinstance(m, int) else [0] * len(m)
+
+
+def _no_counter_host(t: "Template") -> list:
+    """Products with the template's API and dtype but without the counter mask mode."""
+    return [c for c in all_chips() if _supports(get_chip(c), t.api, t.dtype, t.option)
+            and not counter_supported(c)]
+
+
+def _b_mask_mode(b: _Break) -> None:
+    b.case.chip = b.d.choice(_no_counter_host(b.t))
 
 
 def _b_repeat_range(b: _Break) -> None:
@@ -966,13 +1015,18 @@ def _always(t: Template, ins: registry.Instruction, prof: Any) -> bool:
 #: Every illegal-case breaker, keyed by the code it aims at, in campaign order. ``can`` reads
 #: the instruction's declaration (parameters, work tensor, option, codes), never its name.
 BREAKERS: Dict[Code, Breaker] = {b.code: b for b in [
-    Breaker(Code.MASK_RANGE, "mask_range", lambda t, i, p: t.mask_mode == "count",
+    Breaker(Code.MASK_RANGE, "mask_range", lambda t, i, p: t.mask_mode in ("count", "counter"),
             _b_mask_range),
-    Breaker(Code.MASK_BITS, "mask_bits", lambda t, i, p: t.mask_mode != "count", _b_mask_bits),
+    Breaker(Code.MASK_BITS, "mask_bits", lambda t, i, p: t.mask_mode == "bits", _b_mask_bits),
+    Breaker(Code.MASK_MODE, "mask_mode",
+            lambda t, i, p: t.mask_mode == "counter" and bool(_no_counter_host(t)),
+            _b_mask_mode),
     Breaker(Code.MASK_ZERO, "zero_mask", _always, _b_zero_mask),
     Breaker(Code.REPEAT_RANGE, "repeat_range",
-            lambda t, i, p: t.r_hi == i.repeat_range(t.option, t.dtype)[1]
-            or (i.repeat_range(t.option, t.dtype)[0] >= 1 and t.r_lo <= 1), _b_repeat_range),
+            lambda t, i, p: t.mask_mode != "counter" and (
+                t.r_hi == i.repeat_range(t.option, t.dtype)[1]
+                or (i.repeat_range(t.option, t.dtype)[0] >= 1 and t.r_lo <= 1)),
+            _b_repeat_range),
     Breaker(Code.STRIDE_RANGE, "stride_range", _always, _b_stride_range),
     Breaker(Code.DST_STRIDE_ZERO, "dst_stride_zero",
             lambda t, i, p: "dst_rep_stride" in i.params and not p.dst_rep_stride_zero,

@@ -65,6 +65,12 @@ def where(case: Case, addr: int) -> str:
 
 def mask_text(case: Case) -> str:
     m = case.mask
+    if isinstance(m, masks.CounterMask):
+        L = masks.lanes_per_repeat(case.dtype)
+        n = int(m.count)
+        r = masks.counter_repeats(n, L)
+        return (f"{m!r} (counter mode: {r} repeats, the last on {n - (r - 1) * L} lanes; "
+                f"repeat_time ignored)") if n > 0 else f"{m!r} (counter mode: no element)"
     if isinstance(m, int):
         return f"{m} (continuous: lanes 0..{m - 1})" if m > 0 else "0"
     words = masks.low_first(list(m), case.instruction.word_order)
@@ -157,7 +163,8 @@ def python_snippet(case: Case, saved: Optional[str] = None) -> List[str]:
     ins = case.instruction
     t = {k: f"ar.Tensor({a}, {ins.tensor_dtype(k, case.dtype)!r}, {n})"
          for k, (a, n) in case.tensors.items()}
-    mask = case.mask if isinstance(case.mask, int) else "[" + ", ".join(hex(x) for x in case.mask) + "]"
+    mask = case.mask if isinstance(case.mask, (int, masks.CounterMask)) else \
+        "[" + ", ".join(hex(x) for x in case.mask) + "]"
     args, kws = ins.call_args(case, lambda k: t[k])
     opt = ins.option.key if ins.option is not None else None
     text = [a if k in ins.operands else str(mask) if k == "mask" else

@@ -50,7 +50,8 @@ class Result:
 
 def clone(c: Case, **kw) -> Case:
     d = dict(api=c.api, chip=c.chip, dtype=c.dtype, option=c.option,
-             mask=c.mask if isinstance(c.mask, int) else list(c.mask), params=dict(c.params),
+             mask=c.mask if isinstance(c.mask, (int, masks.CounterMask)) else list(c.mask),
+             params=dict(c.params),
              tensors=dict(c.tensors), ub=c.ub.copy(), saturate=c.saturate, tags=dict(c.tags))
     d.update(kw)
     return Case(**d)
@@ -151,7 +152,7 @@ def _rebase(c: Case, h: int) -> Optional[Case]:
 
 
 def _mask_lanes(c: Case) -> Optional[List[int]]:
-    if isinstance(c.mask, int):
+    if isinstance(c.mask, (int, masks.CounterMask)):
         return None
     w = list(c.mask)
     order = c.instruction.word_order
@@ -243,6 +244,19 @@ class Shrinker:
         return c
 
     def mask(self, c: Case) -> Case:
+        if isinstance(c.mask, masks.CounterMask):       # counter mode: fewer elements
+            n = int(c.mask.count)
+            L = masks.lanes_per_repeat(c.dtype)
+            counts = sorted({x for x in (1, 2, L, L + 1, n // 2, n - 1) if 1 <= x < n})
+            c = self.first(c, [clone(c, mask=masks.CounterMask(x)) for x in counts],
+                           f"counter mask {n} -> fewer elements")
+            n = int(c.mask.count)
+            if 1 <= n <= L and "repeat" in c.params:      # one repeat: the same call in
+                c = self.first(c, [clone(c, mask=n, params=dict(c.params, repeat=1))],
+                               "counter mask -> continuous mask")   # normal mode
+            if isinstance(c.mask, int):
+                return self.mask(c)
+            return c
         if isinstance(c.mask, int):
             m = c.mask
             if m <= 1:

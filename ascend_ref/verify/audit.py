@@ -516,6 +516,8 @@ def _tik_indexed(c: Case) -> bool:
 
 def _mask_is_zero(c: Case) -> bool:
     m = c.mask
+    if isinstance(getattr(m, "count", None), int):        # counter mode: no element
+        return int(m.count) == 0
     if isinstance(m, (list, tuple)):
         return all(int(w) == 0 for w in m)
     try:

@@ -45,6 +45,7 @@ from .. import registry
 from ..case import Case
 from ..chips import chip as get_chip, chips as all_chips
 from ..constraints import Code
+from ..mask import CounterMask
 from ..ub import ALIASES_TEXT, DTYPES, dtype_from_text
 
 if TYPE_CHECKING:
@@ -98,6 +99,8 @@ class DumpCase:
 # ------------------------------------------------------------------ writing -----------------
 
 def _jsonable_mask(mask):
+    if isinstance(mask, CounterMask):           # counter mode (SetMaskCount): {"counter": n}
+        return {"counter": int(mask.count)}
     if isinstance(mask, (list, tuple, np.ndarray)):
         return [int(w) for w in mask]
     return int(mask)
@@ -637,7 +640,12 @@ def _build(f: DumpFile, i: int, meta: dict) -> DumpCase:
     option = _option(v, ins, meta.get("option"))
     # mask
     mask = meta["mask"]
-    if isinstance(mask, list):
+    if isinstance(mask, dict):                  # counter mode: {"counter": n}
+        if set(mask) != {"counter"}:
+            raise v.err("meta.mask", f"a counter-mode mask is {{\"counter\": n}}, got "
+                                     f"keys {sorted(mask)}")
+        mask = CounterMask(v.int_(mask["counter"], "meta.mask.counter", 0, 2**64 - 1))
+    elif isinstance(mask, list):
         if not 1 <= len(mask) <= 2:
             raise v.err("meta.mask", f"a bit mask has 1 or 2 words, got {len(mask)}")
         mask = [_word(v, w, f"meta.mask[{k}]") for k, w in enumerate(mask)]

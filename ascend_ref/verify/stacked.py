@@ -14,7 +14,8 @@ and region counts)::
 
     format  "ascend_ref.dump"    version 2    layout "stacked"    count N    groups G
     g{g}.meta          JSON: api, chip, dtype, option, saturate, mask_words (0: an int
-                       mask; 1 or 2: bit-mode words), params [names], tensors [names],
+                       mask; 1 or 2: bit-mode words; -1: a counter-mode count,
+                       ``{"counter": n}``), params [names], tensors [names],
                        regions [names], errors [code names]
     g{g}.case          int64[m]        the case numbers (0..N-1) of the group's rows
     g{g}.params        int64[m, P]
@@ -100,7 +101,8 @@ def stacked_arrays(cases: Sequence[Case], ub_afters: Sequence, regions, errors: 
         meta = case_meta(case, layout="regions", regions=reg, error=err)
         mask = meta["mask"]
         key = (meta["api"], meta["chip"], meta["dtype"], json.dumps(meta["option"]),
-               meta["saturate"], len(mask) if isinstance(mask, list) else 0,
+               meta["saturate"], len(mask) if isinstance(mask, list) else
+               -1 if isinstance(mask, dict) else 0,
                tuple(meta["params"]), tuple(meta["tensors"]), tuple(meta["regions"]))
         groups.setdefault(key, []).append((i, meta, ub, aft))
     out: Dict[str, Any] = {"layout": np.array(LAYOUT), "groups": np.array(len(groups))}
@@ -122,7 +124,8 @@ def stacked_arrays(cases: Sequence[Case], ub_afters: Sequence, regions, errors: 
         out[pre + "tensors"] = np.array([[m["tensors"][k] for k in names["tensors"]]
                                          for _, m, _, _ in rows], np.int64).reshape(
                                              len(rows), len(names["tensors"]), 2)
-        out[pre + "mask"] = np.array([m["mask"] if words else [m["mask"]]
+        out[pre + "mask"] = np.array([m["mask"] if words > 0 else [m["mask"]["counter"]]
+                                      if words < 0 else [m["mask"]]
                                       for _, m, _, _ in rows], np.uint64).reshape(
                                           len(rows), max(words, 1))
         out[pre + "ub_bytes"] = np.array([ub.size for _, _, ub, _ in rows], np.int64)
@@ -257,8 +260,9 @@ class Stacked:
             if not isinstance(gm[k], list) or not all(isinstance(x, str) for x in gm[k]):
                 raise DumpError(path, f"{pre}meta.{k}", "expected a list of names")
         words = gm["mask_words"]
-        if isinstance(words, bool) or words not in (0, 1, 2):
-            raise DumpError(path, f"{pre}meta.mask_words", f"{words!r}: expected 0, 1 or 2")
+        if isinstance(words, bool) or words not in (-1, 0, 1, 2):
+            raise DumpError(path, f"{pre}meta.mask_words",
+                            f"{words!r}: expected 0, 1, 2 or -1 (counter mode)")
         case = self._array(pre + "case", np.int64, 1)
         m = case.size
         shapes = {"params": (m, len(gm["params"])), "tensors": (m, len(gm["tensors"]), 2),
@@ -320,7 +324,8 @@ class Stacked:
         mask = g.mask[r]
         meta: Dict[str, Any] = {
             "api": g.api, "chip": g.chip, "dtype": g.dtype, "option": g.option,
-            "mask": [int(w) for w in mask] if g.mask_words else int(mask[0]),
+            "mask": [int(w) for w in mask] if g.mask_words > 0 else
+            {"counter": int(mask[0])} if g.mask_words < 0 else int(mask[0]),
             "params": dict(zip(g.params, g.param_cols[r].tolist())),
             "tensors": {k: v for k, v in zip(g.tensors, g.tensor_cols[r].tolist())},
             "saturate": g.saturate, "layout": "regions",
