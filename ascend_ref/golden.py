@@ -32,7 +32,7 @@ try:  # Python >= 3.11
 except ModuleNotFoundError:  # pragma: no cover
     import tomli as tomllib  # type: ignore[no-redef]
 
-from . import registry, spr as sprs
+from . import mask as masks, registry, spr as sprs
 from .case import Case, Outcome
 from .chips import chip as get_chip, chips as all_chips, config_dir
 from .constraints import ConstraintError
@@ -279,7 +279,13 @@ def load_kernel(name_or_path) -> Kernel:
             if key not in c:
                 raise GoldenError(path, where + key, "missing")
         mask = c["mask"]
-        if isinstance(mask, list):
+        if isinstance(mask, dict):          # counter mode: mask = { counter = N }
+            if set(mask) != {"counter"}:
+                raise GoldenError(path, where + "mask", f"{mask!r}: a counter-mode mask is "
+                                                        f"{{ counter = N }}")
+            mask = masks.CounterMask(_int(path, where + "mask.counter", mask["counter"], 0,
+                                          2**64 - 1))
+        elif isinstance(mask, list):
             mask = [_word(path, f"{where}mask[{j}]", w) for j, w in enumerate(mask)]
         else:
             mask = _int(path, where + "mask", mask, 0)
@@ -369,7 +375,10 @@ class Golden:
 def _dst_bytes(call: Call, dtype: str) -> int:
     """Bytes from dst to the end of the last slot the call writes."""
     lay = registry.lookup(call.api).layout(dtype, call.option)
-    return lay.dst_bytes(call.params["repeat"], call.params.get("dst_rep_stride", 1))
+    repeat = call.params["repeat"]
+    if isinstance(call.mask, masks.CounterMask):      # counter mode: the count decides
+        repeat = masks.counter_repeats(int(call.mask.count), masks.lanes_per_repeat(dtype))
+    return lay.dst_bytes(repeat, call.params.get("dst_rep_stride", 1))
 
 
 def _work_need(call: Call, dtype: str) -> int:

@@ -16,6 +16,7 @@ try:
 except ModuleNotFoundError:  # pragma: no cover
     import tomli as tomllib
 
+import ascend_ref as ar
 from ascend_ref import oracle
 from ascend_ref.chips import config_dir
 from ascend_ref.cli import main as cli_main
@@ -47,6 +48,8 @@ def independent(name):
     padded = np.zeros((int(np.prod(xs["shape"][:-1])), stride), dt)
     padded[:, :xs["shape"][-1]] = x.reshape(padded.shape[0], -1)
     call, *reads = raw["calls"]          # then reduce special register getters, if any
+    if isinstance(call["mask"], dict):   # counter mode: mask = { counter = N }
+        call = {**call, "mask": ar.CounterMask(call["mask"]["counter"])}
     out = raw["output"]
     n_out = out.get("size") or int(np.prod(out["shape"]))
     ub = np.zeros(65536, np.uint8)
@@ -112,8 +115,8 @@ def test_the_example_kernels_ship():
                        "repeat_reduce_sum_half", "row_sum_float_13x57",
                        "tik_vec_reduce_add_half", "whole_reduce_max_half",
                        "whole_reduce_max_spr_float",
-                       "whole_reduce_min_index_half", "whole_reduce_sum_float",
-                       "whole_reduce_sum_int16_950"]
+                       "whole_reduce_min_index_half", "whole_reduce_sum_counter_float",
+                       "whole_reduce_sum_float", "whole_reduce_sum_int16_950"]
 
 
 @pytest.mark.parametrize("name", KERNELS)
@@ -149,6 +152,11 @@ def test_golden_against_plain_numpy(generated):
     assert (g.view("<u2")[1::2] == x.reshape(8, 128).argmin(1)).all()
     _, _, x = independent("whole_reduce_sum_float")             # float32 adds are exact IEEE
     assert read("whole_reduce_sum_float", "<f4").tobytes() == tree(x.reshape(32, 64)).tobytes()
+    _, _, x = independent("whole_reduce_sum_counter_float")    # 15 full repeats, 40 lanes
+    p = np.zeros(16 * 64, np.float32)
+    p[:1000] = x
+    assert read("whole_reduce_sum_counter_float", "<f4").tobytes() == \
+        tree(p.reshape(16, 64)).tobytes()
     _, _, x = independent("whole_reduce_sum_int16_950")     # widened: exact integer sums
     assert read("whole_reduce_sum_int16_950", "<i4").tolist() == \
         x.astype(np.int64).reshape(8, 128).sum(1).tolist()
