@@ -253,7 +253,9 @@ def _group_key(case: Case) -> Optional[tuple]:
         hash(case.option)
     except (KeyError, TypeError, ValueError):
         return None
-    mask = _mask_words(case.mask, 256 // size, word_order)
+    # the count form has no mask: every lane (engine.prepare does the same)
+    mask = _mask_words(256 // size if ins.kernel.count_form else case.mask, 256 // size,
+                       word_order)
     if mask is None:
         return None
     chip = case.chip if isinstance(case.chip, str) else ("profile", id(case.chip))
@@ -314,7 +316,10 @@ def compact_windows(ins: registry.Instruction, option: Any, dtype: str,
     r1 = np.maximum(rep, 1) - 1
     blk = cols["src_blk_stride"] if ins.has_blk_stride and "src_blk_stride" in cols else 1
     fixed = registry.BLOCK * (7 * blk + 1) if ins.has_blk_stride else registry.REPEAT_BYTES
-    reach = [cols["src.addr"] + r1 * cols["src_rep_stride"] * registry.BLOCK + fixed]
+    if ins.kernel.count_form:          # the first count elements (no stride)
+        reach = [cols["src.addr"] + np.maximum(rep, 0) * s]
+    else:
+        reach = [cols["src.addr"] + r1 * cols["src_rep_stride"] * registry.BLOCK + fixed]
     if "dst" in ops:
         lay = ins.layout(dtype, option)
         if lay.per_repeat:

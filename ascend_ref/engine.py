@@ -72,6 +72,14 @@ class Spec:
     #: evaluate the instruction's declared effect on the reduce special registers
     #: (``Instruction.spr``: the caller asked for the state, ``return_info=True``)
     spr: bool = False
+    #: the count form (level-2 ReduceSum / Max / Min "the first count elements"): ``r_max``
+    #: counts elements, the tables hold :attr:`rows` rows (:attr:`Instruction.count_form`)
+    count_form: bool = False
+
+    @property
+    def rows(self) -> int:
+        """Rows of the source tables: ``r_max``, or ``ceil(r_max / L)`` in the count form."""
+        return -(-self.r_max // self.lanes) if self.count_form else self.r_max
 
     @property
     def size(self) -> int:
@@ -310,6 +318,11 @@ class Instruction:
     #: the call's effect on a reduce special register (:class:`ascend_ref.spr.Sets`; None:
     #: it passes the registers through): the instruction file declares it
     spr: Any = None
+    #: the count form ("the first ``count`` elements of src", level-2 ReduceSum / Max / Min):
+    #: the repeat parameter (``p.repeat``) counts elements; element ``k`` is lane ``k % L``
+    #: of row ``k // L`` (srcRepStride 8, no mask: every lane of the first ``count``
+    #: elements takes part, the last row partly); the tables hold ``ceil(r_max / L)`` rows
+    count_form: bool = False
 
     def __hash__(self) -> int:
         return id(self)
@@ -348,7 +361,8 @@ def rules(ins: Instruction, spec: Spec) -> list:
     def low(p):                        # repeat 0 is outside the range where it is an error
         return Product(p).zero_repeat_is("error").astype(np.int32) if lo0 == 0 else lo0
 
-    out = list(masks.rules(None, spec.dtype, lambda p: Product(p).zero_mask_is("error")))
+    out = [] if ins.count_form else \
+        list(masks.rules(None, spec.dtype, lambda p: Product(p).zero_mask_is("error")))
     top = min(hi, spec.r_max)          # a batch may compile a shorter table than the range
     if "counter" in ins.mask_modes:
         lanes = spec.lanes
@@ -484,8 +498,17 @@ def _lanes(ins: Instruction, spec: Spec, p: Params):
     none), the ``(L,)`` lanes the mask enables and the ``(r_max, L)`` lanes that take part."""
     blk = p.src_blk_stride if ins.blk_stride else 1
     lane_mask = mask_lanes(p, spec.lanes)
+    if ins.count_form:
+        return blk, lane_mask, count_active(spec, p.repeat)
     active = repeat_lanes(p, spec.lanes, spec.r_max)
     return blk, lane_mask, active
+
+
+def count_active(spec: Spec, count: Any):
+    """The count form's ``(rows, L)`` lanes that take part: element ``r * L + i < count``."""
+    flat = jnp.arange(spec.rows, dtype=jnp.int32)[:, None] * spec.lanes \
+        + jnp.arange(spec.lanes, dtype=jnp.int32)[None, :]
+    return flat < jnp.asarray(count, jnp.int32)
 
 
 def _gather_src(ins: Instruction, spec: Spec, ub, p, blk):
@@ -498,10 +521,10 @@ def _gather_src(ins: Instruction, spec: Spec, ub, p, blk):
         return _dense_src(spec, ub, p)
     if spec.path == "general" or n % BLOCK or align % BLOCK or n < BLOCK:
         reads = addressing.read_table(p.tensor("src").addr, p.src_rep_stride, blk,
-                                      r_max=spec.r_max, size=s)
+                                      r_max=spec.rows, size=s)
         view = element_view(ub, s)
         return view[jnp.clip(reads // s, 0, view.shape[0] - 1)]
-    starts = addressing.block_table(p.tensor("src").addr, p.src_rep_stride, blk, r_max=spec.r_max)
+    starts = addressing.block_table(p.tensor("src").addr, p.src_rep_stride, blk, r_max=spec.rows)
     blocks = jax.lax.gather(
         ub, starts.reshape(-1, 1),
         jax.lax.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(),
@@ -509,7 +532,7 @@ def _gather_src(ins: Instruction, spec: Spec, ub, p, blk):
         slice_sizes=(BLOCK,), mode=jax.lax.GatherScatterMode.CLIP)
     words = jax.lax.bitcast_convert_type(blocks.reshape(-1, BLOCK // s, s),
                                          jnp.dtype(f"uint{8 * s}"))
-    return words.reshape(spec.r_max, spec.lanes)
+    return words.reshape(spec.rows, spec.lanes)
 
 
 def static_span(r_max: int, rep: int, blk: int) -> int:
@@ -522,7 +545,7 @@ def _dense_src(spec: Spec, ub, p):
     (inside the row: the host checked it), then static reshapes / block picks."""
     assert spec.static_src is not None       # only called for static source strides
     rep, blk = spec.static_src
-    s, r_max = spec.size, spec.r_max
+    s, r_max = spec.size, spec.rows
     span = static_span(r_max, rep, blk)
     # a row of words (the host viewed the UB as the element type: no byte assembly here);
     # a misaligned src.addr is an ALIGN error whose reads do not matter
@@ -561,6 +584,8 @@ def _read_extent(spec: Spec, p, blk, lane_mask, active):
         addressing.blocks_bytes(nrep - 1, p.src_rep_stride) + last_tail,
         jnp.where(nrep >= 2, addressing.blocks_bytes(nrep - 2, p.src_rep_stride) + last, 0)) + s
     hi = jnp.where(p.mask_counter, hi_counter, hi)
+    if spec.count_form:                  # the first ``count`` elements, back to back
+        hi = p.tensor("src").addr + nrep * s
     return (jnp.where(live, lo, _BIG), jnp.where(live, hi, 0), jnp.where(live, first, 0),
             last)
 
@@ -660,7 +685,7 @@ def _evaluate(ins: Instruction, spec: Spec, p: Params, x, active, lane_mask, blk
     need_exact = ~values.pop("exact_ok", jnp.bool_(True))
     src = p.tensor("src")
     if spec.path == "general":
-        reads = addressing.read_table(src.addr, p.src_rep_stride, blk, r_max=spec.r_max, size=s)
+        reads = addressing.read_table(src.addr, p.src_rep_stride, blk, r_max=spec.rows, size=s)
         extents = {"src": Extent(*_extent(reads, active, s))}
     else:
         lo, hi, off_first, off_last = _read_extent(spec, p, blk, lane_mask, active)
@@ -707,7 +732,7 @@ def source_reads(ins: Instruction, spec: Spec, p: Params):
     ``(r_max, L)`` -- :func:`ascend_ref.addressing.source_table` over the call's parameters."""
     blk, lane_mask, active = _lanes(ins, spec, p)
     reads, _ = addressing.source_table(p.tensor("src").addr, p.src_rep_stride, blk,
-                                       lane_mask, p.repeat, r_max=spec.r_max, size=spec.size)
+                                       lane_mask, p.repeat, r_max=spec.rows, size=spec.size)
     return reads, lane_mask, active
 
 
@@ -978,19 +1003,20 @@ def host_constraints(ins: Instruction, params: Sequence[str]) -> list:
             if t != "src"]
     words = "[mask_h, mask_l]" if ins.word_order == "tik" else \
         "[lanes 0-63, lanes 64-127] (one word for a 32-bit type)"
-    out += [host(Code.BAD_ARGUMENT, "mask", "mask is an int (continuous), a list of ints "
-                                            "(bit mode) or uint32[4] lane words"),
-            host(Code.MASK_RANGE, "mask", "a continuous mask is in [0, 2**31)"),
-            host(Code.MASK_BITS, "mask", f"bit mode: the words {words}, each in [0, 2**64)")]
-    if "counter" in ins.mask_modes:
-        out += [host(Code.MASK_RANGE, "mask", "counter mode: CounterMask(count), count in "
-                                              "[0, 2**64) (the low 64 bits)"),
-                host(Code.MASK_MODE, "mask", f"counter mode only on a product with "
-                                             f"SetMaskCount (its profile's "
-                                             f"{masks.COUNTER_FACT} = \"supported\")")]
-    else:
-        out.append(host(Code.MASK_MODE, "mask", f"no counter mode: {ins.api}'s page does not "
-                                                f"document SetMaskCount / isSetMask"))
+    if not ins.count_form:            # the count form has no mask parameter
+        out += [host(Code.BAD_ARGUMENT, "mask", "mask is an int (continuous), a list of ints "
+                                                "(bit mode) or uint32[4] lane words"),
+                host(Code.MASK_RANGE, "mask", "a continuous mask is in [0, 2**31)"),
+                host(Code.MASK_BITS, "mask", f"bit mode: the words {words}, each in [0, 2**64)")]
+        if "counter" in ins.mask_modes:
+            out += [host(Code.MASK_RANGE, "mask", "counter mode: CounterMask(count), count in "
+                                                  "[0, 2**64) (the low 64 bits)"),
+                    host(Code.MASK_MODE, "mask", f"counter mode only on a product with "
+                                                 f"SetMaskCount (its profile's "
+                                                 f"{masks.COUNTER_FACT} = \"supported\")")]
+        else:
+            out.append(host(Code.MASK_MODE, "mask", f"no counter mode: {ins.api}'s page does "
+                                                    f"not document SetMaskCount / isSetMask"))
     out += [host(Code.BAD_ARGUMENT, k, f"{k} is an int") for k in params]
     for t in ops:
         out += [host(Code.BAD_ARGUMENT, f"{t}.addr", f"{t}.addr is an int"),
@@ -1035,6 +1061,8 @@ def prepare(ins: Instruction, ub, tensors: dict, mask, params: dict, *, chip, op
                 f"the dst type {api} pairs with a {dtype} src on this product"
             raise ConstraintError(Code.DTYPE_MISMATCH, api=api, param=f"{name}.dtype",
                                   value=t.dtype, allowed=f"{want} ({why})", chip=prof.id)
+    if ins.count_form:          # no mask parameter: every lane of the first count elements
+        mask, params = 256 // itemsize(dtype), {**params, "src_rep_stride": 8}
     m = masks.parse(mask, dtype, api=api, chip=prof.id, word_order=ins.word_order)
     if m.mode == "counter" and "counter" not in ins.mask_modes:
         raise ConstraintError(Code.MASK_MODE, api=api, param="mask", value=mask,
@@ -1089,7 +1117,7 @@ def prepare(ins: Instruction, ub, tensors: dict, mask, params: dict, *, chip, op
     r_max = hi if traced_repeat else _bucket(np.clip(repeat, 0, hi), hi)
     spec = Spec(api, dtype, r_max, option, traced_repeat, info, _PATH.get(),
                 dst_dtype="" if dst_dtype == dtype else dst_dtype,
-                spr=bool(spr and ins.spr is not None))
+                spr=bool(spr and ins.spr is not None), count_form=ins.count_form)
     p = Params(repeat=repeat, mask=m.value, mask_count=np.bool_(m.mode == "count"),
                mask_counter=np.bool_(m.mode == "counter"),
                chip=chip_facts, ub_len=np.int32(ub.shape[-1]),

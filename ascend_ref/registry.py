@@ -58,6 +58,7 @@ MODULES = (
     "ascend_ref.ascendc.pair_reduce_sum",
     "ascend_ref.ascendc.repeat_reduce_sum",
     "ascend_ref.ascendc.reduce",
+    "ascend_ref.ascendc.reduce_count",
     "ascend_ref.tik.vec_reduce_minmax",
     "ascend_ref.tik.vec_reduce_add",
 )
@@ -436,7 +437,11 @@ class Instruction:
             self.option is None or option in self.option.values(prof))
 
     def src_footprint(self, repeat: int, rep_stride: int, blk_stride: Optional[int] = None) -> int:
-        """Bytes from ``src`` to the end of the last DataBlock a call can read with any mask."""
+        """Bytes from ``src`` to the end of the last DataBlock a call can read with any mask
+        (the count form: the DataBlocks of the first ``repeat`` = count elements, of the
+        widest modelled type, 4 bytes: no dtype here)."""
+        if self.kernel.count_form:
+            return -(-max(int(repeat), 0) * 4 // BLOCK) * BLOCK
         fixed = BLOCK * (7 * int(blk_stride if self.has_blk_stride and blk_stride is not None
                                  else 1) + 1)
         if not self.has_blk_stride:
@@ -447,6 +452,8 @@ class Instruction:
         """The largest ``src_rep_stride`` whose :meth:`src_footprint` fits in ``nbytes`` (0
         when none does; ``2**31 - 1`` for at most one repeat, where the stride moves
         nothing)."""
+        if self.kernel.count_form:        # no stride: fits or not
+            return (1 << 31) - 1 if self.src_footprint(repeat, 0) <= int(nbytes) else 0
         if int(repeat) <= 1:
             return (1 << 31) - 1
         return max(0, (int(nbytes) - self.src_footprint(1, 0, blk_stride))
@@ -502,6 +509,12 @@ class Instruction:
 
         from . import mask as masks
 
+        if self.kernel.count_form:       # element k: lane k % L of row k // L, no mask
+            s = int(np.dtype(dtype).itemsize)
+            lanes = 256 // s
+            rows = -(-max(int(repeat), 1) // lanes) if rows is None else int(rows)
+            flat = np.arange(rows)[:, None] * lanes + np.arange(lanes)[None, :]
+            return (int(base) + flat * s, np.ones(lanes, bool), flat < int(repeat))
         m = masks.parse(mask, dtype, api=self.name, chip="", word_order=self.word_order)
         blk = blk_stride if self.has_blk_stride and blk_stride is not None else 1
         value, mode, count = m.value, m.mode, None
@@ -548,6 +561,8 @@ class Instruction:
             return top + int(np.dtype(dtype).itemsize)
         if int(repeat) <= 0:
             return 0
+        if self.kernel.count_form:                   # the first count elements
+            return int(repeat) * int(np.dtype(dtype).itemsize)
         reads, lane_mask, _ = self.source_reads(dtype, mask, 1, rep_stride, blk_stride)
         if not lane_mask.any():
             return 0

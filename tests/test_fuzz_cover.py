@@ -49,6 +49,8 @@ def _spec_read_end(c) -> int:
     addressing formula and section 1.2's masks (independent of the generator)."""
     s = np.dtype(c.dtype).itemsize
     lanes, epb = 256 // s, 32 // s
+    if registry.lookup(c.api).kernel.count_form:   # level-2 count form: the first count
+        return c.params["repeat"] * s
     p = c.params
     blk = p.get("src_blk_stride", 1)
     if isinstance(c.mask, ar.CounterMask):        # SEMANTICS §Q: repeat k on its first lanes
@@ -103,12 +105,16 @@ def test_combinations_are_enumerated_from_the_profiles(default):
                 opts = {"whole_reduce_min": list(prof.orders), "whole_reduce_max": list(prof.orders),
                         "reduce_data_block": ["SUM", "MAX", "MIN"],
                         "vec_reduce_min": [False, True], "vec_reduce_max": [False, True],
-                        "reduce_max": [False, True], "reduce_min": [False, True]
+                        "reduce_max": [False, True], "reduce_min": [False, True],
+                        "reduce_max_count": [False, True], "reduce_min_count": [False, True]
                         }.get(api, [None])
                 # RepeatReduceSum.md: "不支持mask逐bit模式" (a continuous mask only); counter
                 # mode (SetMaskCount.md) on the per-repeat Ascend C reductions of the products
-                # that have it
-                modes = ("count",) if api == "repeat_reduce_sum" else ("count", "bits")
+                # that have it; the level-2 count form has no mask (one continuous mask drawn,
+                # ignored)
+                modes = ("count",) if api in ("repeat_reduce_sum", "reduce_sum_count",
+                                              "reduce_max_count", "reduce_min_count") \
+                    else ("count", "bits")
                 if api in COUNTER_APIS and prof.facts.get("counter_mode") == "supported":
                     modes += ("counter",)
                 for o in opts:

@@ -151,6 +151,8 @@ def test_the_constraint_list_is_complete(name):
              Code.DTYPE_MISMATCH, Code.MASK_RANGE, Code.MASK_BITS, Code.MASK_ZERO,
              Code.REPEAT_RANGE, Code.STRIDE_RANGE, Code.ALIGN, Code.UB_BOUNDS,
              Code.TENSOR_BOUNDS, Code.OVERLAP, Code.BAD_ARGUMENT}
+    if ins.kernel.count_form:       # level-2 count form: no mask, no stride parameter
+        every -= {Code.MASK_RANGE, Code.MASK_BITS, Code.MASK_ZERO, Code.STRIDE_RANGE}
     want = set(every) | set(ins.codes) | set(ins.assumptions.values())
     if ins.option is not None:
         want.add(getattr(ins.option, "code", Code.BAD_ARGUMENT))
@@ -204,6 +206,8 @@ def _mutations(case):
            "dtype": (dict(dtype="int32"), (Code.DTYPE_UNSUPPORTED, f"{ins.operands[0]}.dtype")),
            "mask": (dict(mask=1.5), (Code.BAD_ARGUMENT, "mask")),
            "repeat": (dict(params={**case.params, "repeat": 1.5}), (Code.BAD_ARGUMENT, "repeat"))}
+    if ins.kernel.count_form:              # level-2 count form: no mask parameter
+        del out["mask"]
     if ins.option is not None:
         flag = isinstance(ins.option, registry.FlagOption)
         out["option"] = (dict(option=2 if flag else "NOPE"),
@@ -255,8 +259,12 @@ def test_traced_faults_are_listed(name):
     faults = [dataclasses.replace(case, tensors={**case.tensors, "src": (a + 2, n)}),
               dataclasses.replace(case, tensors={**case.tensors, "src": (a, 1)}),
               dataclasses.replace(case, params={**case.params, "src_rep_stride": 70000})]
+    want = [Code.ALIGN, Code.TENSOR_BOUNDS, Code.STRIDE_RANGE]
+    if ins.kernel.count_form:              # no stride parameter: the count instead
+        faults[2] = dataclasses.replace(case, params={**case.params, "repeat": 10**6})
+        want[2] = Code.REPEAT_RANGE
     seen = [_raised(c) for c in faults]
-    assert [c for c, _ in seen] == [Code.ALIGN, Code.TENSOR_BOUNDS, Code.STRIDE_RANGE]
+    assert [c for c, _ in seen] == want
     assert all(s in keys for s in seen), seen
 
 

@@ -338,7 +338,7 @@ def _set(i, v):
     (_set(0, T(2048, F16, 1)), Code.TENSOR_BOUNDS),   # calIndex writes 2 elements
     (_set(2, T(2080, F16, 31)), Code.WORK_SIZE),      # 2 repeats with index: 16 + 16
     (_set(6, 2), Code.BAD_ARGUMENT),
-    (lambda c: c.update(args=c["args"][:3] + [288, True]), Code.BAD_ARGUMENT),   # count form
+    (lambda c: c.update(args=c["args"][:3] + [128, 4]), Code.BAD_ARGUMENT),   # no srcRepStride
 ])
 def test_constraints(impl, change, code):
     c = _good()
@@ -513,8 +513,8 @@ def test_sum_saturation_and_tmp(impl):
                 saturate=True) == Code.SATURATE_DTYPE
     assert call(impl, "reduce_sum", ub, T(8194, F32, 8), T(0, F32, y.size), T(8224, F32, 24),
                 64, 17, 8, chip="atlas_a2") == Code.ALIGN              # float dst: 4 B
-    assert call(impl, "reduce_sum", ub, *base, T(8224, F32, 24), 1088,
-                chip="atlas_a2") == Code.BAD_ARGUMENT                 # the count form
+    assert call(impl, "reduce_sum", ub, *base, T(8224, F32, 24), 64, 17,
+                chip="atlas_a2") == Code.BAD_ARGUMENT                 # no srcRepStride
     assert call(impl, "reduce_sum", ub, *base, T(8224, F32, 24), 64, 17, 8,
                 chip="atlas_inference_vector_core") == Code.API_UNSUPPORTED
 
@@ -526,3 +526,175 @@ def test_sum_tmp_size_formula(repeat, dtype, need):
     from ascend_ref.ascendc.reduce import sum_tmp_need
 
     assert sum_tmp_need(repeat, None, dtype) == need
+
+
+# ------------------------------------------------------------------ the count form ---------
+# ReduceSum.md / ReduceMax.md / ReduceMin.md "tensor前n个数据计算" (ascendc/reduce_count.py)
+
+@pytest.mark.parametrize("impl", IMPLS)
+@pytest.mark.parametrize("chip", ["atlas_a2", "ascend950", "atlas_training", "kirin_x90"])
+def test_count_form_page_examples(impl, chip):
+    """ReduceSum.md: count 288, src all ones -> [288, 0, ...]; ReduceMax.md (A.3): count 288,
+    calIndex -> [0.999, 1.38e-05] = index 232; ReduceMin.md (A.5): -> [0.00393, 4.3e-06] =
+    index 72 (the positional call ``(dst, src, tmp, 288, True)`` is the count form)."""
+    ub = make_ub(np.ones(288, np.float16), F16)
+    out = call(impl, "reduce_sum", ub, T(2048, F16, 16), T(0, F16, 288), T(2080, F16, 16), 288,
+               chip=chip)
+    assert out.load(2048, F16, 1)[0] == 288
+    for name, section, value, index, printed in [
+            ("reduce_max", "A.3", "0.999", 232, "1.383e-05"),
+            ("reduce_min", "A.5", "0.00393", 72, "4.292e-06")]:
+        x = _page_data(section)
+        assert x.size == 288
+        out = call(impl, name, make_ub(x, F16), T(2048, F16, 16), T(0, F16, 288),
+                   T(2080, F16, 32), 288, True, chip=chip)
+        got = out.load(2048, F16, 2)
+        assert "%.3g" % float(got[0]) == value
+        assert int(got.view(np.uint16)[1]) == index
+        assert "%.4g" % float(got[1]) == printed
+
+
+@pytest.mark.parametrize("impl", ["jax", pytest.param("oracle", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("cal_index, need", [(True, 1056), (False, 1024)])
+def test_count_form_tmp_size_rows_3_and_5(impl, cal_index, need):
+    """ReduceMax.md sharedTmpBuffer空间计算示例三 / 五: count 65408 half (firstMaxRepeat =
+    65408 / 128 = 511): 1024 + 16 + 16 = 1056 elements with index, 1024 without; need - 1
+    is WORK_SIZE (A2 uses the buffer), need is accepted."""
+    from ascend_ref.ascendc.reduce_count import minmax_need
+
+    assert minmax_need(65408, cal_index, F16) == need
+    x = np.random.default_rng(65408).uniform(-1, 1, 65408).astype(np.float16)
+    ub = make_ub(x, F16, nbytes=196608)
+    d, w = x.nbytes, x.nbytes + 64
+    args = (T(d, F16, 16), T(0, F16, x.size))
+    ok = call(impl, "reduce_max", ub, *args, T(w, F16, need), 65408, cal_index, chip="atlas_a2")
+    assert isinstance(ok, Out) and ok.undefined[w:w + 2 * need].all()
+    assert ok.load(d, F16, 1)[0] == x.max()
+    if cal_index:
+        assert int(ok.load(d, F16, 2).view(np.uint16)[1]) == int(np.argmax(x))
+    assert call(impl, "reduce_max", ub, *args, T(w, F16, need - 1), 65408, cal_index,
+                chip="atlas_a2") == Code.WORK_SIZE
+
+
+@pytest.mark.parametrize("impl", IMPLS)
+def test_count_form_buffer_per_mode(impl):
+    """方式一 (A2, ReduceSum count form): any size, not touched; 方式二 (AI Core): the page's
+    size (count 300 half: firstMaxRepeat 2 -> 16 elements), undefined afterwards; 950 方式三
+    (256 < 300 * 2 <= 1024 bytes): any size, not touched; 950 count 600 (方式二): the size."""
+    x = np.arange(700, dtype=np.float16) % 7
+    ub = make_ub(x, F16, nbytes=1 << 14)
+    args = (T(4096, F16, 16), T(0, F16, 700))
+    for chip, n, used in [("atlas_a2", 300, False), ("atlas_inference_aicore", 300, True),
+                          ("ascend950", 300, False), ("ascend950", 600, True)]:
+        need = 16 if n == 300 else 16     # max(n // 128, 1) = 2 / 4 -> one block of 16
+        tmp0 = call(impl, "reduce_sum", ub, *args, T(4160, F16, 0), n, chip=chip)
+        if used:
+            assert tmp0 == Code.WORK_SIZE, chip
+            out = call(impl, "reduce_sum", ub, *args, T(4160, F16, need), count=n, chip=chip)
+            assert out.undefined[4160:4160 + 2 * need].all()
+        else:
+            out = tmp0
+            assert isinstance(out, Out) and not out.undefined.any(), chip
+            assert (out.ub[4160:] == ub[4160:]).all()
+        assert out.load(4096, F16, 1)[0] == x[:n].astype(np.float64).sum()   # exact here
+
+
+def _adversarial(rng, n, dtype):
+    """NaN payloads, ±0, ties, subnormals, half sums that saturate."""
+    x = rng.standard_normal(n).astype(dtype)
+    info = np.finfo(dtype)
+    k = rng.integers(0, 6)
+    if k == 0:
+        x[rng.integers(0, n, 3)] = -0.0
+        x[rng.integers(0, n, 3)] = 0.0
+    elif k == 1:
+        v = x.view(np.uint16 if dtype == F16 else np.uint32)
+        v[rng.integers(0, n)] = 0x7C01 if dtype == F16 else 0x7F800001      # sNaN payload
+        v[rng.integers(0, n)] = 0xFE00 if dtype == F16 else 0xFFC00000
+    elif k == 2:
+        x[:] = x[rng.integers(0, n)]                                        # all ties
+    elif k == 3:
+        x = (rng.integers(-5, 5, n) * info.smallest_subnormal).astype(dtype)
+    elif k == 4:
+        x = rng.choice([info.max, -info.max, info.max / 2], n).astype(dtype)
+    else:
+        x = np.abs(x)
+        x[-1] = x.max()                                                     # tie at the end
+    return x
+
+
+COUNTS = {F16: [1, 127, 128, 129, 255, 256, 257, 384, 385, 512, 513, 4096 + 3],
+          F32: [1, 63, 64, 65, 128, 129, 192, 193, 256, 257, 4096, 4097]}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("chip", ["atlas_a2", "ascend950", "atlas_inference_aicore"])
+@pytest.mark.parametrize("dtype", [F16, F32])
+def test_count_form_differential_seeded(chip, dtype):
+    """JAX path vs oracle: counts around L, 2L, 3L, 4L (950's 方式三 limits) and a long tail,
+    adversarial data, the three APIs (half sums with and without saturation)."""
+    rng = np.random.default_rng(hash((chip, dtype)) % 2**32)
+    for n in COUNTS[dtype]:
+        x = _adversarial(rng, n, dtype)
+        ub = make_ub(x, dtype, nbytes=1 << 16)
+        base = -(-x.nbytes // 64) * 64
+        args = (T(base, dtype, 16), T(0, dtype, n), T(base + 64, dtype, 1024))
+        for name, extra, kw in [("reduce_sum", (n,), {}), ("reduce_max", (n, True), {}),
+                                ("reduce_min", (n, False), {})] + (
+                [("reduce_sum", (n,), {"saturate": True})] if dtype == F16 else []):
+            o, j = (call(impl, name, ub, *args, *extra, chip=chip, **kw) for impl in IMPLS)
+            if not isinstance(o, Out):
+                assert o == j, (name, n)
+                continue
+            assert (o.undefined == j.undefined).all() and (o.written == j.written).all()
+            assert (o.ub[~o.undefined] == j.ub[~o.undefined]).all(), (name, n, chip)
+
+
+@pytest.mark.slow
+def test_count_form_index_overflow_and_ties():
+    """A 2-byte result index above 65535 is INDEX_OVERFLOW (count 65537, the maximum last);
+    among equal extremes the smallest flat position wins (A2, 950)."""
+    x = np.zeros(65537, np.float16)
+    x[-1] = 1
+    ub = make_ub(x, F16, nbytes=1 << 18)
+    args = (T(131136, F16, 16), T(0, F16, x.size), T(131200, F16, 2048))
+    for impl in IMPLS:
+        assert call(impl, "reduce_max", ub, *args, count=65537, cal_index=True,
+                    chip="ascend950") == Code.INDEX_OVERFLOW
+        out = call(impl, "reduce_max", ub, *args, 65537, False, chip="ascend950")
+        assert out.load(131136, F16, 1)[0] == 1
+        ties = call(impl, "reduce_min", ub, *args, 300, True, chip="atlas_a2")
+        assert int(ties.load(131136, F16, 2).view(np.uint16)[1]) == 0
+
+
+def test_count_form_dispatch_rule():
+    """``count=`` or one numeric argument is the count form (a bool after it: calIndex); the
+    high-dimensional form needs all three; both at once is BAD_ARGUMENT."""
+    ub = make_ub(np.arange(256, dtype=np.float16), F16, nbytes=1 << 13)
+    d, s, w = T(1024, F16, 16), T(0, F16, 256), T(1056, F16, 64)
+    a = call("jax", "reduce_max", ub, d, s, w, 200, True, chip="atlas_a2")
+    b = call("jax", "reduce_max", ub, d, s, w, count=200, cal_index=True, chip="atlas_a2")
+    assert (a.ub == b.ub).all() and int(a.load(1024, F16, 2).view(np.uint16)[1]) == 199
+    for impl in IMPLS:
+        assert call(impl, "reduce_max", ub, d, s, w, 128, 1, chip="atlas_a2") == \
+            Code.BAD_ARGUMENT
+    assert call("jax", "reduce_sum", ub, d, s, w, 128, 1, 8, count=3,
+                chip="atlas_a2") == Code.BAD_ARGUMENT
+    assert call("jax", "reduce_sum", ub, d, s, w, 0, chip="atlas_a2").written.sum() == 0
+    assert call("jax", "reduce_sum", ub, d, s, w, 98305, chip="atlas_a2") == Code.REPEAT_RANGE
+    assert call("jax", "reduce_sum", ub, d, T(0, F16, 199), w, 200,
+                chip="atlas_a2") == Code.TENSOR_BOUNDS
+
+
+@pytest.mark.parametrize("chip", ["atlas_a2", "ascend950", "kirin_x90"])
+def test_count_form_differential_quick(chip):
+    """The default run's share of the seeded differential: one count per mode boundary."""
+    rng = np.random.default_rng(7)
+    for n in (129, 300, 513):
+        x = _adversarial(rng, n, F16)
+        ub = make_ub(x, F16, nbytes=1 << 13)
+        args = (T(1088, F16, 16), T(0, F16, n), T(1152, F16, 64))
+        for name, extra in [("reduce_sum", (n,)), ("reduce_max", (n, True))]:
+            o, j = (call(impl, name, ub, *args, *extra, chip=chip) for impl in IMPLS)
+            assert (o.undefined == j.undefined).all() and (o.written == j.written).all()
+            assert (o.ub[~o.undefined] == j.ub[~o.undefined]).all(), (name, n, chip)

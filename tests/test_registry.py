@@ -57,6 +57,8 @@ def _case(ins, dtype, option, repeat, work=None, **kw):
     ub = np.full(65536, 0x5A, np.uint8)
     ub[:src_n * s] = vals.view(np.uint8)
     params = {"repeat": repeat, "dst_rep_stride": 1, "src_blk_stride": 1, "src_rep_stride": 8}
+    if ins.kernel.count_form:              # the count form: ``repeat`` full repeats' elements
+        params["repeat"] = repeat * lanes
     tensors = {"src": (0, src_n), "dst": (32768, 4096 // s)}
     if "work_tensor" in ins.operands:
         tensors["work_tensor"] = (49152, work if work is not None else 8192 // s)
@@ -127,9 +129,14 @@ def test_repeat_range_is_what_the_oracle_accepts(ins, dtype, option):
                                               if v.values[0].work_need is not None])
 @pytest.mark.parametrize("r", [1, 2, 65])
 def test_work_need_is_the_smallest_work_tensor_the_oracle_accepts(ins, dtype, option, r):
-    need = ins.work_elements(r, option, dtype)
-    assert run_oracle(_case(ins, dtype, option, r, work=need)).code is None
-    assert run_oracle(_case(ins, dtype, option, r, work=need - 1)).code == Code.WORK_SIZE
+    kw = {}
+    n = r
+    if ins.kernel.count_form:     # the count form: r repeats' elements, on a product whose
+        n = r * 256 // np.dtype(dtype).itemsize      # sum and max / min use the buffer
+        kw["chip"] = "atlas_inference_aicore"
+    need = ins.work_elements(n, option, dtype)
+    assert run_oracle(_case(ins, dtype, option, r, work=need, **kw)).code is None
+    assert run_oracle(_case(ins, dtype, option, r, work=need - 1, **kw)).code == Code.WORK_SIZE
 
 
 @pytest.mark.parametrize("ins", INSTRUCTIONS, ids=lambda i: i.name)
@@ -189,8 +196,9 @@ def test_read_extent_is_the_smallest_source_the_oracle_accepts(ins, dtype, optio
         if "src_blk_stride" in c.params:
             c.params["src_blk_stride"] = 2
         p = c.params
-        need = ins.read_extent(dtype, mask, 3, 9, p.get("src_blk_stride"))
-        assert need % s == 0 and need <= ins.src_footprint(3, 9, p.get("src_blk_stride"))
+        r = p["repeat"]                       # 3 (the count form: 3 repeats' elements)
+        need = ins.read_extent(dtype, mask, r, 9, p.get("src_blk_stride"))
+        assert need % s == 0 and need <= ins.src_footprint(r, 9, p.get("src_blk_stride"))
         c.tensors["src"] = (0, need // s)
         assert run_oracle(c).code is None, (mask, need)
         c.tensors["src"] = (0, need // s - 1)
@@ -199,6 +207,10 @@ def test_read_extent_is_the_smallest_source_the_oracle_accepts(ins, dtype, optio
 
 @pytest.mark.parametrize("ins", INSTRUCTIONS, ids=lambda i: i.name)
 def test_rep_stride_fitting_is_the_largest_stride_whose_footprint_fits(ins):
+    if ins.kernel.count_form:             # no stride: the first count elements, contiguous
+        assert ins.rep_stride_fitting(255, 100_000) == 2**31 - 1
+        assert ins.rep_stride_fitting(100_000, 300) == 0
+        return
     for r in (2, 7, 255):
         for n in (300, 4096, 100_000):
             for blk in (1, 3):

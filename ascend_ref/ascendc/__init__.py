@@ -6,7 +6,8 @@ from .reduce_data_block import (block_reduce_max, block_reduce_min, block_reduce
                                 reduce_data_block)
 from .pair_reduce_sum import pair_reduce_sum, reduce_pair_elem
 from .repeat_reduce_sum import repeat_reduce_sum
-from .reduce import reduce_max, reduce_min, reduce_sum
+from .reduce_count import (reduce_max, reduce_max_count, reduce_min, reduce_min_count,
+                           reduce_sum, reduce_sum_count)
 from .whole_reduce import whole_reduce_max, whole_reduce_min, whole_reduce_sum
 from ..spr import (get_acc_val, get_reduce_max_min_count, get_reduce_repeat_max_min_spr,
                    get_reduce_repeat_sum_spr)
@@ -30,5 +31,6 @@ def reduce_repeat(ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_strid
 __all__ = ["whole_reduce_min", "whole_reduce_max", "whole_reduce_sum", "reduce_data_block",
            "reduce_repeat", "block_reduce_sum", "block_reduce_max", "block_reduce_min",
            "pair_reduce_sum", "reduce_pair_elem", "repeat_reduce_sum", "reduce_max", "reduce_min",
-           "reduce_sum", "get_reduce_repeat_sum_spr", "get_acc_val",
+           "reduce_sum", "reduce_sum_count", "reduce_max_count", "reduce_min_count",
+           "get_reduce_repeat_sum_spr", "get_acc_val",
            "get_reduce_repeat_max_min_spr", "get_reduce_max_min_count"]

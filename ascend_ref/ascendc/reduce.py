@@ -31,7 +31,9 @@ src and sharedTmpBuffer 32 B. repeatTime: the page allows up to INT32_MAX; the r
 models up to ``L*L/4`` (4096 half, 1024 float), where the page's three-round size formula
 ends (assumption ``reduce_l2_max_repeat``). repeatTime 0 / mask 0: the product's zero rules
 (A2/A3 NOP, 950 not guaranteed). The count form ``ReduceMax(dst, src, sharedTmpBuffer, count,
-calIndex)`` is not modelled yet: ``BAD_ARGUMENT``.
+calIndex)`` is its own declared instruction, ``reduce_max_count`` (``ascendc/reduce_count.py``);
+the public functions ``reduce_max`` / ``reduce_min`` / ``reduce_sum`` (in
+``ascendc/reduce_count.py``, which declares the count form) take either overload.
 
 ReduceSum (same geometry, no calIndex, ``saturate`` as every half sum): 方式二 on every product
 (the page's accumulation table: the high-dimensional form is 方式二 everywhere, 950's Normal
@@ -61,7 +63,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import mask as masks, numerics, registry
-from ..constraints import Code, ConstraintError, Rule
+from ..constraints import Code, Rule
 from ..engine import Effects, Instruction as Kernel, Region, Write, gate
 from ..ub import itemsize
 from . import _spr_hooks as sprs
@@ -143,7 +145,7 @@ def _effects(kind: str):
         # its first entry exactly then (ties go to the lower position)
         pair = jnp.stack([value_r, jnp.broadcast_to(value, value_r.shape)], axis=-1)
         _, which, _ = arith.extreme(pair, jnp.ones(pair.shape, bool), kind)
-        index_r = jnp.arange(spec.r_max, dtype=jnp.int32) * (p.src_rep_stride * (32 // s)) \
+        index_r = jnp.arange(spec.rows, dtype=jnp.int32) * (p.src_rep_stride * (32 // s)) \
             + lane_r
         big = jnp.int32(2**31 - 1)
         cand = jnp.where(live & (which == 0), index_r, big)
@@ -185,7 +187,7 @@ def _sum_effects(spec, p, bits, active, arith):
     own sum (assumption ``reduce_sum_tree_chunking``)."""
     add, zero = arith.add, arith.zero
     stage1 = numerics.tree_sum(jnp.where(active, bits, zero), add)
-    live = jnp.arange(spec.r_max) < p.repeat
+    live = jnp.arange(spec.rows) < p.repeat
     chunks = numerics.padded_tree_sum(jnp.where(live, stage1, zero), spec.lanes, add, zero)
     many = numerics.padded_tree_sum(chunks, spec.lanes, add, zero)[0]
     total = jnp.where(p.repeat > spec.lanes, many,
@@ -246,42 +248,3 @@ _SUM = registry.register(registry.Instruction(
     summary="ReduceSum (level 2, high-dimensional form)"))
 _MAX = _declare("reduce_max", "max", "ReduceMax (level 2, high-dimensional form)")
 _MIN = _declare("reduce_min", "min", "ReduceMin (level 2, high-dimensional form)")
-
-
-def _run(ins, ub, dst, src, shared_tmp_buffer, mask, repeat_time, src_rep_stride, cal_index,
-         chip, return_info, saturate=None, spr=None):
-    if src_rep_stride is None:
-        raise ConstraintError(
-            Code.BAD_ARGUMENT, api=ins.name, param="count", value=mask,
-            allowed="the high-dimensional form (dst, src, shared_tmp_buffer, mask, repeat_time, "
-                    "src_rep_stride, cal_index)",
-            hint="the count form (dst, src, sharedTmpBuffer, count[, calIndex]) is "
-                 "not modelled yet")
-    return ins.run(ub, {"dst": dst, "src": src, "work_tensor": shared_tmp_buffer}, mask,
-                   {"repeat": repeat_time, "src_rep_stride": src_rep_stride}, chip=chip,
-                   option=cal_index, saturate=saturate, return_info=return_info, spr=spr)
-
-
-def reduce_sum(ub, dst, src, shared_tmp_buffer, mask, repeat_time=None, src_rep_stride=None, *,
-               chip, saturate=None, return_info=False, spr=None):
-    """ReduceSum (level 2): the sum of every repeat into ``dst[0]`` (方式二: trees inside and
-    across the repeats). Only the high-dimensional form. ``saturate`` (half only) defaults to
-    the product profile's ``saturate_default``."""
-    return _run(_SUM, ub, dst, src, shared_tmp_buffer, mask, repeat_time, src_rep_stride, None,
-                chip, return_info, saturate, spr=spr)
-
-
-def reduce_max(ub, dst, src, shared_tmp_buffer, mask, repeat_time=None, src_rep_stride=None,
-               cal_index=False, *, chip, return_info=False, spr=None):
-    """ReduceMax (level 2): the maximum over every repeat into ``dst[0]`` (its smallest
-    index into ``dst[1]`` with ``cal_index``). Only the high-dimensional form."""
-    return _run(_MAX, ub, dst, src, shared_tmp_buffer, mask, repeat_time, src_rep_stride,
-                cal_index, chip, return_info, spr=spr)
-
-
-def reduce_min(ub, dst, src, shared_tmp_buffer, mask, repeat_time=None, src_rep_stride=None,
-               cal_index=False, *, chip, return_info=False, spr=None):
-    """ReduceMin (level 2): the minimum over every repeat into ``dst[0]`` (its smallest
-    index into ``dst[1]`` with ``cal_index``). Only the high-dimensional form."""
-    return _run(_MIN, ub, dst, src, shared_tmp_buffer, mask, repeat_time, src_rep_stride,
-                cal_index, chip, return_info, spr=spr)

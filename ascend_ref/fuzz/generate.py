@@ -929,7 +929,7 @@ def _b_align(b: _Break) -> None:
 def _b_tensor_small(b: _Break) -> None:
     c, s, p = b.case, b.s, b.case.params
     a, n = c.tensors["src"]
-    need = b.ins.read_extent(c.dtype, c.mask, p["repeat"], p["src_rep_stride"],
+    need = b.ins.read_extent(c.dtype, c.mask, p["repeat"], p.get("src_rep_stride", 8),
                              p.get("src_blk_stride")) // s
     if b.edge and need >= 1:                # the last element read is just past the end
         c.tensors["src"] = (a, need - 1)
@@ -1015,19 +1015,22 @@ def _always(t: Template, ins: registry.Instruction, prof: Any) -> bool:
 #: Every illegal-case breaker, keyed by the code it aims at, in campaign order. ``can`` reads
 #: the instruction's declaration (parameters, work tensor, option, codes), never its name.
 BREAKERS: Dict[Code, Breaker] = {b.code: b for b in [
-    Breaker(Code.MASK_RANGE, "mask_range", lambda t, i, p: t.mask_mode in ("count", "counter"),
+    Breaker(Code.MASK_RANGE, "mask_range",
+            lambda t, i, p: t.mask_mode in ("count", "counter") and not i.kernel.count_form,
             _b_mask_range),
     Breaker(Code.MASK_BITS, "mask_bits", lambda t, i, p: t.mask_mode == "bits", _b_mask_bits),
     Breaker(Code.MASK_MODE, "mask_mode",
             lambda t, i, p: t.mask_mode == "counter" and bool(_no_counter_host(t)),
             _b_mask_mode),
-    Breaker(Code.MASK_ZERO, "zero_mask", _always, _b_zero_mask),
+    Breaker(Code.MASK_ZERO, "zero_mask", lambda t, i, p: not i.kernel.count_form,
+            _b_zero_mask),
     Breaker(Code.REPEAT_RANGE, "repeat_range",
             lambda t, i, p: t.mask_mode != "counter" and (
                 t.r_hi == i.repeat_range(t.option, t.dtype)[1]
                 or (i.repeat_range(t.option, t.dtype)[0] >= 1 and t.r_lo <= 1)),
             _b_repeat_range),
-    Breaker(Code.STRIDE_RANGE, "stride_range", _always, _b_stride_range),
+    Breaker(Code.STRIDE_RANGE, "stride_range", lambda t, i, p: bool(i.kernel.strides),
+            _b_stride_range),
     Breaker(Code.DST_STRIDE_ZERO, "dst_stride_zero",
             lambda t, i, p: "dst_rep_stride" in i.params and not p.dst_rep_stride_zero,
             _b_dst_stride_zero),
@@ -1047,7 +1050,7 @@ BREAKERS: Dict[Code, Breaker] = {b.code: b for b in [
             _b_work_small),
     Breaker(Code.INDEX_OVERFLOW, "index_overflow",
             lambda t, i, p: Code.INDEX_OVERFLOW in i.codes and i.has_index(t.option, t.dtype)
-            and t.r_hi >= 2, _b_index_overflow),
+            and t.r_hi >= 2 and not i.kernel.count_form, _b_index_overflow),
     Breaker(Code.SATURATE_DTYPE, "saturate_dtype",
             lambda t, i, p: t.dtype == "float32" and i.saturating, _b_saturate_dtype),
 ]}

@@ -15,6 +15,7 @@ from ._api import (OracleError, OracleResult, pair_reduce_sum, reduce_data_block
                    reduce_pair_elem, repeat_reduce_sum, vec_reduce_add, vec_reduce_max, vec_reduce_min,
                    whole_reduce_max, whole_reduce_min, whole_reduce_sum)
 from ._api import reduce_max, reduce_min, reduce_sum
+from ._api import reduce_max_count, reduce_min_count, reduce_sum_count
 from ._fp import cascade_need
 from . import _spr as spr        # the reduce special registers (SEMANTICS §P)
 
@@ -22,4 +23,5 @@ __all__ = [
     "OracleError", "OracleResult", "whole_reduce_min", "whole_reduce_max", "whole_reduce_sum",
     "reduce_data_block", "pair_reduce_sum", "reduce_pair_elem", "repeat_reduce_sum", "vec_reduce_min", "vec_reduce_max", "vec_reduce_add", "cascade_need",
     "reduce_max", "reduce_min", "reduce_sum", "spr",
+    "reduce_max_count", "reduce_min_count", "reduce_sum_count",
 ]

@@ -932,9 +932,9 @@ def _level2(api: str, kind: str, ub, dst, src, tmp, mask, repeat_time, src_rep_s
     "SUM" (calIndex False)."""
     prof = _resolve_chip(chip, api)
     fails = _Failures(api, prof.id)
-    if src_rep_stride is None:                 # ReduceMax(dst, src, tmp, count[, calIndex])
-        fails.add(Code.BAD_ARGUMENT, "the count form (dst, src, sharedTmpBuffer, count, "
-                                     "calIndex) is not modelled")
+    if src_rep_stride is None or repeat_time is None:
+        fails.add(Code.BAD_ARGUMENT, "the high-dimensional form gives mask, repeatTime and "
+                                     "srcRepStride (the count form: count alone)")
         fails.raise_first()
     ubarr = _parse_ub(fails, ub)
     supported = prof.dtypes(api)
@@ -1075,22 +1075,215 @@ def _level2(api: str, kind: str, ub, dst, src, tmp, mask, repeat_time, src_rep_s
     return out.result()
 
 
-def reduce_max(ub, dst, src, shared_tmp_buffer, mask, repeat_time=None, src_rep_stride=None,
-               cal_index=False, *, chip) -> OracleResult:
-    """ReduceMax (level 2), high-dimensional form."""
+def _level2_count(api: str, kind: str, ub, dst, src, tmp, count, cal_index, chip,
+                  saturate=None) -> OracleResult:
+    """ReduceSum / ReduceMax / ReduceMin, the count form "tensor前n个数据计算" (the first
+    ``count`` elements; ReduceSum.md / ReduceMax.md / ReduceMin.md, current pages;
+    docs/SEMANTICS.md §N). Loops over the elements as the pages describe them."""
+    prof = _resolve_chip(chip, api)
+    fails = _Failures(api, prof.id)
+    ubarr = _parse_ub(fails, ub)
+    supported = prof.dtypes(api)
+    if not supported:
+        fails.add(Code.API_UNSUPPORTED, f"{api} does not exist on {prof.id}")
+    d, s, w = _parse_same_type(fails, supported, (("dst", dst), ("src", src),
+                                                  ("shared_tmp_buffer", tmp)),
+                               "dst, src and sharedTmpBuffer share the type T")
+    tensors = [d, s, w]
+    fmt = s.fmt if s is not None else None
+    L = None if fmt is None else REPEAT_BYTES // fmt.size
+    epb = None if fmt is None else BLOCK // fmt.size
+    ci = _as_bool(cal_index)
+    if ci is None:
+        fails.add(Code.BAD_ARGUMENT, f"calIndex must be a bool, got {cal_index!r}")
+    sat = False
+    if kind == "SUM":
+        sat, _ = _parse_saturate(fails, saturate, prof, fmt)
+    n = _as_int(count)
+    if n is None:
+        fails.add(Code.BAD_ARGUMENT, f"count must be an int, got {count!r}")
+    elif fmt is not None:
+        # "最大处理的数据量不能超过UB大小限制": [1, UB bytes / sizeof(T)]; 0: the zero rule
+        low = 1 if prof.zero_repeat == "error" else 0
+        if n < low or n > prof.ub_bytes // fmt.size:
+            fails.add(Code.REPEAT_RANGE, f"count = {n} outside [{low}, "
+                                         f"{prof.ub_bytes // fmt.size}]")
+            n = None
+    if fmt is not None and ci is not None:
+        for t, need in ((d, fmt.size * (2 if ci else 1)), (s, BLOCK), (w, BLOCK)):
+            if t is not None and t.addr % need:
+                fails.add(Code.ALIGN, f"{t.name}.addr = {t.addr} not {need}-byte aligned")
+    _check_ub_bounds(fails, prof, ubarr, tensors)
+    ready = (ubarr is not None and all(t is not None and t.fmt is not None for t in tensors)
+             and fmt is not None and n is not None and ci is not None)
+    used = False
+    if ready:
+        sz = fmt.size
+        if n > 0 and s.addr + n * sz > s.end:
+            fails.add(Code.TENSOR_BOUNDS, f"the first {n} elements end at {s.addr + n * sz}, "
+                                          f"outside src [{s.addr}, {s.end})")
+        if n > 0 and d.size < (2 if ci else 1):
+            fails.add(Code.TENSOR_BOUNDS, f"dst holds {d.size} elements; the call writes "
+                                          f"{2 if ci else 1}")
+        up = lambda a, b: (a + b - 1) // b      # noqa: E731 - the pages' RoundUp / DivCeil
+        if kind == "SUM":
+            mode = prof.reduce_sum_count_mode
+            # 方式二 paths need the buffer: "tree" always; 950 outside 256 < n*size <= 1024
+            used = mode == "tree" or (mode == "merge" and not (L < n <= 4 * L))
+            first = max(n // L, 1)                # count / L, 1 if count < L
+            need = up(first, epb) * epb
+        else:
+            used = prof.reduce_tmp_buffer == "used"
+            first = n // L                        # count / elementsPerRepeat
+            it1 = first * 2
+            need = up(it1, epb) * epb
+            if ci:
+                it2 = up(it1, L) * 2
+                need += up(it2, epb) * epb
+                if it2 > 2:
+                    need += up(up(it2, L) * 2, epb) * epb
+        if used and w.size < need:
+            fails.add(Code.WORK_SIZE, f"sharedTmpBuffer.size = {w.size} < {need} elements")
+    fails.raise_first()
+
+    assert ready
+    out = _Writer(ubarr.copy())
+    sz = fmt.size
+    if n == 0:
+        if prof.zero_repeat == "undefined":
+            out.undef(d.addr, d.nbytes)
+            if used:
+                out.undef(w.addr, w.nbytes)
+        return out.result()
+    x = [_read(ubarr, s.addr + k * sz, sz) for k in range(n)]
+    if kind != "SUM":
+        index, value = _fp.select(list(enumerate(x)), fmt, kind)
+        if ci and sz == 2 and index > 65535:
+            raise OracleError(Code.INDEX_OVERFLOW,
+                              f"{api} on {prof.id}: result index {index} above 65535",
+                              all_failures=[(Code.INDEX_OVERFLOW, "")])
+        if used:
+            out.undef(w.addr, w.nbytes)
+        out.write(d.addr, sz, _minmax_nan(value, fmt, prof))
+        if ci:
+            out.write(d.addr + sz, sz, index)
+        return out.result()
+    kw = dict(default_nan=prof.default_nan(fmt.name), ftz=prof.fp32_ftz, saturate=sat)
+    plus = lambda a, b: _fp.add(a, b, fmt, **kw)      # noqa: E731
+
+    def vec(k):                                   # the k-th L elements, +0 past count
+        return [x[k * L + i] if k * L + i < n else 0 for i in range(L)]
+
+    def tree(vals):                               # one tree of L lanes, +0 padded
+        return _fp.tree_sum(list(vals) + [0] * (L - len(vals)), fmt, **kw)
+
+    def trees(vals):                              # 方式二 across repeat sums
+        if len(vals) == 1:
+            return vals[0]
+        chunks = [tree(vals[c:c + L]) for c in range(0, len(vals), L)]
+        return chunks[0] if len(chunks) == 1 else tree(chunks)
+
+    R = up(n, L)
+    sums = [_fp.tree_sum(vec(k), fmt, **kw) for k in range(R)]
+    mode = prof.reduce_sum_count_mode
+    if mode == "sequential":                      # 方式一: "不同repeat的结果按顺序累加"
+        total = sums[0]
+        for t in sums[1:]:
+            total = plus(total, t)
+    elif mode == "tree":                          # 方式二: body, then the tail
+        full = n // L
+        if full == 0:
+            total = sums[0]
+        else:
+            body = trees(sums[:full])
+            total = tree([body, sums[full]]) if n % L else body
+    elif n <= L:                                  # 950: one repeat
+        total = sums[0]
+    elif n <= 4 * L:                              # 950 方式三: vector merge, then one tree
+        x0, x1 = vec(0), vec(1)
+        if n <= 2 * L:
+            v = [plus(x0[i], x1[i]) if i < n - L else x0[i] for i in range(L)]
+        elif n <= 3 * L:
+            x2 = vec(2)
+            v = [plus(x0[i], x1[i]) for i in range(L)]
+            v = [plus(v[i], x2[i]) if i < n - 2 * L else v[i] for i in range(L)]
+        else:
+            x2, x3 = vec(2), vec(3)
+            a = [plus(x0[i], x1[i]) for i in range(L)]
+            v = [plus(x2[i], x3[i]) if i < n - 3 * L else x2[i] for i in range(L)]
+            v = [plus(v[i], a[i]) for i in range(L)]
+        total = _fp.tree_sum(v, fmt, **kw)
+    else:                                         # 950 方式二: every repeat a sum
+        total = trees(sums)
+    if used:
+        out.undef(w.addr, w.nbytes)
+    out.write(d.addr, sz, total)
+    return out.result()
+
+
+def _count_form(kind_has_index: bool, mask, repeat_time, src_rep_stride, cal_index, count):
+    """(is_count_form, count, cal_index): count= given, or one numeric argument after the
+    buffer (a bool after it is calIndex) -- the rule of the public functions."""
+    if count is not None:
+        return True, count, cal_index
+    if kind_has_index and isinstance(repeat_time, (bool, np.bool_)) and src_rep_stride is None:
+        return True, mask, bool(repeat_time)
+    if repeat_time is None and src_rep_stride is None:
+        return True, mask, cal_index
+    return False, None, cal_index
+
+
+def reduce_max(ub, dst, src, shared_tmp_buffer, mask=None, repeat_time=None,
+               src_rep_stride=None, cal_index=False, *, count=None, chip) -> OracleResult:
+    """ReduceMax (level 2): the count form (``count`` alone, a bool after it is calIndex) or
+    the high-dimensional form."""
+    cf, n, ci = _count_form(True, mask, repeat_time, src_rep_stride, cal_index, count)
+    if cf:
+        return _level2_count("reduce_max_count", "MAX", ub, dst, src, shared_tmp_buffer, n, ci,
+                             chip)
     return _level2("reduce_max", "MAX", ub, dst, src, shared_tmp_buffer, mask, repeat_time,
                    src_rep_stride, cal_index, chip)
 
 
-def reduce_min(ub, dst, src, shared_tmp_buffer, mask, repeat_time=None, src_rep_stride=None,
-               cal_index=False, *, chip) -> OracleResult:
-    """ReduceMin (level 2), high-dimensional form."""
+def reduce_min(ub, dst, src, shared_tmp_buffer, mask=None, repeat_time=None,
+               src_rep_stride=None, cal_index=False, *, count=None, chip) -> OracleResult:
+    """ReduceMin (level 2): the count form or the high-dimensional form (as reduce_max)."""
+    cf, n, ci = _count_form(True, mask, repeat_time, src_rep_stride, cal_index, count)
+    if cf:
+        return _level2_count("reduce_min_count", "MIN", ub, dst, src, shared_tmp_buffer, n, ci,
+                             chip)
     return _level2("reduce_min", "MIN", ub, dst, src, shared_tmp_buffer, mask, repeat_time,
                    src_rep_stride, cal_index, chip)
 
 
-def reduce_sum(ub, dst, src, shared_tmp_buffer, mask, repeat_time=None, src_rep_stride=None, *,
-               chip, saturate=None) -> OracleResult:
-    """ReduceSum (level 2), high-dimensional form (方式二)."""
+def reduce_sum(ub, dst, src, shared_tmp_buffer, mask=None, repeat_time=None,
+               src_rep_stride=None, *, count=None, chip, saturate=None) -> OracleResult:
+    """ReduceSum (level 2): the count form (方式一 / 二 / 三 per product) or the
+    high-dimensional form (方式二)."""
+    cf, n, _ = _count_form(False, mask, repeat_time, src_rep_stride, False, count)
+    if cf:
+        return _level2_count("reduce_sum_count", "SUM", ub, dst, src, shared_tmp_buffer, n,
+                             False, chip, saturate=saturate)
     return _level2("reduce_sum", "SUM", ub, dst, src, shared_tmp_buffer, mask, repeat_time,
                    src_rep_stride, False, chip, saturate=saturate)
+
+
+def reduce_sum_count(ub, dst, src, shared_tmp_buffer, count, *, chip,
+                     saturate=None) -> OracleResult:
+    """ReduceSum (level 2), count form."""
+    return _level2_count("reduce_sum_count", "SUM", ub, dst, src, shared_tmp_buffer, count,
+                         False, chip, saturate=saturate)
+
+
+def reduce_max_count(ub, dst, src, shared_tmp_buffer, count, cal_index=False, *,
+                     chip) -> OracleResult:
+    """ReduceMax (level 2), count form."""
+    return _level2_count("reduce_max_count", "MAX", ub, dst, src, shared_tmp_buffer, count,
+                         cal_index, chip)
+
+
+def reduce_min_count(ub, dst, src, shared_tmp_buffer, count, cal_index=False, *,
+                     chip) -> OracleResult:
+    """ReduceMin (level 2), count form."""
+    return _level2_count("reduce_min_count", "MIN", ub, dst, src, shared_tmp_buffer, count,
+                         cal_index, chip)

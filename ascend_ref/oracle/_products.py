@@ -72,6 +72,12 @@ class Product:
     spr_vcg_clobber: str = "unchanged"
     counter_mode: str = "unsupported"
     counter_dst_stride_zero: str = "last_wins"
+    #: ReduceSum.md 不同硬件形态对应的ReduceSum相加方式, the count form: "sequential" (方式一),
+    #: "tree" (方式二), "merge" (Ascend 950: 方式三 for 256~1024 bytes, else 方式二)
+    reduce_sum_count_mode: str = "tree"
+    #: 方式一's chain: from the first repeat sum, each add rounded to T (not documented)
+    reduce_sum_seq_seed: str = "first"
+    reduce_sum_seq_rounding: str = "each"
     sources: Mapping[str, str] = field(default_factory=dict)
 
     def dtypes(self, api: str) -> Tuple[str, ...]:
@@ -133,8 +139,11 @@ _NONE = ()
 
 def _l2(dtypes: Tuple[str, ...]) -> Dict[str, Tuple[str, ...]]:
     """ReduceMax.md / ReduceMin.md (current) 数据类型, and ReduceSum.md's (half / float only)."""
-    return {"reduce_max": dtypes, "reduce_min": dtypes,
-            "reduce_sum": tuple(d for d in dtypes if d in (F16, F32))}
+    sums = tuple(d for d in dtypes if d in (F16, F32))
+    # the count form ("tensor前n个数据计算"): the same lists (int64 / uint64 on 950: 8 bytes,
+    # not modelled)
+    return {"reduce_max": dtypes, "reduce_min": dtypes, "reduce_sum": sums,
+            "reduce_max_count": dtypes, "reduce_min_count": dtypes, "reduce_sum_count": sums}
 
 
 def _ascendc(half_float: Tuple[str, ...]) -> Dict[str, Tuple[str, ...]]:
@@ -148,7 +157,8 @@ def _row(pid: str, ub: int, apis: dict, orders: tuple, zero_mask: str, zero_repe
     full = {a: tuple(apis.get(a, _NONE)) for a in (
         "whole_reduce_min", "whole_reduce_max", "whole_reduce_sum", "reduce_data_block",
         "pair_reduce_sum", "repeat_reduce_sum", "vec_reduce_min", "vec_reduce_max",
-        "vec_reduce_add", "reduce_max", "reduce_min", "reduce_sum")}
+        "vec_reduce_add", "reduce_max", "reduce_min", "reduce_sum", "reduce_max_count",
+        "reduce_min_count", "reduce_sum_count")}
     return Product(pid, ub, full, orders, zero_mask, zero_repeat, drs0, fill, fills,
                    sources={**_COMMON_SOURCES, **sources}, **more)
 
@@ -210,7 +220,7 @@ PRODUCTS: Dict[str, Product] = {p.id: p for p in [
                                      "dstRepStride = 0: dst undefined (assumed)"},
          minmax_nan="default",
          pair_masked_pair="zero", reduce_tmp_buffer="unused", counter_mode="supported",
-         counter_dst_stride_zero="undefined",
+         counter_dst_stride_zero="undefined", reduce_sum_count_mode="merge",
          dst_dtypes={"whole_reduce_sum": _PAIRS_950, "repeat_reduce_sum": _PAIRS_950}),
     _row("atlas_a2", 196608, {**_ascendc((F16, F32)), **_TIK_F, "vec_reduce_add": (F16, F32),
                               "pair_reduce_sum": (F16, F32), "repeat_reduce_sum": (F16, F32),
@@ -227,7 +237,7 @@ PRODUCTS: Dict[str, Product] = {p.id: p for p in [
           "dst_rep_stride_zero": "seed 000 dstRepStride: only Atlas training forbids 0",
           "block_fill": "seed 001: a block with no active lane is not written (A2/A3)",
           "ub_bytes": "SPEC §2 product table: 196608 bytes"}, add_order="group255",
-         counter_mode="supported"),
+         counter_mode="supported", reduce_sum_count_mode="sequential"),
     _row("atlas_a3", 196608, {**_ascendc((F16, F32)), **_TIK_F, "pair_reduce_sum": (F16, F32),
                               "repeat_reduce_sum": (F16, F32), **_l2((F16, F32))},
          ORDERS4, "nop", "nop", True,
@@ -241,7 +251,8 @@ PRODUCTS: Dict[str, Product] = {p.id: p for p in [
           "zero_mask": f"{_S001_NOP} Atlas A2/A3", "zero_repeat": f"{_S001_NOP} Atlas A2/A3",
           "dst_rep_stride_zero": "seed 000 dstRepStride: only Atlas training forbids 0",
           "block_fill": "seed 001: a block with no active lane is not written (A2/A3)",
-          "ub_bytes": "SPEC §2 product table: 196608 bytes"}, counter_mode="supported"),
+          "ub_bytes": "SPEC §2 product table: 196608 bytes"},
+         counter_mode="supported", reduce_sum_count_mode="sequential"),
     _row("atlas_200i_500_a2", 253952,
          {**_ascendc((F16, F32)), **_TIK_F, "vec_reduce_add": (F16, F32),
           "pair_reduce_sum": (F16, F32), **_l2((F16, F32))},

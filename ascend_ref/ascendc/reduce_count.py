@@ -1,0 +1,398 @@
+"""Level-2 ReduceSum / ReduceMax / ReduceMin, the count form ("tensor前n个数据计算") —
+asc-devkit ReduceSum.md / ReduceMax.md / ReduceMin.md (current pages), docs/SEMANTICS.md §N.
+
+``ReduceSum(dst, src, sharedTmpBuffer, count)`` and ``ReduceMax / ReduceMin(dst, src,
+sharedTmpBuffer, count, calIndex = false)`` reduce the first ``count`` elements of src
+(contiguous: element ``k`` is lane ``k % L`` of repeat ``k // L``, srcRepStride 8; no mask).
+Declared as their own instructions ``reduce_sum_count`` / ``reduce_max_count`` /
+``reduce_min_count`` (the public ``reduce_sum`` / ``reduce_max`` / ``reduce_min`` take either
+form: :func:`ascend_ref.ascendc.reduce.reduce_sum`); the repeat parameter of the engine is
+``count`` (``engine.Instruction.count_form``).
+
+count: ``[1, UB bytes / sizeof(T)]`` ("最大处理的数据量不能超过UB大小限制"; the implementation's
+``ASCENDC_CHECK_VALUE_RANGE(count, 1, …)``): ``REPEAT_RANGE`` above the product's UB; 0 is
+the product's zero-repeat rule (A2/A3 NOP, 950 "不保证该接口被视为NOP": dst undefined).
+
+ReduceMax / ReduceMin: ``dst[0]`` the extreme of the first ``count`` elements, with
+``cal_index`` ``dst[1]`` its flat position ``r*L + i`` (the tail repeat's ``L*R + lane``: the
+same number), the smallest among equal extremes; above 65535 for a 2-byte type:
+``INDEX_OVERFLOW``. sharedTmpBuffer (profile field ``reduce_tmp_buffer``): where ``"used"``
+the page's formula with ``first = count / L`` (integer division, as the page writes it) is
+required (``WORK_SIZE``) and the buffer is undefined afterwards; on 950 any size, untouched.
+
+ReduceSum, per product (profile field ``reduce_sum_count_mode``, ReduceSum.md
+"不同硬件形态对应的ReduceSum相加方式"):
+
+* ``"sequential"`` (方式一, A2 / A3): a tree inside each repeat (the last one over its
+  ``count % L`` lanes, the others +0), the repeat sums added one after the other
+  ("不同repeat的结果按顺序累加"); the buffer is not used ("传入任意大小的sharedTmpBuffer，
+  sharedTmpBuffer不会被使用"): any size, not touched. Not documented, so assumed: each add is
+  rounded to T (``reduce_sum_seq_rounding``) and the chain starts from the first repeat's sum
+  (``reduce_sum_seq_seed`` ``"first"``; ``"zero"``: from +0, which differs for a −0 or NaN
+  first sum).
+* ``"tree"`` (方式二 for both forms: 200I/500 A2, AI Core, training, Kirin): the body
+  ``R = count / L`` full repeats summed as the high-dimensional 方式二 (``R`` = 1 with
+  ``count`` lanes when ``count < L``), then, with a tail of ``count % L`` lanes, one tree of
+  L lanes over ``[body, tail sum, +0, …]`` (the implementation's last step).
+* ``"merge"`` (Ascend 950, "Counter模式且数据量在256~1024字节之间采用方式三；否则采用方式二"):
+  ``n = count``; ``n <= L`` one tree; ``L < n <= 2L`` ``v = x0 + x1`` on lanes ``< n - L``
+  (``x0`` elsewhere); ``2L < n <= 3L`` ``v = (x0 + x1) + x2`` on lanes ``< n - 2L``; ``3L < n
+  <= 4L`` ``v = (x2 + x3 on lanes < n - 3L, x2 elsewhere) + (x0 + x1)``; then one tree of
+  ``v`` (方式三, ``xk`` the k-th L elements); ``n > 4L`` the repeat sums (the last partial)
+  tree-summed in chunks of L, the chunk sums tree-summed again past L² (方式二).
+
+sharedTmpBuffer on the 方式二 paths (``"tree"``; ``"merge"`` outside 256 < n·s <= 1024): the
+page's ``DivCeil(firstMaxRepeat, epb) * epb`` elements, ``firstMaxRepeat = count / L`` (1 if
+``count < L``) — ``WORK_SIZE`` — undefined afterwards; on the 方式一 / 方式三 paths any size,
+not touched. The sum is also the declared effect value ``"sum"`` (``Effects.diag["sum"]``:
+the word the special register GetReduceRepeatSumSpr reads back).
+
+Example (ReduceSum.md 调用示例, tensor前n个数据计算: 288 ones):
+
+>>> import numpy as np, ascend_ref as ar
+>>> ub = ar.store(ar.new_ub("atlas_a2"), 0, np.ones(288, np.float16))
+>>> dst, src, tmp = ar.Tensor(1024, "half", 16), ar.Tensor(0, "half", 288), ar.Tensor(1056, "half", 16)
+>>> ub = ar.ascendc.reduce_sum(ub, dst, src, tmp, 288, chip="atlas_a2")
+>>> float(ar.load(ub, 1024, "float16", 1)[0])
+288.0
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from .. import numerics, registry
+from ..constraints import Code, ConstraintError, Rule
+from ..engine import Instruction as Kernel
+from ..ub import itemsize
+from . import _spr_hooks as sprs, reduce as high
+
+#: the count form's public signature after ``ub`` (``"repeat"`` is ``count``: the engine's
+#: repeat parameter, public name ``kernel.repeat_param``)
+SIGNATURE = ("dst", "src", "work_tensor", "repeat", "cal_index")
+PARAMS = ("repeat",)
+UB_MAX = 262144           # the largest UB of the products (Ascend 950): the static count range
+
+SUM_MODE = registry.ProfileField(
+    "reduce_sum_count_mode", ("sequential", "tree", "merge"),
+    "ReduceSum count form: 方式一 (tree per repeat, repeat sums added in order; A2/A3), "
+    "方式二 (trees across repeats, body + tail) or 950's 方式三 vector merge for "
+    "256 < count*size <= 1024 bytes and 方式二 trees otherwise (ReduceSum.md)")
+SEQ_SEED = registry.ProfileField(
+    "reduce_sum_seq_seed", ("first", "zero"),
+    "ReduceSum count form, 方式一: the sequential chain starts from the first repeat's sum, "
+    "or from +0 (not documented)")
+SEQ_ROUNDING = registry.ProfileField(
+    "reduce_sum_seq_rounding", ("each", "wide"),
+    "ReduceSum count form, 方式一: every sequential add rounded to T (the result is read back "
+    "as T), or (half) the chain in float32 rounded to half once at the end (not documented)")
+
+
+def count_range(option: Any = None, dtype: str = "float16") -> tuple:
+    """[0, 262144 / sizeof(T)] statically; the product's own UB by the count rule."""
+    return 0, UB_MAX // itemsize(dtype or "float16")
+
+
+def _first(count: Any, lanes: int, at_least_one: bool) -> Any:
+    """The pages' ``firstMaxRepeat`` of the count form: ``count / L`` (ReduceSum: 1 if
+    ``count < L``)."""
+    first = count // lanes
+    return jnp.maximum(first, 1) if at_least_one and not isinstance(first, int) else (
+        max(first, 1) if at_least_one else first)
+
+
+def minmax_need(count: Any, option: Any = None, dtype: str = "float16") -> Any:
+    """ReduceMax.md 关键特性说明 with ``firstMaxRepeat = count / elementsPerRepeat``."""
+    return high.tmp_need(_first(count, 256 // itemsize(dtype), False), option is True, dtype)
+
+
+def sum_need(count: Any, option: Any = None, dtype: str = "float16") -> Any:
+    """ReduceSum.md 关键特性说明, 方式二: ``DivCeil(firstMaxRepeat, epb) * epb`` with
+    ``firstMaxRepeat = count / L``, 1 if ``count < L`` (the 方式二 paths; the others need none)."""
+    return high.sum_tmp_need(_first(count, 256 // itemsize(dtype), True), None, dtype)
+
+
+def _merged(spec, p) -> Any:
+    """950's 方式三 paths: ``L < count <= 4L`` (256 < count*size <= 1024 bytes)."""
+    return SUM_MODE.holds(p, "merge") & (p.repeat > spec.lanes) & (p.repeat <= 4 * spec.lanes)
+
+
+def _sum_uses_tmp(spec, p) -> Any:
+    """The 方式二 paths: every call on a "tree" product, 950 outside 方式三."""
+    return SUM_MODE.holds(p, "tree") | (SUM_MODE.holds(p, "merge") & ~_merged(spec, p))
+
+
+def _count_rule(spec):
+    return Rule(Code.REPEAT_RANGE, "count",
+                lambda p: p.repeat <= p.chip_ub // spec.size,
+                lambda p: int(p.repeat),
+                lambda p: f"[1, {int(p.chip_ub) // spec.size}] (UB bytes / sizeof(T): "
+                          f"'最大处理的数据量不能超过UB大小限制')",
+                doc="count <= the product's UB bytes / sizeof(T)")
+
+
+def _minmax_rules(spec):
+    index = spec.option == "index"
+    out = [_count_rule(spec),
+           Rule(Code.WORK_SIZE, "work_tensor.size",
+                lambda p: (p.tensor("work_tensor").size >= minmax_need(p.repeat, index, spec.dtype))
+                | high.TMP.holds(p, "unused"),
+                lambda p: int(p.tensor("work_tensor").size),
+                lambda p: f">= {int(minmax_need(p.repeat, index, spec.dtype))} elements for "
+                          f"count {int(p.repeat)}" + (" (calIndex)" if index else "")
+                          + " (sharedTmpBuffer, the page's formula, firstMaxRepeat = count / L)",
+                doc="sharedTmpBuffer holds the page's size (first = count / L) where the "
+                    "product uses it")]
+    if index and spec.size == 2:
+        out.append(Rule(Code.INDEX_OVERFLOW, "count",
+                        lambda p: p.diagnostics.values["index"] <= high.INDEX_LIMIT,
+                        lambda p: int(p.repeat),
+                        lambda p: f"a call whose result index fits in 16 bits (the winning "
+                                  f"element's position is {int(p.diagnostics.values['index'])}"
+                                  f" > {high.INDEX_LIMIT})",
+                        doc="the result index of a 2-byte type <= 65535"))
+    return out
+
+
+def _sum_rules(spec):
+    return [_count_rule(spec),
+            Rule(Code.WORK_SIZE, "work_tensor.size",
+                 lambda p: (p.tensor("work_tensor").size >= sum_need(p.repeat, None, spec.dtype))
+                 | ~_sum_uses_tmp(spec, p),
+                 lambda p: int(p.tensor("work_tensor").size),
+                 lambda p: f">= {int(sum_need(p.repeat, None, spec.dtype))} elements for count "
+                           f"{int(p.repeat)} (sharedTmpBuffer, 方式二: DivCeil(firstMaxRepeat, "
+                           f"epb) * epb, firstMaxRepeat = count / L, 1 if count < L)",
+                 doc="sharedTmpBuffer holds the 方式二 size on the 方式二 paths (方式一 / 方式三: "
+                     "any size)")]
+
+
+def _minmax_effects(kind: str):
+    high_effects = high._effects(kind)          # srcRepStride 8: index = r * L + lane
+
+    def effects(spec, p, bits, active, arith):
+        return high_effects(spec, p, bits, active, arith)
+
+    return effects
+
+
+def _tree_of(v, arith, lanes):
+    """One tree of L lanes over ``v`` (zero-padded to L)."""
+    return numerics.padded_tree_sum(v, lanes, arith.add, arith.zero)[0]
+
+
+def _sum_effects(spec, p, bits, active, arith):
+    add, zero, L = arith.add, arith.zero, spec.lanes
+    n = p.repeat
+    rows = spec.rows
+    x = jnp.where(active, bits, zero)                     # lanes past count: +0
+    t = numerics.tree_sum(x, add)                         # the tree of each repeat, (rows,)
+    r = jnp.arange(rows, dtype=jnp.int32)
+    nrep = (n + L - 1) // L                               # repeats with data (last partial)
+
+    # 方式一: t_0 (+0 first under seed "zero"), then + t_1, + t_2, ... in order
+    seed = jnp.where(SEQ_SEED.holds(p, "zero"), add(zero, t[0]), t[0])
+
+    def step(acc, k):
+        return jnp.where(k < nrep, add(acc, t[k]), acc), None
+
+    sequential = jax.lax.scan(step, seed, r[1:])[0] if rows > 1 else seed
+    if t.dtype == jnp.uint16 and spec.dtype == "float16":   # "wide": a float32 chain, one
+        wide = jax.lax.bitcast_convert_type(t, jnp.float16).astype(jnp.float32)   # rounding
+        if True:
+            acc = jnp.where(SEQ_SEED.holds(p, "zero"), jnp.float32(0) + wide[0], wide[0])
+
+            def wstep(a, k):
+                return jnp.where(k < nrep, a + wide[k], a), None
+
+            acc = jax.lax.scan(wstep, acc, r[1:])[0] if rows > 1 else acc
+            half = jax.lax.bitcast_convert_type(acc.astype(jnp.float16), jnp.uint16)
+            half = numerics.saturated(half, arith.saturate)
+            sequential = jnp.where(SEQ_ROUNDING.holds(p, "wide"), half, sequential)
+
+    def trees(values, live):
+        """方式二 over ``values`` (live ones): one value its own sum, up to L one tree, past L
+        chunks of L then a tree of the chunk sums."""
+        chunks = numerics.padded_tree_sum(jnp.where(live, values, zero), L, add, zero)
+        many = _tree_of(chunks, arith, L)
+        count = jnp.sum(live.astype(jnp.int32))
+        return jnp.where(count > L, many, jnp.where(count == 1, values[0], chunks[0]))
+
+    # 方式二, body + tail (the A2-style implementation of the other products)
+    full = n // L
+    body = trees(t, r < jnp.maximum(full, 1))             # count < L: one repeat, count lanes
+    tail = jnp.where(full >= 1, t[jnp.minimum(full, rows - 1)], zero)
+    with_tail = _tree_of(jnp.stack([body, tail]), arith, L)
+    tree = jnp.where((full >= 1) & (n % L > 0), with_tail, body)
+
+    # Ascend 950: 方式三 for L < n <= 4L, its 方式二 (every repeat a row, the last partial)
+    def row(k):
+        return x[jnp.minimum(k, rows - 1)] if rows > k else jnp.broadcast_to(zero, (L,))
+
+    lane = jnp.arange(L, dtype=jnp.int32)
+    x0, x1, x2, x3 = row(0), row(1), row(2), row(3)
+    two = jnp.where(lane < n - L, add(x0, x1), x0)
+    a01 = add(x0, x1)
+    three = jnp.where(lane < n - 2 * L, add(a01, x2), a01)
+    four = add(jnp.where(lane < n - 3 * L, add(x2, x3), x2), a01)
+    v = jnp.where(n <= 2 * L, two, jnp.where(n <= 3 * L, three, four))
+    merge = jnp.where(_merged(spec, p), numerics.tree_sum(v, add),
+                      jnp.where(n <= L, t[0], trees(t, r < nrep)))
+
+    total = jnp.where(SUM_MODE.holds(p, "sequential"), sequential,
+                      jnp.where(SUM_MODE.holds(p, "tree"), tree, merge))
+    return high._result(spec, p, [total], _sum_uses_tmp(spec, p), {"sum": total})
+
+
+def _kernel(name: str, kind: str) -> Kernel:
+    sums = kind == "sum"
+    lay = high.sum_layout if sums else high.layout
+    return Kernel(
+        api=name, operands=("dst", "src", "work_tensor"), repeat_param="count",
+        repeat_range=lambda spec: count_range(None, spec.dtype), strides=(),
+        align=lambda spec: {"dst": lay(spec.dtype, spec.option == "index").slot_bytes,
+                            "src": 32, "work_tensor": 32},
+        effects=_sum_effects if sums else _minmax_effects(kind), overlap="repeat",
+        word_order="ascendc", blk_stride=False, saturating=sums, mask_modes=("count",),
+        extra_rules=_sum_rules if sums else _minmax_rules, sized_by_rule=("work_tensor",),
+        count_form=True, spr=sprs.count_sum_sets() if sums else sprs.level2_sets(kind))
+
+
+_ASSUMED = {"reduce_l2_index": Code.INDEX_OVERFLOW}
+
+SUM = registry.register(registry.Instruction(
+    name="reduce_sum_count", family="ascendc", kernel=_kernel("reduce_sum_count", "sum"),
+    signature=SIGNATURE[:-1], params=PARAMS, kind=lambda o: "sum", layout=high.sum_layout,
+    repeat_range=count_range, work_need=sum_need, codes=(Code.WORK_SIZE,),
+    profile_fields=(SUM_MODE, SEQ_SEED, SEQ_ROUNDING) + sprs.SUM_FIELDS,
+    arg_names={"work_tensor": "shared_tmp_buffer"},
+    summary="ReduceSum (level 2, count form: the first count elements)"))
+MAX = registry.register(registry.Instruction(
+    name="reduce_max_count", family="ascendc", kernel=_kernel("reduce_max_count", "max"),
+    signature=SIGNATURE, params=PARAMS, kind=lambda o: "max", layout=high.layout,
+    repeat_range=count_range, option=registry.CAL_INDEX, work_need=minmax_need,
+    assumptions=_ASSUMED, codes=(Code.WORK_SIZE, Code.INDEX_OVERFLOW),
+    profile_fields=(high.TMP,) + sprs.MAXMIN_FIELDS,
+    arg_names={"work_tensor": "shared_tmp_buffer"},
+    summary="ReduceMax (level 2, count form: the first count elements)"))
+MIN = registry.register(registry.Instruction(
+    name="reduce_min_count", family="ascendc", kernel=_kernel("reduce_min_count", "min"),
+    signature=SIGNATURE, params=PARAMS, kind=lambda o: "min", layout=high.layout,
+    repeat_range=count_range, option=registry.CAL_INDEX, work_need=minmax_need,
+    assumptions=_ASSUMED, codes=(Code.WORK_SIZE, Code.INDEX_OVERFLOW),
+    profile_fields=(high.TMP,) + sprs.MAXMIN_FIELDS,
+    arg_names={"work_tensor": "shared_tmp_buffer"},
+    summary="ReduceMin (level 2, count form: the first count elements)"))
+
+
+def reduce_sum_count(ub, dst, src, shared_tmp_buffer, count, *, chip, saturate=None,
+                     return_info=False, spr=None):
+    """ReduceSum (level 2), count form: the sum of the first ``count`` elements into
+    ``dst[0]`` (the product's 方式一 / 二 / 三). Same as ``reduce_sum(ub, dst, src, tmp,
+    count)``."""
+    return SUM.run(ub, {"dst": dst, "src": src, "work_tensor": shared_tmp_buffer}, None,
+                   {"repeat": count}, chip=chip, saturate=saturate, return_info=return_info,
+                   spr=spr)
+
+
+def reduce_max_count(ub, dst, src, shared_tmp_buffer, count, cal_index=False, *, chip,
+                     return_info=False, spr=None):
+    """ReduceMax (level 2), count form (``reduce_max(ub, dst, src, tmp, count, cal_index)``)."""
+    return MAX.run(ub, {"dst": dst, "src": src, "work_tensor": shared_tmp_buffer}, None,
+                   {"repeat": count}, chip=chip, option=cal_index, return_info=return_info,
+                   spr=spr)
+
+
+def reduce_min_count(ub, dst, src, shared_tmp_buffer, count, cal_index=False, *, chip,
+                     return_info=False, spr=None):
+    """ReduceMin (level 2), count form (``reduce_min(ub, dst, src, tmp, count, cal_index)``)."""
+    return MIN.run(ub, {"dst": dst, "src": src, "work_tensor": shared_tmp_buffer}, None,
+                   {"repeat": count}, chip=chip, option=cal_index, return_info=return_info,
+                   spr=spr)
+
+
+# ------------------------------------------------------------------ the public calls --------
+# (both documented overloads of each name: the high-dimensional form is ascendc/reduce.py's)
+
+def _form(ins, mask, repeat_time, src_rep_stride, cal_index, count, bool_second):
+    """Which documented overload a call is: ``("count", count, cal_index)`` or ``("high",
+    mask, cal_index)``. The count form is the call with ``count=`` or with exactly one
+    numeric argument after shared_tmp_buffer (for ReduceMax / ReduceMin optionally followed
+    by calIndex: a bool in repeat_time's place is calIndex, never a repeat count); the
+    high-dimensional form gives mask, repeat_time and src_rep_stride."""
+    if count is not None:
+        if mask is not None or repeat_time is not None or src_rep_stride is not None:
+            raise ConstraintError(
+                Code.BAD_ARGUMENT, api=ins.name, param="count", value=count,
+                allowed="count= alone (the count form: dst, src, shared_tmp_buffer, count"
+                        + ("[, cal_index]" if bool_second else "") + ")",
+                hint="give either count= or mask, repeat_time, src_rep_stride, not both")
+        return "count", count, cal_index
+    if bool_second and isinstance(repeat_time, (bool, np.bool_)) and src_rep_stride is None:
+        return "count", mask, bool(repeat_time)           # reduce_max(..., count, True)
+    if repeat_time is None and src_rep_stride is None:
+        if mask is None:
+            raise ConstraintError(Code.BAD_ARGUMENT, api=ins.name, param="count", value=None,
+                                  allowed="count (an int) or mask, repeat_time, src_rep_stride")
+        return "count", mask, cal_index
+    if repeat_time is None or src_rep_stride is None:
+        raise ConstraintError(
+            Code.BAD_ARGUMENT, api=ins.name,
+            param="src_rep_stride" if src_rep_stride is None else "repeat_time",
+            value=None, allowed="the high-dimensional form gives mask, repeat_time and "
+                                "src_rep_stride (the count form: count alone)")
+    return "high", mask, cal_index
+
+
+def _run(ins, count_ins, ub, dst, src, shared_tmp_buffer, mask, repeat_time, src_rep_stride,
+         cal_index, count, chip, return_info, saturate=None, spr=None):
+    form, first, ci = _form(ins, mask, repeat_time, src_rep_stride, cal_index, count,
+                            ins.option is not None)
+    tensors = {"dst": dst, "src": src, "work_tensor": shared_tmp_buffer}
+    if form == "count":
+        return count_ins.run(ub, tensors, None, {"repeat": first}, chip=chip,
+                             option=ci if count_ins.option is not None else None,
+                             saturate=saturate, return_info=return_info, spr=spr)
+    return ins.run(ub, tensors, first, {"repeat": repeat_time, "src_rep_stride": src_rep_stride},
+                   chip=chip, option=ci, saturate=saturate, return_info=return_info, spr=spr)
+
+
+def reduce_sum(ub, dst, src, shared_tmp_buffer, mask=None, repeat_time=None, src_rep_stride=None,
+               *, count=None, chip, saturate=None, return_info=False, spr=None):
+    """ReduceSum (level 2), both documented overloads:
+
+    * ``reduce_sum(ub, dst, src, tmp, count)`` (or ``count=``): the count form, the first
+      ``count`` elements (the product's 方式一 / 二 / 三: ``ascendc/reduce_count.py``);
+    * ``reduce_sum(ub, dst, src, tmp, mask, repeat_time, src_rep_stride)``: the
+      high-dimensional form (方式二: trees inside and across the repeats).
+
+    The sum goes to ``dst[0]``. ``saturate`` (half only) defaults to the product profile's
+    ``saturate_default``."""
+    return _run(high._SUM, SUM, ub, dst, src, shared_tmp_buffer, mask, repeat_time,
+                src_rep_stride, None, count, chip, return_info, saturate, spr)
+
+
+def reduce_max(ub, dst, src, shared_tmp_buffer, mask=None, repeat_time=None, src_rep_stride=None,
+               cal_index=False, *, count=None, chip, return_info=False, spr=None):
+    """ReduceMax (level 2): the maximum into ``dst[0]`` (its smallest index into ``dst[1]``
+    with ``cal_index``). Both documented overloads:
+
+    * ``reduce_max(ub, dst, src, tmp, count[, cal_index])`` (or ``count=``): the count form,
+      the first ``count`` elements, index = flat position. A bool right after ``count`` is
+      calIndex: ``reduce_max(ub, dst, src, tmp, 288, True)`` is the count form with index;
+    * ``reduce_max(ub, dst, src, tmp, mask, repeat_time, src_rep_stride[, cal_index])``: the
+      high-dimensional form (repeat_time an int, never a bool)."""
+    return _run(high._MAX, MAX, ub, dst, src, shared_tmp_buffer, mask, repeat_time,
+                src_rep_stride, cal_index, count, chip, return_info, spr=spr)
+
+
+def reduce_min(ub, dst, src, shared_tmp_buffer, mask=None, repeat_time=None, src_rep_stride=None,
+               cal_index=False, *, count=None, chip, return_info=False, spr=None):
+    """ReduceMin (level 2): the minimum into ``dst[0]`` (its smallest index into ``dst[1]``
+    with ``cal_index``); the two overloads as :func:`reduce_max`."""
+    return _run(high._MIN, MIN, ub, dst, src, shared_tmp_buffer, mask, repeat_time,
+                src_rep_stride, cal_index, count, chip, return_info, spr=spr)
