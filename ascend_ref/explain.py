@@ -752,7 +752,15 @@ def constraints(api: str, option=None, dtype: str = "float16") -> str:
     option = ins.canonical_option(option)
     head = f"{ins.name} ({dtype}" + (f", {ins.option.key}={ins.option_label(option)}"
                                      if ins.option is not None else "") + ")"
-    return "\n".join([head] + [str(c) for c in ins.rules(option, dtype)])
+    lines = [head] + [str(c) for c in ins.rules(option, dtype)]
+    for name in registry.where(lambda i: i.overload_of == ins.name):   # its other overload
+        other = registry.lookup(name)
+        opt = other.canonical_option(option if other.option is not None else None)
+        lines += ["", f"{other.name} ({dtype}" + (
+            f", {other.option.key}={other.option_label(opt)}" if other.option is not None
+            else "") + f"): the other overload of {ins.name} ({other.summary})"]
+        lines += [str(c) for c in other.rules(opt, dtype)]
+    return "\n".join(lines)
 
 
 def _sub_stats(sub: list) -> str:

@@ -276,9 +276,10 @@ def load_kernel(name_or_path) -> Kernel:
         if src not in names:
             raise GoldenError(path, where + "src", f"{src!r}: expected one of the inputs {names}")
         for key in ("mask", "repeat"):
-            if key not in c:
+            if key not in c and not (key == "mask" and ins.kernel.count_form):
                 raise GoldenError(path, where + key, "missing")
-        mask = c["mask"]
+        # the level-2 count form has no mask ("repeat" is its count): every lane
+        mask = c.get("mask", 256 // np.dtype(dtype).itemsize)
         if isinstance(mask, dict):          # counter mode: mask = { counter = N }
             if set(mask) != {"counter"}:
                 raise GoldenError(path, where + "mask", f"{mask!r}: a counter-mode mask is "

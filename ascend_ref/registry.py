@@ -346,6 +346,9 @@ class Instruction:
     ignored: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     arg_names: Mapping[str, str] = dataclasses.field(default_factory=dict)
     summary: str = ""
+    #: the public name this instruction is the other documented overload of (the level-2
+    #: count form ``reduce_sum_count`` of ``reduce_sum``): ``explain`` lists its rules there
+    overload_of: str = ""
 
     def __hash__(self) -> int:
         return id(self)

@@ -68,6 +68,9 @@ def independent(name):
         tmp = T(40960, dt, call["work_size"])
         r = oracle.reduce_max(ub, dst, src, tmp, call["mask"], call["repeat"],
                               call["src_rep_stride"], call["cal_index"], chip=chip)
+    elif api == "reduce_sum_count":                    # level 2, count form ("repeat": count)
+        tmp = T(40960, dt, call["work_size"])
+        r = oracle.reduce_sum_count(ub, dst, src, tmp, call["repeat"], chip=chip)
     elif api == "reduce_sum":
         tmp = T(40960, dt, call["work_size"])
         r = oracle.reduce_sum(ub, dst, src, tmp, call["mask"], call["repeat"],
@@ -111,7 +114,7 @@ def generated(tmp_path_factory):
 
 def test_the_example_kernels_ship():
     assert KERNELS == ["pair_reduce_sum_half", "reduce_data_block_sum_half",
-                       "reduce_max_index_half", "reduce_sum_float",
+                       "reduce_max_index_half", "reduce_sum_count_float", "reduce_sum_float",
                        "repeat_reduce_sum_half", "row_sum_float_13x57",
                        "tik_vec_reduce_add_half", "whole_reduce_max_half",
                        "whole_reduce_max_spr_float",
@@ -157,6 +160,13 @@ def test_golden_against_plain_numpy(generated):
     p[:1000] = x
     assert read("whole_reduce_sum_counter_float", "<f4").tobytes() == \
         tree(p.reshape(16, 64)).tobytes()
+    _, _, x = independent("reduce_sum_count_float")      # 方式一: trees, then in order
+    padded = np.zeros(1024, np.float32)
+    padded[:1000] = x
+    acc = np.float32(0)
+    for k, t in enumerate(tree(padded.reshape(16, 64))):
+        acc = t if k == 0 else np.float32(acc + t)
+    assert read("reduce_sum_count_float", "<f4")[:1].tobytes() == acc.tobytes()
     _, _, x = independent("whole_reduce_sum_int16_950")     # widened: exact integer sums
     assert read("whole_reduce_sum_int16_950", "<i4").tolist() == \
         x.astype(np.int64).reshape(8, 128).sum(1).tolist()

@@ -698,3 +698,74 @@ def test_count_form_differential_quick(chip):
             o, j = (call(impl, name, ub, *args, *extra, chip=chip) for impl in IMPLS)
             assert (o.undefined == j.undefined).all() and (o.written == j.written).all()
             assert (o.ub[~o.undefined] == j.ub[~o.undefined]).all(), (name, n, chip)
+
+
+def _count_cases():
+    from ascend_ref.case import Case
+
+    rng = np.random.default_rng(14)
+    out = []
+    for api, chip, dtype, option, n in [
+            ("reduce_sum_count", "atlas_a2", F16, None, 300),          # 方式一
+            ("reduce_sum_count", "ascend950", F32, None, 200),         # 方式三
+            ("reduce_sum_count", "atlas_inference_aicore", F16, None, 129),   # 方式二
+            ("reduce_max_count", "atlas_a2", F16, True, 290),
+            ("reduce_min_count", "ascend950", F32, False, 65)]:
+        s = np.dtype(dtype).itemsize
+        ub = np.zeros(4096, np.uint8)
+        x = rng.uniform(-4, 4, 2048 // s).astype(dtype)
+        ub[:2048] = x.view(np.uint8)
+        out.append(Case(api, chip, dtype, option, 256 // s, {"repeat": n},
+                        {"src": (0, n), "dst": (2048, 32 // s), "work_tensor": (2112, 64)},
+                        ub))
+    return out
+
+
+def test_count_form_dumps_round_trip_through_verify(tmp_path):
+    """Count-form cases as a device's dumps (the reference's own results) verify as agreeing,
+    through the library and the CLI; a corrupted result byte is a mismatch."""
+    from ascend_ref.batch import run_cases
+    from ascend_ref.cli import main as cli_main
+    from ascend_ref.verify import dumps_from_cases, verify
+
+    cases = _count_cases()
+    outs = run_cases(cases)
+    assert all(o.code is None for o in outs)
+    for c, o in zip(cases, outs):          # the batch path agrees with the oracle
+        r = c.call(oracle)
+        assert (r.ub[~r.undefined] == o.ub[~r.undefined]).all(), c.describe()
+    dumps_from_cases(cases, tmp_path / "d", outcomes=outs)
+    r = verify(tmp_path / "d", progress=False)
+    assert r.ok and r.cases == len(cases) and r.agreed == len(cases)
+    assert cli_main(["verify", str(tmp_path / "d")]) == 0
+    outs[0].ub[2048] ^= 1                  # the sum's low byte
+    dumps_from_cases(cases[:1], tmp_path / "bad", outcomes=outs[:1])
+    assert not verify(tmp_path / "bad", progress=False).ok
+
+
+def test_count_form_explain_lists_its_rules():
+    """``explain reduce_sum --rules`` is the high-dimensional form's list; the count form's own
+    list (its count range, 方式二 size, index limit) is ``explain reduce_sum_count --rules``."""
+    from ascend_ref import registry
+
+    rules = {(c.code, c.param) for c in registry.lookup("reduce_sum_count").rules()}
+    assert (Code.REPEAT_RANGE, "count") in rules and (Code.WORK_SIZE, "work_tensor.size") in rules
+    assert not any(c.code in (Code.MASK_RANGE, Code.STRIDE_RANGE) for c in
+                   registry.lookup("reduce_sum_count").rules())
+    mx = {(c.code, c.param) for c in registry.lookup("reduce_max_count").rules(True)}
+    assert (Code.INDEX_OVERFLOW, "count") in mx
+
+
+def test_count_form_8_byte_types_are_named():
+    """Ascend 950 lists int64 / uint64 for the count form: not modelled (DTYPE_UNSUPPORTED,
+    the message says why), on both implementations."""
+    from collections import namedtuple
+
+    with pytest.raises(ar.ConstraintError) as e:
+        T(0, "int64", 64)
+    assert e.value.code == Code.DTYPE_UNSUPPORTED and "8-byte" in str(e.value)
+    Raw = namedtuple("Raw", "addr dtype size")
+    with pytest.raises(oracle.OracleError) as o:
+        oracle.reduce_sum(np.zeros(4096, np.uint8), Raw(2048, "int64", 4), Raw(0, "int64", 64),
+                          Raw(2112, "int64", 8), 64, chip="ascend950")
+    assert o.value.code == Code.DTYPE_UNSUPPORTED and "8-byte" in str(o.value)

@@ -270,7 +270,8 @@ SUM = registry.register(registry.Instruction(
     repeat_range=count_range, work_need=sum_need, codes=(Code.WORK_SIZE,),
     profile_fields=(SUM_MODE, SEQ_SEED, SEQ_ROUNDING) + sprs.SUM_FIELDS,
     arg_names={"work_tensor": "shared_tmp_buffer"},
-    summary="ReduceSum (level 2, count form: the first count elements)"))
+    summary="ReduceSum (level 2, count form: the first count elements)",
+    overload_of="reduce_sum"))
 MAX = registry.register(registry.Instruction(
     name="reduce_max_count", family="ascendc", kernel=_kernel("reduce_max_count", "max"),
     signature=SIGNATURE, params=PARAMS, kind=lambda o: "max", layout=high.layout,
@@ -278,7 +279,8 @@ MAX = registry.register(registry.Instruction(
     assumptions=_ASSUMED, codes=(Code.WORK_SIZE, Code.INDEX_OVERFLOW),
     profile_fields=(high.TMP,) + sprs.MAXMIN_FIELDS,
     arg_names={"work_tensor": "shared_tmp_buffer"},
-    summary="ReduceMax (level 2, count form: the first count elements)"))
+    summary="ReduceMax (level 2, count form: the first count elements)",
+    overload_of="reduce_max"))
 MIN = registry.register(registry.Instruction(
     name="reduce_min_count", family="ascendc", kernel=_kernel("reduce_min_count", "min"),
     signature=SIGNATURE, params=PARAMS, kind=lambda o: "min", layout=high.layout,
@@ -286,7 +288,8 @@ MIN = registry.register(registry.Instruction(
     assumptions=_ASSUMED, codes=(Code.WORK_SIZE, Code.INDEX_OVERFLOW),
     profile_fields=(high.TMP,) + sprs.MAXMIN_FIELDS,
     arg_names={"work_tensor": "shared_tmp_buffer"},
-    summary="ReduceMin (level 2, count form: the first count elements)"))
+    summary="ReduceMin (level 2, count form: the first count elements)",
+    overload_of="reduce_min"))
 
 
 def reduce_sum_count(ub, dst, src, shared_tmp_buffer, count, *, chip, saturate=None,
