@@ -769,3 +769,48 @@ def test_count_form_8_byte_types_are_named():
         oracle.reduce_sum(np.zeros(4096, np.uint8), Raw(2048, "int64", 4), Raw(0, "int64", 64),
                           Raw(2112, "int64", 8), 64, chip="ascend950")
     assert o.value.code == Code.DTYPE_UNSUPPORTED and "8-byte" in str(o.value)
+
+
+def test_count_form_sum_sets_the_sum_register():
+    """GetReduceRepeatSumSpr reads the count-form ReduceSum's result (A2 ACC_VAL, 950 the
+    per-type global); the high-dimensional form leaves the register as it was."""
+    ub = make_ub(np.ones(288, np.float16), F16)
+    args = (T(2048, F16, 16), T(0, F16, 288), T(2080, F16, 16))
+    for chip in ("atlas_a2", "ascend950"):
+        _, info = ar.ascendc.reduce_sum(ub, *args, 288, chip=chip, return_info=True)
+        assert float(ar.ascendc.get_reduce_repeat_sum_spr(info.spr, F16, chip=chip)) == 288
+        _, again = ar.ascendc.reduce_sum(ub, *args, 128, 2, 8, chip=chip, return_info=True,
+                                         spr=info.spr)
+        assert float(ar.ascendc.get_reduce_repeat_sum_spr(again.spr, F16, chip=chip)) == 288
+
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+
+@pytest.mark.slow
+@settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck),
+          derandomize=True)
+@given(chip=st.sampled_from(["atlas_a2", "ascend950", "atlas_training", "kirin_9030"]),
+       dtype=st.sampled_from([F16, F32]), n=st.integers(0, 1100), seed=st.integers(0, 2**16),
+       api=st.sampled_from(["reduce_sum", "reduce_max", "reduce_min"]),
+       flag=st.booleans())
+def test_count_form_differential_hypothesis(chip, dtype, n, seed, api, flag):
+    """JAX path vs oracle over drawn counts (0 included), products, dtypes and adversarial
+    data; ``flag``: calIndex (max / min) or saturate (half sums)."""
+    if chip == "atlas_training" and dtype == F32:
+        dtype = F16
+    x = _adversarial(np.random.default_rng(seed), max(n, 1), dtype)
+    ub = make_ub(x, dtype, nbytes=1 << 13)
+    base = -(-x.nbytes // 64) * 64
+    args = (T(base, dtype, 16), T(0, dtype, max(n, 1)), T(base + 64, dtype, 256))
+    if api == "reduce_sum":
+        extra, kw = (n,), ({"saturate": True} if flag and dtype == F16 else {})
+    else:
+        extra, kw = (n, flag), {}
+    o, j = (call(impl, api, ub, *args, *extra, chip=chip, **kw) for impl in IMPLS)
+    if not isinstance(o, Out):
+        assert o == j
+        return
+    assert (o.undefined == j.undefined).all() and (o.written == j.written).all()
+    assert (o.ub[~o.undefined] == j.ub[~o.undefined]).all()
