@@ -48,7 +48,7 @@ def independent(name):
     padded = np.zeros((int(np.prod(xs["shape"][:-1])), stride), dt)
     padded[:, :xs["shape"][-1]] = x.reshape(padded.shape[0], -1)
     call, *reads = raw["calls"]          # then reduce special register getters, if any
-    if isinstance(call["mask"], dict):   # counter mode: mask = { counter = N }
+    if isinstance(call.get("mask"), dict):   # counter mode: mask = { counter = N }
         call = {**call, "mask": ar.CounterMask(call["mask"]["counter"])}
     out = raw["output"]
     n_out = out.get("size") or int(np.prod(out["shape"]))

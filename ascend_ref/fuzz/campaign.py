@@ -226,7 +226,11 @@ class Campaign:
         if getattr(self, "_pool", None) is None:
             extra = None
             if self.dist.invalid_rate > 0:       # cover every rule a case can be drawn to break
-                extra = lambda t: {("validity", r) for r in breakable_rules(t)   # noqa: E731
+                # per API: the coverage model's "api x rule" bins (a rule once across all
+                # APIs left a bin unreachable when the one template that breaks it for an API
+                # was not drawn)
+                extra = lambda t: {("validity", t.api, r)           # noqa: E731
+                                   for r in breakable_rules(t)
                                    if self.dist.weight("invalid", r) > 0}
             size = -1 if self.static_configs == "cover" else int(self.static_configs)
             self._pool = build_pool(self.universe(), size, self.seed, extra)
