@@ -1,6 +1,7 @@
 """The reduce special registers as explicit state (issue 14 item 2; SEMANTICS §P).
 
-Expected values: the pages' examples (GetReduceRepeatMaxMinSpr(ISASI).md 调用示例 1 and 2; the
+Expected values: the pages' examples (GetReduceRepeatMaxMinSpr(ISASI).md 调用示例 1 and 2,
+GetReduceRepeatSumSpr(ISASI).md 调用示例, the reduce_computation sample's scenario 5; the
 pages give no data, so the data here is seeded and the expected extreme is numpy's), the
 pages' product lists (written out below from 产品支持情况), rules the pages state (contiguous
 case only, T = the writer's type, the level-2 index "不准确"), and the scalar oracle
@@ -85,6 +86,61 @@ def test_page_example_reduce_max_then_getter():
             assert code_of(GET_MM, info.spr, "float", chip=chip) == Code.SPR_UNDEFINED
         else:
             assert float(GET_MM(info.spr, "float", chip=chip, with_index=False)) == x.max()
+
+
+def test_page_example_reduce_sum_count_then_getter():
+    """GetReduceRepeatSumSpr(ISASI).md 调用示例: ``ReduceSum(dst, src, work, 128)`` (float), then
+    ``GetReduceRepeatSumSpr<float>()`` "返回前128个数的和" (no data on the page: small integers,
+    whose float sum is exact in any order, so the expected sum is numpy's)."""
+    x = np.random.default_rng(6).integers(-50, 50, 128).astype(np.float32)
+    for chip in ("ascend950", "atlas_a3", A2):
+        ub, info = ar.ascendc.reduce_sum(ub_with(x, chip), T(8192, "float", 8), T(0, "float", 128),
+                                         T(4096, "float", 64), 128, chip=chip, return_info=True)
+        assert float(GET_SUM(info.spr, "float", chip=chip)) == float(x.sum())
+        assert float(ar.ascendc.get_acc_val(info.spr, "float", chip=chip)) == float(x.sum())
+        # the high-dimensional form does not write it ("仅支持tensor前n个数据连续计算接口使用")
+        ub, info = ar.ascendc.reduce_sum(ub, T(8192, "float", 8), T(0, "float", 128),
+                                         T(4096, "float", 64), 64, 2, 8, chip=chip,
+                                         return_info=True, spr=info.spr)
+        assert float(GET_SUM(info.spr, "float", chip=chip)) == float(x.sum())
+
+
+def test_sample_reduce_sum_count_half_then_getter():
+    """The reduce_computation sample, scenario 5 (asc-devkit examples/.../reduce_computation):
+    ``ReduceSum<half>(dst, src, tmp, 288)`` over ones, then ``GetReduceRepeatSumSpr<half>()``
+    (stored at dst[1]); ReduceSum.md's own example gives dst[0] = 288."""
+    for chip in ("ascend950", A2):
+        ub, info = ar.ascendc.reduce_sum(ub_with(np.ones(288, np.float16), chip),
+                                         T(8192, "half", 16), T(0, "half", 288),
+                                         T(4096, "half", 32), 288, chip=chip, return_info=True)
+        assert float(GET_SUM(info.spr, "half", chip=chip)) == 288.0
+
+
+def test_one_register_or_one_slot_per_type():
+    """Reading the sum register with the other T (not documented): A2/A3 one register (the
+    other type's reading undefined), 950 one global per type (``spr_sum_other_type``)."""
+    xf = np.arange(64, dtype=np.float32)
+    for chip, kept in (("ascend950", True), (A2, False)):
+        ub = ub_with(xf, chip)
+        ub, info = ar.ascendc.reduce_sum(ub, T(8192, "float", 8), T(0, "float", 64),
+                                         T(4096, "float", 64), 64, chip=chip, return_info=True)
+        ub = ar.store(ub, 0, np.ones(128, np.float16))
+        ub, info = ar.ascendc.reduce_sum(ub, T(8192, "half", 16), T(0, "half", 128),
+                                         T(4096, "half", 64), 128, chip=chip, return_info=True,
+                                         spr=info.spr)
+        assert float(GET_SUM(info.spr, "half", chip=chip)) == 128.0
+        if kept:
+            assert float(GET_SUM(info.spr, "float", chip=chip)) == float(xf.sum())
+        else:
+            assert code_of(GET_SUM, info.spr, "float", chip=chip) == Code.SPR_UNDEFINED
+
+
+def test_reduce_max_count_form_sets_the_value():
+    x = np.random.default_rng(8).permutation(np.linspace(-4, 4, 300)).astype(np.float16)
+    ub, info = ar.ascendc.reduce_max(ub_with(x), T(8192, "half", 16), T(0, "half", 300),
+                                     T(4096, "half", 64), 300, True, chip=A2, return_info=True)
+    (v, _), read = GET_MM(info.spr, "half", chip=A2, return_info=True)
+    assert float(v) == float(x.max()) and not bool(read.index_defined)
 
 
 # ------------------------------------------------------------------ products and arguments ---
@@ -245,19 +301,27 @@ def _oracle(state, name, ub, *args, **kw):
 
 
 def _read_jax(state, dtype, chip):
-    try:
-        v, i = GET_MM(state, dtype, chip=chip)
-    except ar.ConstraintError as e:
-        return e.code
-    bits = np.asarray(v).view(np.uint16 if dtype == "float16" else np.uint32)
-    return int(bits), int(i)
+    out = []
+    for fn in (GET_MM, GET_SUM):
+        try:
+            got = fn(state, dtype, chip=chip)
+        except ar.ConstraintError as e:
+            out.append(e.code)
+            continue
+        v, i = got if isinstance(got, tuple) else (got, None)
+        bits = int(np.asarray(v).view(np.uint16 if dtype == "float16" else np.uint32))
+        out.append((bits, int(i)) if i is not None else bits)
+    return out
 
 
 def _read_oracle(state, dtype, chip):
-    try:
-        return oracle.spr.get_reduce_repeat_max_min_spr(state, dtype, chip=chip)
-    except oracle.OracleError as e:
-        return e.code
+    out = []
+    for fn in (oracle.spr.get_reduce_repeat_max_min_spr, oracle.spr.get_reduce_repeat_sum_spr):
+        try:
+            out.append(fn(state, dtype, chip=chip))
+        except oracle.OracleError as e:
+            out.append(e.code)
+    return out
 
 
 def _data(rng, dtype, n, special):
@@ -270,7 +334,7 @@ def _data(rng, dtype, n, special):
 
 
 CALLS = ("whole_reduce_max", "whole_reduce_min", "reduce_max", "reduce_min",
-         "reduce_data_block", "whole_reduce_sum")
+         "reduce_data_block", "whole_reduce_sum", "reduce_sum")
 
 
 def _chain(seed, dtype, chip=A2, n_calls=3):
@@ -295,8 +359,14 @@ def _chain(seed, dtype, chip=A2, n_calls=3):
         elif name == "reduce_data_block":
             args = (T(8192, dtype, 2048 // s), src, mask, repeat, 1, blk, rep)
             kw = {"reduce_type": str(rng.choice(["MAX", "MIN", "SUM"]))}
-        else:
-            args = (T(8192, dtype, 16), src, work, mask, repeat, rep, bool(rng.random() < .5))
+        elif rng.random() < .5 or isinstance(mask, ar.CounterMask):   # level 2, high-dim
+            args = (T(8192, dtype, 16), src, work, mask, repeat, rep) + \
+                ((bool(rng.random() < .5),) if name != "reduce_sum" else ())
+            kw = {}
+        else:                                                  # level 2, count form
+            count = int(rng.choice([1, L - 1, L, 3 * L + 7, 9 * L]))
+            args = (T(8192, dtype, 16), src, work, count) + \
+                ((bool(rng.random() < .5),) if name != "reduce_sum" else ())
             kw = {}
         ju, js = _jax(js, name, ub, *args, chip=chip, **kw)
         ou, os_ = _oracle(os_, name, ub, *args, chip=chip, **kw)

@@ -95,52 +95,88 @@ def _whole(kind: str, fn: Callable) -> Callable:
     return call
 
 
+def _count_of(mask, repeat_time, src_rep_stride, count):
+    """The element count of a count-form call (``count=``, or one numeric argument after the
+    buffer, a bool after it being calIndex), None for the high-dimensional form."""
+    if count is not None:
+        return count
+    if src_rep_stride is None and (repeat_time is None or isinstance(repeat_time, bool)):
+        return mask
+    return None
+
+
+def _maxmin_after(spr: OracleSpr, res, dst, src, mask, repeat_time, src_rep_stride, n):
+    """Level-2 ReduceMax / ReduceMin (``n``: the count of a count-form call, else None): the
+    exact value, the index not ("此时获取的索引不准确"); contiguous only (srcRepStride 8; the
+    count form is contiguous); a NOP (count / repeat 0, mask 0) leaves the register."""
+    fmt = _fp.FORMATS[_api._dtype_name(src.dtype)]
+    if n is not None:
+        if not n:
+            return spr
+    elif repeat_time == 0 or not _lanes(mask, 256 // fmt.size):
+        return spr
+    elif src_rep_stride != 8:
+        return replace(spr, maxmin=(fmt.name, UNDEF, UNDEF))
+    value = _api._read(res.ub, dst.addr, fmt.size)            # the call's own dst[0]
+    return replace(spr, maxmin=(fmt.name, value, UNDEF))
+
+
 def _level2(fn: Callable) -> Callable:
-    def call(spr: OracleSpr, ub, dst, src, shared_tmp_buffer, mask, repeat_time=None,
-             src_rep_stride=None, cal_index=False, *, chip):
+    def call(spr: OracleSpr, ub, dst, src, shared_tmp_buffer, mask=None, repeat_time=None,
+             src_rep_stride=None, cal_index=False, *, count=None, chip):
         res = fn(ub, dst, src, shared_tmp_buffer, mask, repeat_time, src_rep_stride, cal_index,
-                 chip=chip)
-        fmt = _fp.FORMATS[_api._dtype_name(src.dtype)]
-        if _counter(mask):
-            return res, (replace(spr, maxmin=(fmt.name, UNDEF, UNDEF)) if _runs_counter(mask)
-                         else spr)
-        count_form = repeat_time is None or isinstance(repeat_time, bool)
-        if count_form:
-            if not mask:                                      # count 0
-                return res, spr
-        elif repeat_time == 0 or not _lanes(mask, 256 // fmt.size):
-            return res, spr
-        if not count_form and src_rep_stride != 8:
-            return res, replace(spr, maxmin=(fmt.name, UNDEF, UNDEF))
-        value = _api._read(res.ub, dst.addr, fmt.size)        # the call's own dst[0]
-        # "此时获取的索引不准确": the value is exact, the index is not
-        return res, replace(spr, maxmin=(fmt.name, value, UNDEF))
+                 count=count, chip=chip)
+        n = _count_of(mask, repeat_time, src_rep_stride, count)
+        return res, _maxmin_after(spr, res, dst, src, mask, repeat_time, src_rep_stride, n)
 
     return call
 
 
-def reduce_sum(spr: OracleSpr, ub, dst, src, shared_tmp_buffer, mask, repeat_time=None,
-               src_rep_stride=None, *, chip, saturate=None):
-    """ReduceSum: the count form (``mask`` is the count, no repeat) writes its result to the
-    sum register ("仅支持tensor前n个数据连续计算接口使用"); the high-dimensional form does not."""
-    res = _api.reduce_sum(ub, dst, src, shared_tmp_buffer, mask, repeat_time, src_rep_stride,
-                          chip=chip, saturate=saturate)
+def _level2_count(fn: Callable) -> Callable:
+    def call(spr: OracleSpr, ub, dst, src, shared_tmp_buffer, count, cal_index=False, *, chip):
+        res = fn(ub, dst, src, shared_tmp_buffer, count, cal_index, chip=chip)
+        return res, _maxmin_after(spr, res, dst, src, None, None, None, count)
+
+    return call
+
+
+def _sum_after(spr: OracleSpr, res, dst, src, n, chip) -> OracleSpr:
+    """The count form of ReduceSum (``n`` its count; None: the high-dimensional form, which
+    does not write it) sets the sum register of its type ("仅支持tensor前n个数据连续计算接口使用")."""
     t = _api._dtype_name(src.dtype)
-    if repeat_time is not None or t not in ("float16", "float32") or not mask:
-        return res, spr
-    fmt = _fp.FORMATS[t]
-    value = _api._read(res.ub, dst.addr, fmt.size)
+    if n is None or not n or t not in ("float16", "float32"):
+        return spr
+    value = _api._read(res.ub, dst.addr, _fp.FORMATS[t].size)
     sums = dict(spr.sums)
     if _product(chip).spr_sum_other_type != "kept":    # one register for both types
         sums = {k: UNDEF for k in ("float16", "float32")}
     sums[t] = value
-    return res, replace(spr, sums=sums)
+    return replace(spr, sums=sums)
+
+
+def reduce_sum(spr: OracleSpr, ub, dst, src, shared_tmp_buffer, mask=None, repeat_time=None,
+               src_rep_stride=None, *, count=None, chip, saturate=None):
+    """ReduceSum, either form: the count form writes the sum register."""
+    res = _api.reduce_sum(ub, dst, src, shared_tmp_buffer, mask, repeat_time, src_rep_stride,
+                          count=count, chip=chip, saturate=saturate)
+    return res, _sum_after(spr, res, dst, src, _count_of(mask, repeat_time, src_rep_stride,
+                                                         count), chip)
+
+
+def reduce_sum_count(spr: OracleSpr, ub, dst, src, shared_tmp_buffer, count, *, chip,
+                     saturate=None):
+    """ReduceSum, count form."""
+    res = _api.reduce_sum_count(ub, dst, src, shared_tmp_buffer, count, chip=chip,
+                                saturate=saturate)
+    return res, _sum_after(spr, res, dst, src, count, chip)
 
 
 whole_reduce_max = _whole("MAX", _api.whole_reduce_max)
 whole_reduce_min = _whole("MIN", _api.whole_reduce_min)
 reduce_max = _level2(_api.reduce_max)
 reduce_min = _level2(_api.reduce_min)
+reduce_max_count = _level2_count(_api.reduce_max_count)
+reduce_min_count = _level2_count(_api.reduce_min_count)
 
 
 def reduce_data_block(spr: OracleSpr, ub, dst, src, mask, repeat_time, dst_rep_stride,
