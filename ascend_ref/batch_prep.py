@@ -460,9 +460,10 @@ def prepare_columns(api: str, chip: Any, dtype: str, option: Any, mask: Any,
     st = _static(api, dtype) if type(api) is str and type(dtype) is str else None
     if st is not None and (set(tensors) != set(st[2]) or not set(st[3]) <= set(params)):
         st = None                              # as a case: the per-case path says what is wrong
-    if st is None:
-        ops, names = (), ()
-    else:
+    ops: Tuple[str, ...] = ()
+    names: Tuple[str, ...] = ()
+    size, word_order = 0, "ascendc"
+    if st is not None:
         _, size, ops, names, word_order = st
     cols, plain = [], np.ones(b, bool)
     for t in ops:
@@ -472,12 +473,12 @@ def prepare_columns(api: str, chip: Any, dtype: str, option: Any, mask: Any,
             raise ConstraintError(Code.BAD_ARGUMENT, api="run_columns", param=t,
                                   value=type(tensors[t]).__name__,
                                   allowed="an (addr, size) pair of ints or int columns") from None
-        for key, v in ((f"{t}.addr", addr), (f"{t}.size", n)):
-            c = _column(api, key, v, b)
+        for label, v in ((f"{t}.addr", addr), (f"{t}.size", n)):
+            c = _column(api, label, v, b)
             plain &= _fits(c, 0, _PLAIN)
             cols.append(c)
-    for k in names:
-        c = _column(api, k, params[k], b)
+    for pname in names:
+        c = _column(api, pname, params[pname], b)
         plain &= _fits(c, -_PLAIN, _PLAIN)
         cols.append(c)
     m = np.asarray(mask)
