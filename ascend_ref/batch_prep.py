@@ -517,9 +517,11 @@ def prepare_columns(api: str, chip: Any, dtype: str, option: Any, mask: Any,
         return out
     # the mask words of every distinct mask (the same function as a case's)
     words = np.zeros((b, 4), np.uint32)
-    uniq, inv = np.unique(m.reshape(b, -1), axis=0, return_inverse=True)
+    # the count form has no mask: every lane, whatever the column holds (as _group_key)
+    mw = np.full(b, 256 // size, np.int64) if st[0].kernel.count_form else m
+    uniq, inv = np.unique(mw.reshape(b, -1), axis=0, return_inverse=True)
     for u, row in enumerate(uniq):
-        got = _mask_words(int(row[0]) if m.ndim == 1 else [int(w) for w in row],
+        got = _mask_words(int(row[0]) if mw.ndim == 1 else [int(w) for w in row],
                           256 // size, word_order)
         sel = inv.reshape(-1) == u
         if got is None:
