@@ -744,7 +744,7 @@ def draw_campaign_case(d, template: Template, dist: Distributions,
     limit = min(ub_len, prof.ub_bytes)
     if not in_place and d.chance(0.1):          # at the limit: the last tensor ends at the UB end
         a, _ = tensors[last]
-        tensors[last] = (a, (limit - a) // (ds if last == "dst" else s))
+        tensors[last] = (a, max(limit - a, 0) // (ds if last == "dst" else s))
         tags["layout"] = "ub_end"
     saturate = None
     if ins.saturating and dtype == "float16":      # half only (not the 16-bit integers)
