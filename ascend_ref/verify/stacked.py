@@ -15,7 +15,8 @@ and region counts)::
     format  "ascend_ref.dump"    version 2    layout "stacked"    count N    groups G
     g{g}.meta          JSON: api, chip, dtype, option, saturate, mask_words (0: an int
                        mask; 1 or 2: bit-mode words; -1: a counter-mode count,
-                       ``{"counter": n}``), params [names], tensors [names],
+                       ``{"counter": n}``; other word counts are stored and reported per
+                       case, as version 1 does), params [names], tensors [names],
                        regions [names], errors [code names]
     g{g}.case          int64[m]        the case numbers (0..N-1) of the group's rows
     g{g}.params        int64[m, P]
@@ -124,10 +125,14 @@ def stacked_arrays(cases: Sequence[Case], ub_afters: Sequence, regions, errors: 
         out[pre + "tensors"] = np.array([[m["tensors"][k] for k in names["tensors"]]
                                          for _, m, _, _ in rows], np.int64).reshape(
                                              len(rows), len(names["tensors"]), 2)
-        out[pre + "mask"] = np.array([m["mask"] if words > 0 else [m["mask"]["counter"]]
-                                      if words < 0 else [m["mask"]]
-                                      for _, m, _, _ in rows], np.uint64).reshape(
-                                          len(rows), max(words, 1))
+        try:
+            out[pre + "mask"] = np.array([m["mask"] if words > 0 else [m["mask"]["counter"]]
+                                          if words < 0 else [m["mask"]]
+                                          for _, m, _, _ in rows], np.uint64).reshape(
+                                              len(rows), max(words, 1))
+        except OverflowError:
+            raise ValueError(f"a mask of group {g} does not fit uint64 words (the stacked "
+                             f"layout stores them so; write such a case in version 1)") from None
         out[pre + "ub_bytes"] = np.array([ub.size for _, _, ub, _ in rows], np.int64)
         spans = np.array([[m["regions"][k] for k in names["regions"]] for _, m, _, _ in rows],
                          np.int64).reshape(len(rows), len(names["regions"]), 2)
@@ -259,10 +264,11 @@ class Stacked:
         for k in ("params", "tensors", "regions", "errors"):
             if not isinstance(gm[k], list) or not all(isinstance(x, str) for x in gm[k]):
                 raise DumpError(path, f"{pre}meta.{k}", "expected a list of names")
-        words = gm["mask_words"]
-        if isinstance(words, bool) or words not in (-1, 0, 1, 2):
+        words = gm["mask_words"]        # bit masks: 1 or 2 words valid, the case's check says
+        if isinstance(words, bool) or not isinstance(words, int) or not -1 <= words <= 64:
             raise DumpError(path, f"{pre}meta.mask_words",
-                            f"{words!r}: expected 0, 1, 2 or -1 (counter mode)")
+                            f"{words!r}: expected an int in [-1, 64] (0: an int mask, "
+                            f"-1: counter mode)")
         case = self._array(pre + "case", np.int64, 1)
         m = case.size
         shapes = {"params": (m, len(gm["params"])), "tensors": (m, len(gm["tensors"]), 2),
