@@ -57,19 +57,7 @@ SUPPORTED_VERSIONS = (1, 2)       # 2: the stacked layout (stacked.py)
 
 _META_KEYS = {"api", "chip", "dtype", "option", "mask", "params", "tensors", "saturate",
               "layout", "regions", "error", "tags", "source", "ub_bytes"}
-PathLike = Union[str, "os.PathLike[str]"]
-
-
-class DumpError(ValueError):
-    """A dump file (or one case in it) cannot be verified: ``file``, ``case``, ``field``, ``reason``."""
-
-    def __init__(self, file: PathLike, field: str, reason: str, case: Optional[int] = None):
-        self.file, self.field, self.reason, self.case = str(file), field, reason, case
-        where = f"{self.file}" + (f": case {case}" if case is not None else "")
-        super().__init__(f"{where}: {field}: {reason}")
-
-    def __reduce__(self):                # picklable (gathered between processes)
-        return (DumpError, (self.file, self.field, self.reason, self.case))
+from .meta import DumpError, PathLike, _jsonable_mask, case_meta, tensor_regions  # noqa: F401
 
 
 @dataclass
@@ -97,49 +85,6 @@ class DumpCase:
 
 
 # ------------------------------------------------------------------ writing -----------------
-
-def _jsonable_mask(mask):
-    if isinstance(mask, CounterMask):           # counter mode (SetMaskCount): {"counter": n}
-        return {"counter": int(mask.count)}
-    if isinstance(mask, (list, tuple, np.ndarray)):
-        return [int(w) for w in mask]
-    return int(mask)
-
-
-def case_meta(case: Case, *, layout: str = "ub", regions: Optional[dict] = None,
-              error: Optional[Union[str, Code]] = None, source: Optional[str] = None) -> dict:
-    """The JSON ``meta`` object of one case (see docs/verify.md)."""
-    opt = case.option
-    opt = getattr(opt, "value", opt)
-    if isinstance(opt, np.bool_):
-        opt = bool(opt)
-    meta = {
-        "api": case.api, "chip": case.chip if isinstance(case.chip, str) else case.chip.id,
-        "dtype": case.dtype, "option": opt, "mask": _jsonable_mask(case.mask),
-        "params": {k: int(v) for k, v in case.params.items()},
-        "tensors": {k: [int(a), int(s)] for k, (a, s) in case.tensors.items()},
-        "saturate": None if case.saturate is None else bool(case.saturate),
-        "layout": layout,
-    }
-    if regions is not None:
-        meta["regions"] = {k: [int(a), int(n)] for k, (a, n) in regions.items()}
-        meta["ub_bytes"] = int(case.ub.size)
-    if error is not None:
-        meta["error"] = error.name if isinstance(error, Code) else str(error)
-    if case.tags:
-        meta["tags"] = {str(k): (v if isinstance(v, (int, float, str, bool)) or v is None
-                                 else str(v)) for k, v in case.tags.items()}
-    if source:
-        meta["source"] = source
-    return meta
-
-
-def tensor_regions(case: Case) -> dict:
-    """``{name: (addr, nbytes)}``: each tensor's declared extent (the default dump regions)."""
-    ins = case.instruction
-    return {k: (int(a), int(n) * np.dtype(ins.tensor_dtype(k, case.dtype)).itemsize)
-            for k, (a, n) in case.tensors.items()}
-
 
 def _case_arrays(i: int, case: Case, ub_after, regions, error) -> dict:
     pre = f"c{i}."

@@ -63,6 +63,7 @@ import numpy as np
 
 from ..case import Case
 from ..constraints import Code
+from .meta import DumpError, case_meta, tensor_regions
 
 if TYPE_CHECKING:
     from .format import DumpFile
@@ -78,8 +79,6 @@ _GROUP_KEYS = {"api", "chip", "dtype", "option", "saturate", "mask_words", "para
 def stacked_arrays(cases: Sequence[Case], ub_afters: Sequence, regions, errors: Sequence) -> dict:
     """The archive members of ``cases`` in the stacked layout (see :func:`write_dumps`;
     ``regions`` None stores each whole UB as one region ``"ub"``)."""
-    from .format import case_meta, tensor_regions
-
     groups: Dict[tuple, List[tuple]] = {}
     for i, (case, after, err) in enumerate(zip(cases, ub_afters, errors)):
         ub = np.ascontiguousarray(case.ub, np.uint8)
@@ -207,8 +206,6 @@ class Stacked:
     so no case of the file can be."""
 
     def __init__(self, f: "DumpFile"):
-        from .format import DumpError
-
         self.f = f
         path = f.path
         layout = f._scalar("layout", str)
@@ -239,8 +236,6 @@ class Stacked:
                                            f"{int(missing[0])}")
 
     def _array(self, key: str, dtype, ndim: int) -> np.ndarray:
-        from .format import DumpError
-
         a = self.f._get(key)
         if a.dtype != np.dtype(dtype) or a.ndim != ndim:
             raise DumpError(self.f.path, key, f"expected {np.dtype(dtype)} with {ndim} "
@@ -248,8 +243,6 @@ class Stacked:
         return a
 
     def _group(self, g: int) -> Group:
-        from .format import DumpError
-
         path, pre = self.f.path, f"g{g}."
         gm = _json(self.f, pre + "meta")
         if not isinstance(gm, dict):
@@ -386,8 +379,6 @@ class Keys:
 
 
 def _json(f: "DumpFile", key: str):
-    from .format import DumpError
-
     a = f._get(key)
     if a.shape == () and isinstance(a[()], (str, bytes)):
         text = a[()] if isinstance(a[()], str) else a[()].decode("utf-8", "replace")
