@@ -153,6 +153,25 @@ def _parse_same_type(fails: _Failures, supported: Sequence[str],
     return tensors
 
 
+def _level2_operands(fails: _Failures, supported: Any, prof: Any, kind: str, dst: Any, src: Any,
+                     tmp: Any, cal_index: Any, saturate: Any) -> tuple:
+    """Both level-2 forms: dst, src and sharedTmpBuffer of one type T (its format, L, epb),
+    calIndex a bool, ``saturate`` for ReduceSum."""
+    d, s, w = _parse_same_type(fails, supported, (("dst", dst), ("src", src),
+                                                  ("shared_tmp_buffer", tmp)),
+                               "dst, src and sharedTmpBuffer share the type T")
+    fmt = s.fmt if s is not None else None
+    L = None if fmt is None else REPEAT_BYTES // fmt.size
+    epb = None if fmt is None else BLOCK // fmt.size
+    ci = _as_bool(cal_index)
+    if ci is None:
+        fails.add(Code.BAD_ARGUMENT, f"calIndex must be a bool, got {cal_index!r}")
+    sat = False
+    if kind == "SUM":
+        sat, _ = _parse_saturate(fails, saturate, prof, fmt)
+    return d, s, w, fmt, L, epb, ci, sat
+
+
 def _parse_tensor(fails: _Failures, name: str, t: Any) -> Optional[_T]:
     try:
         addr, dtype, size = t.addr, t.dtype, t.size
@@ -940,19 +959,9 @@ def _level2(api: str, kind: str, ub, dst, src, tmp, mask, repeat_time, src_rep_s
     supported = prof.dtypes(api)
     if not supported:
         fails.add(Code.API_UNSUPPORTED, f"{api} does not exist on {prof.id}")
-    d, s, w = _parse_same_type(fails, supported, (("dst", dst), ("src", src),
-                                                  ("shared_tmp_buffer", tmp)),
-                               "dst, src and sharedTmpBuffer share the type T")
+    d, s, w, fmt, L, epb, ci, sat = _level2_operands(fails, supported, prof, kind, dst, src, tmp,
+                                                     cal_index, saturate)
     tensors = [d, s, w]
-    fmt = s.fmt if s is not None else None
-    L = None if fmt is None else REPEAT_BYTES // fmt.size
-    epb = None if fmt is None else BLOCK // fmt.size
-    ci = _as_bool(cal_index)
-    if ci is None:
-        fails.add(Code.BAD_ARGUMENT, f"calIndex must be a bool, got {cal_index!r}")
-    sat = False
-    if kind == "SUM":
-        sat, _ = _parse_saturate(fails, saturate, prof, fmt)
     if _is_counter(mask):
         fails.add(Code.MASK_MODE, "level-2 ReduceSum / Max / Min: counter mode is not modelled "
                                   "(the count form is the API's own counter-mode call)")
@@ -1091,19 +1100,9 @@ def _level2_count(api: str, kind: str, ub, dst, src, tmp, count, cal_index, chip
         fails.add(Code.DTYPE_UNSUPPORTED, "int64 / uint64: listed by the Ascend 950 page for "
                                           "the count form; the reference does not model "
                                           "8-byte types yet")
-    d, s, w = _parse_same_type(fails, supported, (("dst", dst), ("src", src),
-                                                  ("shared_tmp_buffer", tmp)),
-                               "dst, src and sharedTmpBuffer share the type T")
+    d, s, w, fmt, L, epb, ci, sat = _level2_operands(fails, supported, prof, kind, dst, src, tmp,
+                                                     cal_index, saturate)
     tensors = [d, s, w]
-    fmt = s.fmt if s is not None else None
-    L = None if fmt is None else REPEAT_BYTES // fmt.size
-    epb = None if fmt is None else BLOCK // fmt.size
-    ci = _as_bool(cal_index)
-    if ci is None:
-        fails.add(Code.BAD_ARGUMENT, f"calIndex must be a bool, got {cal_index!r}")
-    sat = False
-    if kind == "SUM":
-        sat, _ = _parse_saturate(fails, saturate, prof, fmt)
     n = _as_int(count)
     if n is None:
         fails.add(Code.BAD_ARGUMENT, f"count must be an int, got {count!r}")
