@@ -862,16 +862,13 @@ def int32_stand_in(v: int) -> int:
     return (2**30 if v > 0 else -(2**30)) + v % 1024
 
 
-def _int_param(api: str, name: str, v, given: Optional[dict] = None,
-               label: Optional[str] = None):
+def _int_param(api: str, name: str, v, given: Optional[dict] = None):
     """An int parameter (Python int or integer scalar array, maybe traced) as int32.
 
     A concrete value outside int32 becomes :func:`int32_stand_in` (recorded in ``given`` to
-    report the value given), so the rules pick the code the oracle picks. ``label``: the
-    public name the error names (default ``name``)."""
-    label = label or name
+    report the value given), so the rules pick the code the oracle picks."""
     if isinstance(v, (bool, np.bool_)):
-        raise ConstraintError(Code.BAD_ARGUMENT, api=api, param=label, value=v,
+        raise ConstraintError(Code.BAD_ARGUMENT, api=api, param=name, value=v,
                               allowed="an int")
     if isinstance(v, (int, np.integer)):
         if not -(2**31) <= int(v) < 2**31:
@@ -882,7 +879,7 @@ def _int_param(api: str, name: str, v, given: Optional[dict] = None,
     if isinstance(v, (jax.Array, np.ndarray)) and np.ndim(v) == 0 and \
             jnp.issubdtype(v.dtype, jnp.integer):
         return v.astype(jnp.int32)
-    raise ConstraintError(Code.BAD_ARGUMENT, api=api, param=label, value=v,
+    raise ConstraintError(Code.BAD_ARGUMENT, api=api, param=name, value=v,
                           allowed="an int (or an integer scalar array under jit / vmap)")
 
 
@@ -1088,8 +1085,7 @@ def prepare(ins: Instruction, ub, tensors: dict, mask, params: dict, *, chip, op
     args: dict = {}
     extra: dict = {}
     for k, v in params.items():
-        (args if k in ARGS else extra)[k] = _int_param(
-            api, k, v, given, ins.repeat_param if k == "repeat" else k)
+        (args if k in ARGS else extra)[k] = _int_param(api, k, v, given)
     operands = {name: Operand(_int_param(api, f"{name}.addr", t.addr, given),
                               _int_param(api, f"{name}.size", t.size, given))
                 for name, t in tensors.items()}

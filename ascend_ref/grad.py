@@ -262,8 +262,11 @@ def results(call: Call, src, tensor: str = "dst", *, return_info: bool = False):
     if tensor == "dst" and not call.layout.per_repeat:
         table, ok = buf[:k], written[:k]
     else:
-        table = buf[:call.rows * k].reshape(call.rows, k)
-        ok = written[:call.rows * k].reshape(call.rows, k)
+        # the work tensor holds what its documented size holds (the count form's size rule
+        # counts count / L repeats, rounded down: fewer rows than the call's repeats)
+        rows = call.rows if tensor == "dst" else min(call.rows, t.size // k)
+        table = buf[:rows * k].reshape(rows, k)
+        ok = written[:rows * k].reshape(rows, k)
     vals = [j for j, f in enumerate(fields) if f.role == "value"]
     idx = [j for j, f in enumerate(fields) if f.role == "index"]
     out = []

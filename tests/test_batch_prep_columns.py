@@ -157,6 +157,7 @@ def _check(cases: list) -> None:
     assert {None, Code.BAD_ARGUMENT, Code.MASK_RANGE} <= codes and len(codes) >= 5, codes
 
 
+@pytest.mark.slow   # one kernel per instruction configuration (~50 s idle); the default run keeps the column checks
 def test_columns_give_run_cases_outcomes_on_every_instruction():
     _check(_per_api(7))
 

@@ -47,6 +47,7 @@ def planted(monkeypatch):
     jax.clear_caches()
 
 
+@pytest.mark.slow   # a whole planted campaign + shrink (~45 s idle); the default run keeps the clean-campaign half
 def test_planted_tie_rule_bug_is_found_shrunk_and_grouped(planted, tmp_path, capsys):
     camp = Campaign.load("tie_rule")
     camp.cases, camp.static_configs, camp.workers = 60, 6, 0     # the file's 240 x 10: ~1 min

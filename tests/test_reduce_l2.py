@@ -391,7 +391,7 @@ from ascend_ref.fuzz.generate import HypothesisDraw, draw_case  # noqa: E402
 SETTINGS = dict(deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
 
 
-@settings(max_examples=60, **SETTINGS)
+@settings(max_examples=30, **SETTINGS)
 @given(st.data())
 def test_shared_generator_valid_and_invalid_calls_match_the_oracle(data):
     """The shared generator (adversarial data: ties, specials, subnormals, NaN payloads,

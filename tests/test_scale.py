@@ -145,6 +145,7 @@ def one_process(tmp_path_factory):
     return root, toml, dumps, stored(root / "one.sqlite"), rep
 
 
+@pytest.mark.slow   # four-device subprocess campaigns (~60 s idle with its fixture)
 def test_run_cases_fuzz_and_verify_on_four_devices_equal_one_device(one_process):
     import json
 
@@ -207,6 +208,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow   # two jax.distributed processes (~40 s idle)
 def test_two_processes_split_verify_and_fuzz_and_feed_their_own_rows(one_process):
     """2 CPU processes joined with jax.distributed (gloo): run_batch with the global device
     list (each process its own rows), ``ascend-ref verify`` and ``ascend-ref fuzz`` with
