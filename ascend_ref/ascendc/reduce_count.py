@@ -272,24 +272,24 @@ SUM = registry.register(registry.Instruction(
     arg_names={"work_tensor": "shared_tmp_buffer"},
     summary="ReduceSum (level 2, count form: the first count elements)",
     overload_of="reduce_sum"))
-MAX = registry.register(registry.Instruction(
-    name="reduce_max_count", family="ascendc", kernel=_kernel("reduce_max_count", "max"),
-    signature=SIGNATURE, params=PARAMS, kind=lambda o: "max", layout=high.layout,
-    repeat_range=count_range, option=registry.CAL_INDEX, work_need=minmax_need,
-    assumptions=_ASSUMED, codes=(Code.WORK_SIZE, Code.INDEX_OVERFLOW),
-    profile_fields=(high.TMP,) + sprs.MAXMIN_FIELDS,
-    arg_names={"work_tensor": "shared_tmp_buffer"},
-    summary="ReduceMax (level 2, count form: the first count elements)",
-    overload_of="reduce_max"))
-MIN = registry.register(registry.Instruction(
-    name="reduce_min_count", family="ascendc", kernel=_kernel("reduce_min_count", "min"),
-    signature=SIGNATURE, params=PARAMS, kind=lambda o: "min", layout=high.layout,
-    repeat_range=count_range, option=registry.CAL_INDEX, work_need=minmax_need,
-    assumptions=_ASSUMED, codes=(Code.WORK_SIZE, Code.INDEX_OVERFLOW),
-    profile_fields=(high.TMP,) + sprs.MAXMIN_FIELDS,
-    arg_names={"work_tensor": "shared_tmp_buffer"},
-    summary="ReduceMin (level 2, count form: the first count elements)",
-    overload_of="reduce_min"))
+
+
+def _declare_extreme(kind: str) -> registry.Instruction:
+    """ReduceMax / ReduceMin, count form (``kind`` "max" / "min"): one declaration."""
+    name, title = f"reduce_{kind}_count", f"Reduce{kind.capitalize()}"
+    return registry.register(registry.Instruction(
+        name=name, family="ascendc", kernel=_kernel(name, kind),
+        signature=SIGNATURE, params=PARAMS, kind=lambda o: kind, layout=high.layout,
+        repeat_range=count_range, option=registry.CAL_INDEX, work_need=minmax_need,
+        assumptions=_ASSUMED, codes=(Code.WORK_SIZE, Code.INDEX_OVERFLOW),
+        profile_fields=(high.TMP,) + sprs.MAXMIN_FIELDS,
+        arg_names={"work_tensor": "shared_tmp_buffer"},
+        summary=f"{title} (level 2, count form: the first count elements)",
+        overload_of=f"reduce_{kind}"))
+
+
+MAX = _declare_extreme("max")
+MIN = _declare_extreme("min")
 
 
 def reduce_sum_count(ub, dst, src, shared_tmp_buffer, count, *, chip, saturate=None,

@@ -172,6 +172,15 @@ def _level2_operands(fails: _Failures, supported: Any, prof: Any, kind: str, dst
     return d, s, w, fmt, L, epb, ci, sat
 
 
+def _level2_align(fails: _Failures, fmt: Any, ci: Any, d: Any, s: Any, w: Any) -> None:
+    """Both level-2 forms: src and sharedTmpBuffer 32 B; dst per ReduceRepeat table 3
+    ([value, index] 2*size with calIndex, [value] size without; SUM: size)."""
+    if fmt is not None and ci is not None:
+        for t, need in ((d, fmt.size * (2 if ci else 1)), (s, BLOCK), (w, BLOCK)):
+            if t is not None and t.addr % need:
+                fails.add(Code.ALIGN, f"{t.name}.addr = {t.addr} not {need}-byte aligned")
+
+
 def _parse_tensor(fails: _Failures, name: str, t: Any) -> Optional[_T]:
     try:
         addr, dtype, size = t.addr, t.dtype, t.size
@@ -986,12 +995,7 @@ def _level2(api: str, kind: str, ub, dst, src, tmp, mask, repeat_time, src_rep_s
     elif srs < 0 or srs > STRIDE_MAX:
         fails.add(Code.STRIDE_RANGE, f"srcRepStride = {srs} outside [0, {STRIDE_MAX}]")
         srs = None
-    # alignment: src and sharedTmpBuffer 32 B; dst per ReduceRepeat table 3: [value, index]
-    # 2*size with calIndex, [value] size without; SUM: size
-    if fmt is not None and ci is not None:
-        for t, need in ((d, fmt.size * (2 if ci else 1)), (s, BLOCK), (w, BLOCK)):
-            if t is not None and t.addr % need:
-                fails.add(Code.ALIGN, f"{t.name}.addr = {t.addr} not {need}-byte aligned")
+    _level2_align(fails, fmt, ci, d, s, w)
     _check_ub_bounds(fails, prof, ubarr, tensors)
 
     ready = (ubarr is not None and all(t is not None and t.fmt is not None for t in tensors)
@@ -1113,10 +1117,7 @@ def _level2_count(api: str, kind: str, ub, dst, src, tmp, count, cal_index, chip
             fails.add(Code.REPEAT_RANGE, f"count = {n} outside [{low}, "
                                          f"{prof.ub_bytes // fmt.size}]")
             n = None
-    if fmt is not None and ci is not None:
-        for t, need in ((d, fmt.size * (2 if ci else 1)), (s, BLOCK), (w, BLOCK)):
-            if t is not None and t.addr % need:
-                fails.add(Code.ALIGN, f"{t.name}.addr = {t.addr} not {need}-byte aligned")
+    _level2_align(fails, fmt, ci, d, s, w)
     _check_ub_bounds(fails, prof, ubarr, tensors)
     ready = (ubarr is not None and all(t is not None and t.fmt is not None for t in tensors)
              and fmt is not None and n is not None and ci is not None)
