@@ -35,7 +35,8 @@ from .run import Group, Report, explain, repro_command, verify
 
 def dumps_from_cases(cases: Sequence, out_dir, *, per_file: int = 1, regions=None,
                      prefix: str = "dump", outcomes: Optional[Sequence] = None,
-                     stacked: bool = False, compress: bool = True) -> List[str]:
+                     stacked: bool = False, compress: bool = True,
+                     spr: bool = False) -> List[str]:
     """Run ``cases`` on the reference and write what it left as dumps — a perfect "device".
 
     Tests and users start from these and corrupt them (or replace ``ub_after`` with real
@@ -43,7 +44,9 @@ def dumps_from_cases(cases: Sequence, out_dir, *, per_file: int = 1, regions=Non
     ``regions``, ``compress`` and ``stacked`` (format version 2, the stacked layout) as in
     :func:`write_dumps`. A case the reference rejects is written with
     ``error=`` its constraint code. ``outcomes`` — reference outcomes already computed.
-    Returns the paths written.
+    ``spr`` — also record the reduce special registers every getter of the product reads
+    after the call, run from the fresh state (docs/verify.md §1c; only for cases whose
+    product has a getter). Returns the paths written.
     """
     from ..batch import run_cases
 
@@ -54,9 +57,14 @@ def dumps_from_cases(cases: Sequence, out_dir, *, per_file: int = 1, regions=Non
     for k in range(0, len(cases), per_file):
         cs, os_ = cases[k:k + per_file], outs[k:k + per_file]
         p = os.path.join(os.fspath(out_dir), f"{prefix}_{k // per_file:06d}.npz")
+        regs = None
+        if spr:
+            from .registers import reference_dump
+
+            regs = [reference_dump(c) if o.code is None else None for c, o in zip(cs, os_)]
         write_dumps(p, cs, [None if o.code is not None else o.ub for o in os_],
                     regions=regions, errors=[o.code for o in os_], stacked=stacked,
-                    compress=compress)
+                    compress=compress, sprs=regs)
         paths.append(p)
     return paths
 

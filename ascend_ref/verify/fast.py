@@ -14,7 +14,8 @@ row the array checks do not pass (the version-1 validation then reports it), a d
 that is not the reference's code, a reference error, a mismatch, an ``after`` region outside
 the case's window, a case whose declared geometry reaches outside its UB (no compact window:
 the kernel would see the row's length, not the case's), a group whose shared check fails,
-any exception -- is handed
+a case that carries reduce special registers (``spr``: their reference state comes from the
+direct path), any exception -- is handed
 back and verified by the per-case path (:meth:`ascend_ref.verify.run.Verifier.check`), which
 gives its verdict, signature and report entry. So the report of a stacked file is the
 report of the same cases verified one at a time.
@@ -51,6 +52,12 @@ def check_stacked(v: "Verifier", f: DumpFile, mine: np.ndarray) -> List[int]:
         rows = np.flatnonzero(mine[g.case])
         if not rows.size:
             continue
+        regs = g.has_spr()[rows]            # registers: compared by the per-case path
+        if regs.any():
+            rest.extend(g.case[rows[regs]].tolist())
+            rows = rows[~regs]
+            if not rows.size:
+                continue
         try:
             slow = _group(v, f, g, rows)
         except Exception:                                          # noqa: BLE001

@@ -16,6 +16,9 @@ Keys of the archive::
     c{i}.before.{name}  uint8[nbytes]  } layout "regions": meta.regions = {name: [addr, nbytes]}
     c{i}.after.{name}   uint8[nbytes]  }
 
+``meta.spr`` (optional): the reduce special registers the device's getters read after the
+call, and the state before it (:mod:`ascend_ref.verify.registers`, docs/verify.md §1c).
+
 Reading never yields a silent partial result: anything truncated, malformed or inconsistent
 raises :class:`DumpError` naming the file, the case and the field.
 
@@ -56,7 +59,7 @@ VERSION = 1
 SUPPORTED_VERSIONS = (1, 2)       # 2: the stacked layout (stacked.py)
 
 _META_KEYS = {"api", "chip", "dtype", "option", "mask", "params", "tensors", "saturate",
-              "layout", "regions", "error", "tags", "source", "ub_bytes"}
+              "layout", "regions", "error", "tags", "source", "ub_bytes", "spr"}
 from .meta import DumpError, PathLike, _jsonable_mask, case_meta, tensor_regions  # noqa: F401
 
 
@@ -78,6 +81,8 @@ class DumpCase:
     compared: Optional[np.ndarray] = None
     error: Optional[Code] = None
     meta: dict = field(default_factory=dict)
+    spr: Optional[Any] = None
+    spr_verdict: Optional[Any] = None         # the register comparison (run.Verifier)
 
     @property
     def where(self) -> str:
@@ -86,14 +91,14 @@ class DumpCase:
 
 # ------------------------------------------------------------------ writing -----------------
 
-def _case_arrays(i: int, case: Case, ub_after, regions, error) -> dict:
+def _case_arrays(i: int, case: Case, ub_after, regions, error, spr=None) -> dict:
     pre = f"c{i}."
     ub = np.ascontiguousarray(case.ub, np.uint8)
     if regions == "tensors":
         regions = tensor_regions(case)
     layout = "regions" if regions is not None else "ub"
     out = {pre + "meta": np.array(json.dumps(case_meta(case, layout=layout, regions=regions,
-                                                       error=error)))}
+                                                       error=error, spr=spr)))}
     after = None if ub_after is None else np.ascontiguousarray(np.asarray(ub_after), np.uint8)
     if after is not None and after.shape != ub.shape:
         raise ValueError(f"ub_after has {after.size} bytes, the case's UB has {ub.size}")
@@ -113,7 +118,7 @@ def _case_arrays(i: int, case: Case, ub_after, regions, error) -> dict:
 
 def write_dumps(path: PathLike, cases: Sequence[Case], ub_afters: Optional[Sequence] = None, *,
                 regions=None, errors: Optional[Sequence] = None, compress: bool = True,
-                stacked: bool = False) -> None:
+                stacked: bool = False, sprs: Optional[Sequence] = None) -> None:
     """Write several cases into one dump file.
 
     ``ub_afters[i]`` — the whole UB after case ``i`` (same size as ``cases[i].ub``).
@@ -123,24 +128,28 @@ def write_dumps(path: PathLike, cases: Sequence[Case], ub_afters: Optional[Seque
     rejected case ``i`` instead of running it. ``stacked`` — format version 2, the stacked
     layout (:mod:`ascend_ref.verify.stacked`): the cases as columns, one member per column,
     which ``verify`` reads and checks as whole batches; its regions as ``regions`` says
-    (None: each whole UB as one region ``"ub"``).
+    (None: each whole UB as one region ``"ub"``). ``sprs[i]`` -- the reduce special
+    registers of case ``i`` as its ``meta.spr`` object (``{"before": ..., "after": ...}``,
+    docs/verify.md §1c; None: not recorded).
     """
     n = len(cases)
     ub_afters = list(ub_afters) if ub_afters is not None else [None] * n
     errors = list(errors) if errors is not None else [None] * n
-    if len(ub_afters) != n or len(errors) != n:
-        raise ValueError("cases, ub_afters and errors must have the same length")
+    regs = list(sprs) if sprs is not None else [None] * n
+    if len(ub_afters) != n or len(errors) != n or len(regs) != n:
+        raise ValueError("cases, ub_afters, errors and sprs must have the same length")
     arrays: Dict[str, Any] = {"format": np.array(FORMAT), "count": np.array(n)}
     if stacked:
         from .stacked import VERSION as STACKED, stacked_arrays
 
         arrays["version"] = np.array(STACKED)
         arrays.update(stacked_arrays(cases, ub_afters, regions,
-                                     [e.name if isinstance(e, Code) else e for e in errors]))
+                                     [e.name if isinstance(e, Code) else e for e in errors],
+                                     regs))
     else:
         arrays["version"] = np.array(VERSION)
-        for i, (c, a, e) in enumerate(zip(cases, ub_afters, errors)):
-            arrays.update(_case_arrays(i, c, a, regions, e))
+        for i, (c, a, e, r) in enumerate(zip(cases, ub_afters, errors, regs)):
+            arrays.update(_case_arrays(i, c, a, regions, e, r))
     tmp = f"{os.fspath(path)}.part"
     with open(tmp, "wb") as fh:
         (np.savez_compressed if compress else np.savez)(fh, **arrays)
@@ -664,7 +673,15 @@ def _build(f: DumpFile, i: int, meta: dict) -> DumpCase:
         raise v.err("meta.layout", f"{layout!r}: expected \"ub\" or \"regions\"")
     case = Case(api, chip_id, dtype, option, mask, params, tens, before, saturate,
                 dict(tags, dump=f"{f.path}#{i}"))
-    return DumpCase(f.path, i, case, after, compared, error, meta)
+    spr = None
+    if meta.get("spr") is not None:
+        from .registers import SprFormatError, parse
+
+        try:
+            spr = parse(meta["spr"], chip_id, dtype)
+        except SprFormatError as e:
+            raise v.err(e.field, e.reason) from None
+    return DumpCase(f.path, i, case, after, compared, error, meta, spr)
 
 
 def _bytes(v: _V, key: str) -> np.ndarray:

@@ -40,8 +40,10 @@ def _jsonable_mask(mask):
 
 
 def case_meta(case: Case, *, layout: str = "ub", regions: Optional[dict] = None,
-              error: Optional[Union[str, Code]] = None, source: Optional[str] = None) -> dict:
-    """The JSON ``meta`` object of one case (see docs/verify.md)."""
+              error: Optional[Union[str, Code]] = None, source: Optional[str] = None,
+              spr: Optional[dict] = None) -> dict:
+    """The JSON ``meta`` object of one case (see docs/verify.md; ``spr``: the reduce special
+    registers, docs/verify.md §1c, :mod:`ascend_ref.verify.registers`)."""
     opt = case.option
     opt = getattr(opt, "value", opt)
     if isinstance(opt, np.bool_):
@@ -64,6 +66,8 @@ def case_meta(case: Case, *, layout: str = "ub", regions: Optional[dict] = None,
                                  else str(v)) for k, v in case.tags.items()}
     if source:
         meta["source"] = source
+    if spr is not None:
+        meta["spr"] = spr
     return meta
 
 

@@ -79,6 +79,11 @@ class Report:
     device_errors: int = 0          # cases the device rejected with the reference's code
     undefined_bytes: int = 0
     cases_with_undefined: int = 0
+    #: reduce special registers (docs/verify.md §1c): cases whose dump records them, the
+    #: recorded readings the reference leaves undefined (skipped) and the cases with some
+    spr_cases: int = 0
+    undefined_registers: int = 0
+    cases_with_undefined_registers: int = 0
     bad: List[DumpError] = field(default_factory=list)
     bad_files: int = 0
     groups: dict = field(default_factory=dict)
@@ -106,6 +111,10 @@ class Report:
                          f"reference's constraint code (counted as agreeing)")
         lines.append(f"  undefined bytes skipped: {self.undefined_bytes} "
                      f"(in {self.cases_with_undefined} case(s))")
+        if self.spr_cases:
+            lines.append(f"  reduce special registers compared in {self.spr_cases} case(s); "
+                         f"undefined register readings skipped: {self.undefined_registers} "
+                         f"(in {self.cases_with_undefined_registers} case(s))")
         if self.groups:
             lines.append("")
             lines.append(f"mismatches: {self.mismatched} in {len(self.groups)} group(s) by bit "
@@ -141,6 +150,8 @@ class Report:
             "mismatched": self.mismatched, "device_errors": self.device_errors,
             "undefined_bytes": self.undefined_bytes,
             "cases_with_undefined": self.cases_with_undefined,
+            "spr_cases": self.spr_cases, "undefined_registers": self.undefined_registers,
+            "cases_with_undefined_registers": self.cases_with_undefined_registers,
             "groups": [{"signature": g.signature, "count": g.count, "apis": dict(g.apis),
                         "chips": dict(g.chips), "dtypes": dict(g.dtypes), "repro": g.repro,
                         "examples": [{"file": f, "case": i, "call": d} for f, i, d in g.examples]}
@@ -272,7 +283,8 @@ class Verifier:
     def _compare(self, d: DumpCase, ref: Outcome):
         """Count one case; returns its signature (None: agrees) or False (bad case)."""
         rep = self.report
-        if ref.code is None and d.error is None and _agrees(d, ref):
+        spr_sig = self._registers(d, ref)
+        if ref.code is None and d.error is None and spr_sig is None and _agrees(d, ref):
             # both ran and every recorded, defined byte matches: what signature() would
             # call agreement (the device borrows the reference's masks), in one pass
             assert ref.undefined is not None
@@ -302,6 +314,8 @@ class Verifier:
         from ..fuzz.signature import signature
 
         sig = signature(d.case, ref, dev)
+        if spr_sig is not None:
+            sig = spr_sig if sig is None else f"{sig} + {spr_sig}"
         if ref.code is None and dev.code is None:
             assert ref.undefined is not None
             und = ref.undefined if d.compared is None else (ref.undefined & d.compared)
@@ -322,6 +336,25 @@ class Verifier:
         if self.on_case:
             self.on_case(d, sig, None)
         return sig
+
+    def _registers(self, d: DumpCase, ref: Outcome) -> Optional[str]:
+        """Compare the case's reduce special registers, when its dump records them and both
+        sides ran: count what was compared and skipped; the register signature (None:
+        agree)."""
+        if d.spr is None or ref.code is not None or d.error is not None:
+            return None
+        from .registers import compare, signature as spr_signature
+
+        v = compare(d.case, d.spr)
+        d.spr_verdict = v
+        if v is None:
+            return None
+        rep = self.report
+        rep.spr_cases += 1
+        if v.skipped:
+            rep.undefined_registers += len(v.skipped)
+            rep.cases_with_undefined_registers += 1
+        return spr_signature(v)
 
     def finish(self, files: int, seconds: float) -> Report:
         self.report.files = files
@@ -427,7 +460,8 @@ def merge_reports(parts: Sequence[Tuple[Report, set]], paths: Sequence[Union[str
     for rep, bf in parts:
         bad_files |= bf
         for k in ("cases", "agreed", "mismatched", "device_errors", "undefined_bytes",
-                  "cases_with_undefined"):
+                  "cases_with_undefined", "spr_cases", "undefined_registers",
+                  "cases_with_undefined_registers"):
             setattr(out, k, getattr(out, k) + getattr(rep, k))
         out.bad.extend(rep.bad)
         for sig, g in rep.groups.items():
@@ -516,6 +550,21 @@ def explain(path: PathLike, index: int, *, max_words: int = 32) -> Tuple[str, Op
         return "\n".join(lines), "bad"
     dev = device_outcome(d, ref)
     sig = signature(c, ref, dev)
+    if d.spr is not None and ref.code is None and dev.code is None:
+        from .registers import compare, signature as spr_signature
+
+        v = compare(c, d.spr)
+        if v is not None:
+            ssig = spr_signature(v)
+            if ssig is not None:
+                sig = ssig if sig is None else f"{sig} + {ssig}"
+            for k in sorted(v.reference, key=list(d.spr.after).index):
+                bits, defined = v.reference[k]
+                mark = "skipped (undefined)" if not defined else \
+                    "MISMATCH" if k in v.differ else "agree"
+                lines.append(f"  register:  {k:<14} reference {bits:#x}"
+                             f"{'' if defined else ' (undefined)'}  device "
+                             f"{d.spr.after[k]:#x}  [{mark}]")
     if ref.code is not None or dev.code is not None:
         lines.append(f"  => {'agree' if sig is None else sig}")
         return "\n".join(lines), sig
@@ -529,7 +578,8 @@ def explain(path: PathLike, index: int, *, max_words: int = 32) -> Tuple[str, Op
     differ = (ref.ub != dev.ub) & ~ref.undefined
     words = np.unique(np.flatnonzero(differ) // s)
     if sig is None:
-        lines.append("  => agree: every defined byte matches")
+        lines.append("  => agree: every defined byte matches"
+                     + (" and every defined register reading" if d.spr is not None else ""))
         return "\n".join(lines), None
     lines.append(f"  => MISMATCH ({sig}): {words.size} element(s) differ")
     bt = f"uint{8 * s}"

@@ -28,7 +28,8 @@ and region counts)::
     g{g}.has_after     bool[m]         the after bytes are recorded
     g{g}.before.{name} uint8[...]      region ``name`` of every row, row after row
     g{g}.after.{name}  uint8[...]      the same for the rows with has_after
-    g{g}.extra         (optional) JSON list of m objects {"tags": ..., "source": ...}
+    g{g}.extra         (optional) JSON list of m objects {"tags": ..., "source": ...,
+                       "spr": ...} (``spr``: the registers, docs/verify.md §1c)
 
 The reader (:class:`Stacked`) turns row ``r`` of a group back into the version-1 ``meta`` and
 region bytes of its case, so :meth:`DumpFile.case` validates a stacked case with exactly the
@@ -76,11 +77,14 @@ _GROUP_KEYS = {"api", "chip", "dtype", "option", "saturate", "mask_words", "para
 
 # ------------------------------------------------------------------ writing -----------------
 
-def stacked_arrays(cases: Sequence[Case], ub_afters: Sequence, regions, errors: Sequence) -> dict:
+def stacked_arrays(cases: Sequence[Case], ub_afters: Sequence, regions, errors: Sequence,
+                   sprs: Optional[Sequence] = None) -> dict:
     """The archive members of ``cases`` in the stacked layout (see :func:`write_dumps`;
-    ``regions`` None stores each whole UB as one region ``"ub"``)."""
+    ``regions`` None stores each whole UB as one region ``"ub"``; ``sprs[i]`` case ``i``'s
+    ``meta.spr``, kept in the group's ``extra``)."""
     groups: Dict[tuple, List[tuple]] = {}
-    for i, (case, after, err) in enumerate(zip(cases, ub_afters, errors)):
+    regs = list(sprs) if sprs is not None else [None] * len(cases)
+    for i, (case, after, err, spr) in enumerate(zip(cases, ub_afters, errors, regs)):
         ub = np.ascontiguousarray(case.ub, np.uint8)
         if ub.ndim != 1:
             raise ValueError(f"case {i}: the UB must be a 1-D uint8 array")
@@ -98,7 +102,7 @@ def stacked_arrays(cases: Sequence[Case], ub_afters: Sequence, regions, errors: 
             if a < 0 or n < 0 or a + n > ub.size:
                 raise ValueError(f"case {i}: region {name} [{a}, {a + n}) is outside its "
                                  f"{ub.size}-byte UB")
-        meta = case_meta(case, layout="regions", regions=reg, error=err)
+        meta = case_meta(case, layout="regions", regions=reg, error=err, spr=spr)
         mask = meta["mask"]
         key = (meta["api"], meta["chip"], meta["dtype"], json.dumps(meta["option"]),
                meta["saturate"], len(mask) if isinstance(mask, list) else
@@ -147,7 +151,7 @@ def stacked_arrays(cases: Sequence[Case], ub_afters: Sequence, regions, errors: 
             out[f"{pre}after.{name}"] = np.concatenate(
                 [aft[a:a + n] for (_, _, _, aft), (a, n) in zip(rows, spans[:, j].tolist())
                  if aft is not None] + [np.zeros(0, np.uint8)])
-        extra = [{k: m[k] for k in ("tags", "source") if k in m} for _, m, _, _ in rows]
+        extra = [{k: m[k] for k in ("tags", "source", "spr") if k in m} for _, m, _, _ in rows]
         if any(extra):
             out[pre + "extra"] = np.array(json.dumps(extra))
     return out
@@ -187,6 +191,12 @@ class Group:
 
     def __len__(self) -> int:
         return int(self.case.size)
+
+    def has_spr(self) -> np.ndarray:
+        """bool[m]: the rows that carry reduce special registers (``extra``'s ``spr``)."""
+        if self.extra is None:
+            return np.zeros(len(self), bool)
+        return np.array([x.get("spr") is not None for x in self.extra], bool)
 
     def before_bytes(self, j: int, r: int) -> np.ndarray:
         at, n = int(self.before_at[j, r]), int(self.region_cols[r, j, 1])
