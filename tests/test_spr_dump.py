@@ -125,3 +125,47 @@ def test_dumps_without_registers_are_unchanged(tmp_path):
         assert d.spr is None and "spr" not in json.loads(str(f._get("c0.meta")))
     r = verify(tmp_path, progress=False)
     assert r.ok and r.spr_cases == 0 and "register" not in r.format()
+
+
+# ------------------------------------------------------------------ the audit -------------
+
+def two_repeat_max(chip=A2):
+    """The max in repeat 1, lane 5: flat index 69 (spr_maxmin_index "flat") or 5 ("lane")."""
+    x = np.arange(128, dtype=np.float32) % 50
+    x[64 + 5] = 99.0
+    ub = np.zeros(1024, np.uint8)
+    ub[:512] = x.view(np.uint8)
+    return Case("whole_reduce_max", chip, "float32", "ORDER_VALUE_INDEX", 64,
+                dict(PARAMS, repeat=2), {"src": (0, 128), "dst": (512, 4)}, ub)
+
+
+def _audit_row(report, chip, name):
+    return next(r for r in report.audit.sorted_rows() if (r.chip, r.assumption) == (chip, name))
+
+
+@pytest.mark.parametrize("index,verdict", [(69, "confirmed"), (5, "REFUTED")])
+def test_audit_settles_spr_maxmin_index(tmp_path, index, verdict):
+    _with_spr(os.path.join(tmp_path, "a.npz"), two_repeat_max(),
+              {"before": "fresh", "after": {"sum": {"half": 0},
+                                            "max_min": {"dtype": "float", "value": _f32(99.0),
+                                                        "index": index}}})
+    r = verify(tmp_path, progress=False, audit=True)
+    row = _audit_row(r, A2, "spr_maxmin_index")
+    assert row.exercised == 1 and row.verdict.startswith(verdict)
+    if index == 5:
+        assert row.alternative == 1 and row.observed == {"max_min.index 0x5": 1}
+    # the unwritten sum register: observed, the device read zero bits (spr_unwritten "zero")
+    obs = _audit_row(r, A2, "spr_unwritten")
+    assert obs.kind == "observe" and obs.observed == {"as spr_unwritten = 'zero'": 1}
+
+
+def test_audit_spr_sum_other_type_on_950(tmp_path):
+    """950 assumes "kept": a device that keeps the half reading agrees; one that does not
+    matches neither choice's defined bits."""
+    for k, half in enumerate((0x3C00, 0x1234)):
+        _with_spr(os.path.join(tmp_path, f"s{k}.npz"), sum_count_case(A950),
+                  {"before": {"sum": {"half": 0x3C00}},
+                   "after": {"sum": {"half": half, "float": _f32(120.0)}}})
+    r = verify(tmp_path, progress=False, audit=True)
+    row = _audit_row(r, A950, "spr_sum_other_type")
+    assert (row.exercised, row.agreed, row.other) == (2, 1, 1)

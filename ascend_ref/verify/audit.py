@@ -213,6 +213,8 @@ class Auditor:
             if prof.block_fill == "undefined" and "block_fill" in c.instruction.profile_rules:
                 self._observe_fill(prof.id, d, ref, dev)
             self._audit_choices(prof, assumed, d, ref, dev, valid)
+            if d.spr is not None:
+                self._audit_spr(prof, assumed, d)
             # -- counterfactuals
             pending += _field_counterfactuals(prof, assumed, d, ref, dev, valid)
             if not (c.instruction.sums(c.option) and is_float):
@@ -348,7 +350,9 @@ class Auditor:
                     what = "kept" if after == before else _fmt_word(after, c.dtype)
                     self._tally(self.row(prof.id, "tik_add_work_contents (undefined)",
                                          "observe"), d, f"R={R}: work[0] {what}")
-        if "nan_add_operand" in assumed and ins.sums(c.option) and c.dtype.startswith("float") and R >= 1:
+        # (the count form, without srcRepStride, has no repeat geometry to gather: not inspected)
+        if "nan_add_operand" in assumed and ins.sums(c.option) and c.dtype.startswith("float") \
+                and R >= 1 and "src_rep_stride" in c.params:
             bits = _src_bits(c)
             _, nan, _, _ = _keys(bits, c.dtype)
             act = nan & _active(c)[None, :]
@@ -375,6 +379,64 @@ class Auditor:
                     same = np.array_equal(dev[a:a + size * s], c.ub[a:a + size * s])
                     self._tally(self.row(prof.id, f"{field_} (undefined)", "observe"), d,
                                 "dst kept" if same else "dst changed")
+
+    # -- the reduce special registers (docs/verify.md §1c): counterfactual readings
+    def _audit_spr(self, prof, assumed: set, d) -> None:
+        """The assumed ``spr_*`` fields (state_only: no UB byte depends on them), settled by
+        the registers the dump recorded: the case rerun with each other choice; the readings
+        where the two reference states differ are the ones the field decides. Where the
+        reference's choice leaves them undefined (``spr_unwritten``, ``spr_sum_other_type``
+        = ``"undefined"``) the row observes: it tallies whether the device read what the
+        alternative defines."""
+        from .registers import compare
+
+        names = [n for n in SPR_FIELDS if n in assumed and n in prof.facts
+                 and n in registry.declared_fields()]
+        if not names:
+            return
+        mine = d.spr_verdict if d.spr_verdict is not None else compare(d.case, d.spr)
+        if mine is None:
+            return
+        dev = d.spr.after
+        for name in names:
+            f = registry.declared_fields()[name]
+            here = prof.fact(name)
+            for value in f.choices:
+                if value == here:
+                    continue
+                alt = dataclasses.replace(prof, id=f"{prof.id}~{name}={value}",
+                                          facts={**prof.facts, name: value})
+                other = compare(d.case, d.spr, chip=alt)
+                if other is None:
+                    continue
+                decided = [k for k in mine.reference
+                           if mine.reference[k] != other.reference.get(k)
+                           and (mine.reference[k][1] or other.reference.get(k, (0, False))[1])]
+                if not decided:
+                    continue
+                if here == "undefined":
+                    on = [k for k in decided if other.reference[k][1]]
+                    same = all(dev[k] == other.reference[k][0] for k in on)
+                    self._tally(self.row(prof.id, name, "observe"), d,
+                                f"as {name} = {value!r}" if same else
+                                "other: " + ", ".join(f"{k} {dev[k]:#x}" for k in on))
+                    continue
+                row = self.row(prof.id, name)
+                row.exercised += 1
+                ref_on = [k for k in decided if mine.reference[k][1]]
+                if all(dev[k] == mine.reference[k][0] for k in ref_on):
+                    row.agreed += 1
+                    continue
+                alt_on = [k for k in decided if other.reference[k][1]]
+                if alt_on and all(dev[k] == other.reference[k][0] for k in alt_on):
+                    row.alternative += 1
+                else:
+                    row.other += 1
+                for k in ref_on:
+                    if dev[k] != mine.reference[k][0]:
+                        row.observed[f"{k} {dev[k]:#x}"] += 1
+                if len(row.examples) < self.max_examples:
+                    row.examples.append((d.file, d.index))
 
     def _observe_fill(self, chip_id: str, d, ref: Outcome, dev: np.ndarray) -> None:
         c = d.case
@@ -459,6 +521,12 @@ def describe(assumption: str) -> str:
         return DESCRIPTIONS[assumption]
     f = registry.declared_fields().get(assumption)
     return f"{f.doc} (checked by rerunning with {', '.join(map(str, f.choices))})" if f else ""
+
+
+#: the profile fields of the reduce special registers that a dump's registers settle
+#: (declared in ascendc/_spr_hooks.py; the getter forms ``spr_sum`` / ``spr_maxmin`` are
+#: documented, not assumed)
+SPR_FIELDS = ("spr_maxmin_index", "spr_unwritten", "spr_sum_other_type", "spr_vcg_clobber")
 
 
 def _field_counterfactuals(prof, assumed: set, d, ref: Outcome, dev: np.ndarray,
@@ -548,7 +616,9 @@ def _tik_index(c: Case, ref: Outcome) -> Optional[int]:
 
 
 def _is_minmax(c: Case) -> bool:
-    return c.instruction.kind(c.option) in ("min", "max")
+    """A min/max call with a repeat geometry to inspect (the level-2 count form, without
+    srcRepStride, is not inspected: its data masks would need their own gather)."""
+    return c.instruction.kind(c.option) in ("min", "max") and "src_rep_stride" in c.params
 
 
 def _top_threshold(prof) -> int:
@@ -697,9 +767,16 @@ def _minmax_masks(c: Case, n: int) -> Dict[str, np.ndarray]:
 
 def _has_subnormal(c: Case, ref: Outcome) -> bool:
     """A float32 call whose source or written result holds a subnormal."""
-    bits = _src_bits(c)
+    if "src_rep_stride" in c.params:
+        bits = _src_bits(c)
+        act = _active(c)[None, :]
+    else:                   # the count form: the first ``count`` (params.repeat) elements
+        a, n = c.tensors["src"][0], c.params["repeat"]
+        raw = np.ascontiguousarray(c.ub[a:a + 4 * n])
+        bits = raw[:raw.size // 4 * 4].view(np.uint32).astype(np.uint64)
+        act = np.ones(bits.shape, bool)
     sub = ((bits & np.uint64(0x7F800000)) == 0) & ((bits & np.uint64(0x007FFFFF)) != 0)
-    if (sub & _active(c)[None, :]).any():
+    if (sub & act).any():
         return True
     for w in _written_words(ref, 4):
         if (w & 0x7F800000) == 0 and (w & 0x007FFFFF) != 0:
