@@ -475,7 +475,7 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
             xs = np.concatenate([xs, np.repeat(xs[:1], fill, axis=0)])
             qs = np.concatenate([qs, np.repeat(qs[:1], fill, axis=0)])
         if words:                                 # the element type: no byte assembly
-            xs = xs.view(f"uint{8 * size}")
+            xs = xs.view(f"uint{8 * min(size, 4)}")   # 8 bytes: (lo, hi) uint32 (no x64)
         if one_device:
             scale.CALLS[1] += 1
             args = (xs, qs, shared)

@@ -34,7 +34,7 @@ from .chips import ADD_ORDERS, FILL_RULES, ZERO_RULES, ChipProfile, chip as get_
 from .constraints import (HOST, Code, Constraint, ConstraintError, Rule, first_failure, in_range,
                           status_of)
 from .params import ARGS, OPERANDS, ChipFacts, Diag, Extent, Operand, Params
-from .ub import Tensor, as_ub, element_view, itemsize, mark, scatter_bytes, to_bytes
+from .ub import Tensor, as_ub, element_view, itemsize, mark, scatter_bytes, to_bytes, words_of
 
 U16_MAX = 65535
 _BIG = 2**31 - 1
@@ -513,7 +513,8 @@ def count_active(spec: Spec, count: Any):
 
 def _gather_src(ins: Instruction, spec: Spec, ub, p, blk):
     """Source bits ``(r_max, L)``: an element gather (general path, odd UB lengths) or, on
-    the fast paths, one 32-byte slice per DataBlock (same bits for every in-range read)."""
+    the fast paths, one 32-byte slice per DataBlock (same bits for every in-range read).
+    8-byte elements: ``(r_max, L, 2)`` uint32, the (lo, hi) words (no uint64 in a kernel)."""
     s, n = spec.size, ub.shape[0]
     align = ins.align(spec).get("src", 1)
     align = 1 if callable(align) else align
@@ -530,9 +531,8 @@ def _gather_src(ins: Instruction, spec: Spec, ub, p, blk):
         jax.lax.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(),
                                        start_index_map=(0,)),
         slice_sizes=(BLOCK,), mode=jax.lax.GatherScatterMode.CLIP)
-    words = jax.lax.bitcast_convert_type(blocks.reshape(-1, BLOCK // s, s),
-                                         jnp.dtype(f"uint{8 * s}"))
-    return words.reshape(spec.rows, spec.lanes)
+    words = words_of(blocks.reshape(-1, BLOCK // s, s), s)
+    return words.reshape((spec.rows, spec.lanes) + words.shape[2:])
 
 
 def static_span(r_max: int, rep: int, blk: int) -> int:
@@ -558,8 +558,8 @@ def _dense_src(spec: Spec, ub, p):
         raw = sl.reshape(-1, BLOCK // unit)[idx]
     if unit == s:
         return raw.reshape(r_max, spec.lanes)
-    words = jax.lax.bitcast_convert_type(raw.reshape(r_max, -1, s), jnp.dtype(f"uint{8 * s}"))
-    return words.reshape(r_max, spec.lanes)
+    words = words_of(raw.reshape(r_max, spec.lanes, s // unit), s)    # 8 bytes: (lo, hi)
+    return words.reshape((r_max, spec.lanes) + words.shape[2:])
 
 
 def _read_extent(spec: Spec, p, blk, lane_mask, active):

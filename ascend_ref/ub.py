@@ -21,9 +21,12 @@ import numpy as np
 from .constraints import Code, ConstraintError
 
 #: Element types the instructions know, by canonical name.
-DTYPES = ("float16", "float32", "int16", "uint16", "int32", "uint32")
+#: int64 / uint64: the Ascend 950 level-2 count form only (ReduceSum / ReduceMax / ReduceMin
+#: 数据类型; docs/SEMANTICS.md §N); kernels carry such an element as two uint32 words (lo, hi)
+DTYPES = ("float16", "float32", "int16", "uint16", "int32", "uint32", "int64", "uint64")
 _ALIASES = {"half": "float16", "float": "float32", "fp16": "float16", "fp32": "float32",
-            "int16_t": "int16", "uint16_t": "uint16", "int32_t": "int32", "uint32_t": "uint32"}
+            "int16_t": "int16", "uint16_t": "uint16", "int32_t": "int32", "uint32_t": "uint32",
+            "int64_t": "int64", "uint64_t": "uint64"}
 DataBlock = 32
 Repeat = 256
 
@@ -37,14 +40,8 @@ def dtype_name(dtype) -> str:
     except TypeError:
         name = None
     if name not in DTYPES:
-        # the Ascend 950 ReduceSum / ReduceMax / ReduceMin pages list int64 / uint64 (count
-        # form only): 8-byte element types are not modelled yet (docs/SEMANTICS.md §N)
-        eight = name in ("int64", "uint64")
         raise ConstraintError(Code.DTYPE_UNSUPPORTED, api="Tensor", param="dtype", value=dtype,
-                              allowed=f"one of {DTYPES} (or half / float)",
-                              hint="The Ascend 950 ReduceSum / ReduceMax / ReduceMin pages list "
-                                   "int64 / uint64 (count form only); the reference does not "
-                                   "model 8-byte types yet" if eight else "")
+                              allowed=f"one of {DTYPES} (or half / float)")
     return name
 
 
@@ -67,7 +64,8 @@ def itemsize(dtype) -> int:
 
 
 def bits_dtype(dtype) -> str:
-    """The unsigned integer type holding an element's raw bits (uint16 or uint32)."""
+    """The unsigned integer type holding an element's raw bits (uint16, uint32 or, on the
+    host, uint64; inside a kernel an 8-byte element is two uint32 words: :func:`element_view`)."""
     return f"uint{8 * itemsize(dtype)}"
 
 
@@ -178,10 +176,11 @@ def _check_span(api: str, ub_len: int, addr: int, nbytes: int) -> None:
 def store(ub, addr: int, values, *, dtype=None) -> jax.Array:
     """Write ``values`` at byte ``addr``; the element type decides the bytes.
 
-    Without ``dtype``, ``values`` must be a numpy / JAX array of a UB element type (float16,
-    float32, int16, uint16, int32, uint32) or of raw bytes (uint8, int8); anything else —
-    Python numbers or lists, float64, int64, bool arrays — is a BAD_ARGUMENT error, since
-    its bytes would silently be 8-byte or 1-byte words. With ``dtype`` (an element type name
+    Without ``dtype``, ``values`` must be a numpy array of a UB element type (float16,
+    float32, int16, uint16, int32, uint32, int64, uint64), a JAX array of one (not an 8-byte
+    type: with x64 disabled JAX holds those as 4-byte words) or of raw bytes (uint8, int8);
+    anything else — Python numbers or lists, float64, bool arrays — is a BAD_ARGUMENT error,
+    since its bytes would silently be 8-byte or 1-byte words. With ``dtype`` (an element type name
     such as ``"float16"`` or ``"half"``), ``values`` is converted to it first
     (``store(ub, 0, [1.5, 2], dtype="half")`` writes 4 bytes).
     """
@@ -231,7 +230,10 @@ def load(ub, addr: int, dtype, count: int) -> np.ndarray:
 # ---- typed views used by the kernels (inside jit) -------------------------------------------
 
 def element_view(ub: jax.Array, size: int) -> jax.Array:
-    """The UB as unsigned words of ``size`` bytes (element k = bytes [k*size, (k+1)*size))."""
+    """The UB as unsigned words of ``size`` bytes (element k = bytes [k*size, (k+1)*size)).
+
+    ``size`` 8: ``(n, 2)`` uint32, the (lo, hi) words of each element (JAX runs with x64
+    disabled: no uint64 inside a kernel)."""
     n = ub.shape[0]
     pad = (-n) % size
     if pad:
@@ -239,7 +241,18 @@ def element_view(ub: jax.Array, size: int) -> jax.Array:
     words = ub.reshape(-1, size)
     if size == 1:
         return words[:, 0]
-    return jax.lax.bitcast_convert_type(words, jnp.dtype(f"uint{8 * size}"))
+    return words_of(words, size)
+
+
+def words_of(raw: jax.Array, size: int) -> jax.Array:
+    """Elements of ``size`` bytes from raw bytes or narrower unsigned words whose last axis
+    holds one element (``size`` bytes in all): ``(...)`` of ``uint{8 size}``, or for
+    ``size`` 8 ``(..., 2)`` uint32 (lo, hi)."""
+    if size == 8:
+        if raw.dtype == jnp.uint32:
+            return raw
+        return jax.lax.bitcast_convert_type(raw.reshape(raw.shape[:-1] + (2, 4)), jnp.uint32)
+    return jax.lax.bitcast_convert_type(raw, jnp.dtype(f"uint{8 * size}"))
 
 
 def to_bytes(bits: jax.Array, size: int) -> jax.Array:

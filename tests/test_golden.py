@@ -114,7 +114,8 @@ def generated(tmp_path_factory):
 
 def test_the_example_kernels_ship():
     assert KERNELS == ["pair_reduce_sum_half", "reduce_data_block_sum_half",
-                       "reduce_max_index_half", "reduce_sum_count_float", "reduce_sum_float",
+                       "reduce_max_index_half", "reduce_sum_count_float",
+                       "reduce_sum_count_int64_950", "reduce_sum_float",
                        "repeat_reduce_sum_half", "row_sum_float_13x57",
                        "tik_vec_reduce_add_half", "whole_reduce_max_half",
                        "whole_reduce_max_spr_float",
@@ -167,6 +168,9 @@ def test_golden_against_plain_numpy(generated):
     for k, t in enumerate(tree(padded.reshape(16, 64))):
         acc = t if k == 0 else np.float32(acc + t)
     assert read("reduce_sum_count_float", "<f4")[:1].tobytes() == acc.tobytes()
+    _, _, x = independent("reduce_sum_count_int64_950")     # modulo 2^64 (Python ints)
+    want = sum(int(v) for v in x) % 2**64
+    assert read("reduce_sum_count_int64_950", "<u8")[0] == want
     _, _, x = independent("whole_reduce_sum_int16_950")     # widened: exact integer sums
     assert read("whole_reduce_sum_int16_950", "<i4").tolist() == \
         x.astype(np.int64).reshape(8, 128).sum(1).tolist()

@@ -349,13 +349,14 @@ def test_constraints(impl, change, code):
 
 @pytest.mark.parametrize("dtype", ["int64", "uint64"])
 def test_64_bit_types_are_rejected(dtype):
-    """ReduceMax.md: int64_t / uint64_t only in the count form on 950 (not modelled), so the
-    high-dimensional form rejects them: DTYPE_UNSUPPORTED (the JAX Tensor itself has no
-    8-byte types; the oracle takes any tensor-like object)."""
+    """ReduceMax.md: int64_t / uint64_t only in the count form on 950 ("仅支持tensor前n个数据
+    计算接口"), so the high-dimensional form rejects them: DTYPE_UNSUPPORTED on both sides
+    (the count form: tests/test_int64.py)."""
     from collections import namedtuple
 
     with pytest.raises(ar.ConstraintError) as e:
-        T(0, dtype, 512)
+        ar.ascendc.reduce_max(ar.new_ub("ascend950"), T(4096, dtype, 16), T(0, dtype, 512),
+                              T(4224, dtype, 64), 32, 2, 8, True, chip="ascend950")
     assert e.value.code == Code.DTYPE_UNSUPPORTED
     Raw = namedtuple("Raw", "addr dtype size")
     ub = np.zeros(8192, np.uint8)
@@ -754,21 +755,6 @@ def test_count_form_explain_lists_its_rules():
                    registry.lookup("reduce_sum_count").rules())
     mx = {(c.code, c.param) for c in registry.lookup("reduce_max_count").rules(True)}
     assert (Code.INDEX_OVERFLOW, "count") in mx
-
-
-def test_count_form_8_byte_types_are_named():
-    """Ascend 950 lists int64 / uint64 for the count form: not modelled (DTYPE_UNSUPPORTED,
-    the message says why), on both implementations."""
-    from collections import namedtuple
-
-    with pytest.raises(ar.ConstraintError) as e:
-        T(0, "int64", 64)
-    assert e.value.code == Code.DTYPE_UNSUPPORTED and "8-byte" in str(e.value)
-    Raw = namedtuple("Raw", "addr dtype size")
-    with pytest.raises(oracle.OracleError) as o:
-        oracle.reduce_sum(np.zeros(4096, np.uint8), Raw(2048, "int64", 4), Raw(0, "int64", 64),
-                          Raw(2112, "int64", 8), 64, chip="ascend950")
-    assert o.value.code == Code.DTYPE_UNSUPPORTED and "8-byte" in str(o.value)
 
 
 def test_count_form_sum_sets_the_sum_register():

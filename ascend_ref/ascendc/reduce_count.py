@@ -69,7 +69,7 @@ from .. import numerics, registry
 from ..constraints import Code, ConstraintError, Rule
 from ..engine import Instruction as Kernel
 from ..ub import itemsize
-from . import _spr_hooks as sprs, reduce as high
+from . import _b64, _spr_hooks as sprs, reduce as high
 
 #: the count form's public signature after ``ub`` (``"repeat"`` is ``count``: the engine's
 #: repeat parameter, public name ``kernel.repeat_param``)
@@ -122,7 +122,10 @@ def _merged(spec, p) -> Any:
 
 
 def _sum_uses_tmp(spec, p) -> Any:
-    """The 方式二 paths: every call on a "tree" product, 950 outside 方式三."""
+    """The 方式二 paths: every call on a "tree" product, 950 outside 方式三 (8-byte types:
+    always 方式三 on 950, "int64_t、uint64_t采用方式三")."""
+    if spec.size == 8:
+        return SUM_MODE.holds(p, "tree")
     return SUM_MODE.holds(p, "tree") | (SUM_MODE.holds(p, "merge") & ~_merged(spec, p))
 
 
@@ -175,6 +178,8 @@ def _minmax_effects(kind: str):
     high_effects = high._effects(kind)          # srcRepStride 8: index = r * L + lane
 
     def effects(spec, p, bits, active, arith):
+        if spec.size == 8:                       # int64 / uint64: (lo, hi) words
+            return _b64.minmax_effects(spec, p, bits, active, kind, high.TMP.holds(p, "used"))
         return high_effects(spec, p, bits, active, arith)
 
     return effects
@@ -186,6 +191,8 @@ def _tree_of(v, arith, lanes):
 
 
 def _sum_effects(spec, p, bits, active, arith):
+    if spec.size == 8:                           # int64 / uint64: (lo, hi) words, 方式三
+        return _b64.sum_effects(spec, p, bits, active, _sum_uses_tmp(spec, p))
     add, zero, L = arith.add, arith.zero, spec.lanes
     n = p.repeat
     rows = spec.rows
@@ -268,7 +275,7 @@ SUM = registry.register(registry.Instruction(
     name="reduce_sum_count", family="ascendc", kernel=_kernel("reduce_sum_count", "sum"),
     signature=SIGNATURE[:-1], params=PARAMS, kind=lambda o: "sum", layout=high.sum_layout,
     repeat_range=count_range, work_need=sum_need, codes=(Code.WORK_SIZE,),
-    profile_fields=(SUM_MODE, SEQ_SEED, SEQ_ROUNDING) + sprs.SUM_FIELDS,
+    profile_fields=(SUM_MODE, SEQ_SEED, SEQ_ROUNDING, _b64.OVERFLOW) + sprs.SUM_FIELDS,
     arg_names={"work_tensor": "shared_tmp_buffer"},
     summary="ReduceSum (level 2, count form: the first count elements)",
     overload_of="reduce_sum"))

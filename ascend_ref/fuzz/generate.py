@@ -144,7 +144,10 @@ def fill_ub(nbytes: int, dtype: str, kind: str, seed: int) -> np.ndarray:
                            qnan[rng.integers(0, len(qnan), n)], subn, big]}[kind]
     else:
         info = np.iinfo(dtype)
-        ext = np.array([info.min, info.max, 0, 1, info.max - 1], dtype=dtype).view(bits_t)
+        edges = [info.min, info.max, 0, 1, info.max - 1]
+        if s == 8:           # int64 / uint64: carries across the 32-bit words, wrap at 2^64
+            edges += [2**32 - 1, 2**32, 2**31, -1 if info.min < 0 else 2**63, info.min + 1]
+        ext = np.array(edges, dtype=dtype).view(bits_t)
         small = rng.integers(-3 if info.min < 0 else 0, 4, n).astype(dtype).view(bits_t)
         pools = {"ties": [small], "specials": [ext[rng.integers(0, len(ext), n)], small],
                  "subnormal": [small, raw], "saturating": [ext[rng.integers(0, len(ext), n)], raw],
@@ -453,7 +456,7 @@ def template_universe(apis: Sequence[str], chips: Sequence[str], dtypes: Optiona
     return out
 
 
-CAMPAIGN_DTYPES = ["float16", "float32", "int16", "uint16", "int32", "uint32"]
+CAMPAIGN_DTYPES = ["float16", "float32", "int16", "uint16", "int32", "uint32", "int64", "uint64"]
 
 
 def counter_supported(chip_id: Union[str, ChipProfile]) -> bool:

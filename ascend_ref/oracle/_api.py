@@ -1099,11 +1099,6 @@ def _level2_count(api: str, kind: str, ub, dst, src, tmp, count, cal_index, chip
     supported = prof.dtypes(api)
     if not supported:
         fails.add(Code.API_UNSUPPORTED, f"{api} does not exist on {prof.id}")
-    if _dtype_name(getattr(src, "dtype", None)) in ("int64", "uint64"):
-        # the 950 pages list them for this form; 8-byte types are not modelled yet
-        fails.add(Code.DTYPE_UNSUPPORTED, "int64 / uint64: listed by the Ascend 950 page for "
-                                          "the count form; the reference does not model "
-                                          "8-byte types yet")
     d, s, w, fmt, L, epb, ci, sat = _level2_operands(fails, supported, prof, kind, dst, src, tmp,
                                                      cal_index, saturate)
     tensors = [d, s, w]
@@ -1134,7 +1129,8 @@ def _level2_count(api: str, kind: str, ub, dst, src, tmp, count, cal_index, chip
         if kind == "SUM":
             mode = prof.reduce_sum_count_mode
             # 方式二 paths need the buffer: "tree" always; 950 outside 256 < n*size <= 1024
-            used = mode == "tree" or (mode == "merge" and not (L < n <= 4 * L))
+            # (int64 / uint64 on 950: "采用方式三" whatever the count)
+            used = mode == "tree" or (mode == "merge" and not (L < n <= 4 * L) and sz != 8)
             first = max(n // L, 1)                # count / L, 1 if count < L
             need = up(first, epb) * epb
         else:
@@ -1172,6 +1168,11 @@ def _level2_count(api: str, kind: str, ub, dst, src, tmp, count, cal_index, chip
         out.write(d.addr, sz, _minmax_nan(value, fmt, prof))
         if ci:
             out.write(d.addr + sz, sz, index)
+        return out.result()
+    if sz == 8:                                   # int64 / uint64: 方式三, exact integers
+        if used:
+            out.undef(w.addr, w.nbytes)
+        out.write(d.addr, sz, _sum64(x, fmt, prof.int64_sum_overflow == "saturate"))
         return out.result()
     kw = dict(default_nan=prof.default_nan(fmt.name), ftz=prof.fp32_ftz, saturate=sat)
     plus = lambda a, b: _fp.add(a, b, fmt, **kw)      # noqa: E731
@@ -1224,6 +1225,23 @@ def _level2_count(api: str, kind: str, ub, dst, src, tmp, count, cal_index, chip
         out.undef(w.addr, w.nbytes)
     out.write(d.addr, sz, total)
     return out.result()
+
+
+def _sum64(x: Sequence[int], fmt: _fp.Fmt, clamp: bool) -> int:
+    """ReduceSum of int64 / uint64 words: the exact sum modulo 2^64 (assumed
+    ``int64_sum_overflow = "wrap"``: any order gives it); ``clamp``: every add clamped to
+    the type's range, in dav_3510 ReduceB64SumImpl's order -- 64 accumulators, element k
+    added to accumulator k % 64 in turn, then the pairwise tree of the 64."""
+    ints = [_fp.to_int(v, fmt) for v in x]
+    if not clamp:
+        return sum(ints) & fmt.mask
+    lo, hi = (-(1 << 63), (1 << 63) - 1) if fmt.signed else (0, fmt.mask)
+    acc = [0] * 64
+    for k, v in enumerate(ints):
+        acc[k % 64] = min(hi, max(lo, acc[k % 64] + v))
+    while len(acc) > 1:
+        acc = [min(hi, max(lo, acc[j] + acc[j + 1])) for j in range(0, len(acc), 2)]
+    return acc[0] & fmt.mask
 
 
 def _count_form(kind_has_index: bool, mask, repeat_time, src_rep_stride, cal_index, count):

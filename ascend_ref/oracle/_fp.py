@@ -76,6 +76,9 @@ FORMATS = {
     "uint16": Fmt("uint16", 2, False, signed=False),
     "int32": Fmt("int32", 4, False, signed=True),
     "uint32": Fmt("uint32", 4, False, signed=False),
+    # the Ascend 950 level-2 count form only (ReduceSum / ReduceMax / ReduceMin 数据类型)
+    "int64": Fmt("int64", 8, False, signed=True),
+    "uint64": Fmt("uint64", 8, False, signed=False),
 }
 
 

@@ -75,6 +75,7 @@ class Product:
     #: ReduceSum.md 不同硬件形态对应的ReduceSum相加方式, the count form: "sequential" (方式一),
     #: "tree" (方式二), "merge" (Ascend 950: 方式三 for 256~1024 bytes, else 方式二)
     reduce_sum_count_mode: str = "tree"
+    int64_sum_overflow: str = "wrap"
     #: 方式一's chain: from the first repeat sum, each add rounded to T (not documented)
     reduce_sum_seq_seed: str = "first"
     reduce_sum_seq_rounding: str = "each"
@@ -104,6 +105,8 @@ _COMMON_SOURCES = {
     "pair_masked_pair": "RPE 约束说明 id20-id27 does not list this product (PairReduceSum is "
                         "not supported here, or the page is silent)",
     "int_sum_overflow": "no integer ReduceRepeat<SUM> on this product (RRP 数据类型: half/float)",
+    "int64_sum_overflow": "no int64 / uint64 ReduceSum on this product (ReduceSum.md 数据类型: "
+                          "half/float)",
     "dst_dtypes": "RRP 数据类型: dst and src of one type on this product (id19)",
     "reduce_tmp_buffer": "ReduceMax.md / ReduceMin.md 约束说明: 需要使用sharedTmpBuffer on A3, "
                          "A2, 200I/500 A2, inference AI Core, training, Kirin X90, Kirin 9030",
@@ -140,10 +143,17 @@ _NONE = ()
 def _l2(dtypes: Tuple[str, ...]) -> Dict[str, Tuple[str, ...]]:
     """ReduceMax.md / ReduceMin.md (current) 数据类型, and ReduceSum.md's (half / float only)."""
     sums = tuple(d for d in dtypes if d in (F16, F32))
-    # the count form ("tensor前n个数据计算"): the same lists (int64 / uint64 on 950: 8 bytes,
-    # not modelled)
     return {"reduce_max": dtypes, "reduce_min": dtypes, "reduce_sum": sums,
             "reduce_max_count": dtypes, "reduce_min_count": dtypes, "reduce_sum_count": sums}
+
+
+def _l2_950() -> Dict[str, Tuple[str, ...]]:
+    """Ascend 950: ReduceMax.md / ReduceMin.md id10 and ReduceSum.md id10 add int64_t /
+    uint64_t, "仅支持tensor前n个数据计算接口" (the count form only)."""
+    b64 = ("int64", "uint64")
+    out = _l2(ALL6)
+    return {**out, "reduce_max_count": ALL6 + b64, "reduce_min_count": ALL6 + b64,
+            "reduce_sum_count": (F16, F32) + b64}
 
 
 def _ascendc(half_float: Tuple[str, ...]) -> Dict[str, Tuple[str, ...]]:
@@ -191,7 +201,7 @@ def _kirin(pid: str, name: str) -> Product:
 PRODUCTS: Dict[str, Product] = {p.id: p for p in [
     _row("ascend950", 253952,
          {**_ascendc(ALL6), "whole_reduce_sum": ALL6, "reduce_data_block": (F16, F32),
-          "pair_reduce_sum": (F16, F32), "repeat_reduce_sum": ALL6, **_l2(ALL6)},
+          "pair_reduce_sum": (F16, F32), "repeat_reduce_sum": ALL6, **_l2_950()},
          ORDERS4, "undefined", "undefined", True, "fill", _FILL_950,
          {"apis": f"{_S000_T} (Ascend 950PR/950DT: uint16/int16/uint32/int32/half/float); "
                   f"seed 001 (ReduceDataBlock: half/float); {_RPE_T} (950: half, float); {_RRP} "
@@ -200,6 +210,9 @@ PRODUCTS: Dict[str, Product] = {p.id: p for p in [
           "orders": f"{_S000_ORDER} (950: all four)",
           "int_sum_overflow": f"{_RRP} id18 allows int32 / uint32 sums; no page says what a "
                               "sum past 32 bits gives: modulo 2^32 (assumed)",
+          "int64_sum_overflow": "ReduceSum.md id10 allows int64 / uint64 (count form, id30 "
+                                "方式三); no page says what a sum past 64 bits gives: modulo "
+                                "2^64 (assumed)",
           "dst_dtypes": f"{_RRP} id18 SUM pairs: int32 <- int16, int32; uint32 <- uint16, "
                         f"uint32; half <- half; float <- float ({_RRS} says the same)",
           "pair_masked_pair": f"{_RPE_ZERO} Ascend 950PR/950DT (PRS said unchanged: the newer "
