@@ -138,6 +138,12 @@ def make_case(api: str, *, chip: Optional[str] = None, dtype: str = "float16", m
                 vals = np.round(vals * 100)
         elif callable(data):
             vals = np.asarray(data(n_src))
+        elif np.dtype(dtype).itemsize == 8 and all(isinstance(v, int) for v in data):
+            info = np.iinfo(dtype)       # Python ints, exactly (numpy would take float64)
+            bad = [v for v in data if not info.min <= v <= info.max]
+            if bad:
+                raise ValueError(f"{bad[0]} is outside {dtype} [{info.min}, {info.max}]")
+            vals = np.array(data, dtype)
         else:
             vals = np.asarray(data)
         buf = np.zeros(n_src, dtype)
@@ -493,6 +499,14 @@ def _trace(ins, spec: Spec, kind: str, p: Params, bits, active):
     writes = [(w.addr, w.bits, w.issued, w.final) for w in eff.writes]
     if not kind:
         return writes, None, None
+    if spec.size == 8:                      # int64 / uint64: (lo, hi) words
+        from .ascendc import _b64
+
+        signed = spec.dtype == "int64"
+        idx = _b64.first_extreme(bits, active, kind, signed)
+        vals = jnp.take_along_axis(bits, idx[:, None, None], axis=1)[:, 0]
+        live = addressing.repeat_valid(p.repeat, bits.shape[0])
+        return writes, idx, _b64.first_extreme(vals, live, kind, signed)
     _, idx, _ = numerics.select_extreme(bits, active, kind, spec.dtype)
     vals = jnp.take_along_axis(bits, idx[:, None], axis=-1)[:, 0]
     live = addressing.repeat_valid(p.repeat, bits.shape[0])
@@ -527,13 +541,20 @@ def access_map(case: Case) -> AccessMap:
     option = decl.canonical_option(case.option)
     lay = decl.layout(case.dtype, option)
     kind = decl.kind(option) if decl.kind(option) in ("min", "max") and lay.groups == 1 else ""
-    traced, winners, best_r = _trace(ins, spec, kind, p, jnp.asarray(bits), active)
+    # 8-byte elements travel as (lo, hi) uint32 words (no uint64 in a kernel)
+    kbits = np.ascontiguousarray(bits).view(np.uint32).reshape(bits.shape + (2,)) \
+        if s == 8 else bits
+    traced, winners, best_r = _trace(ins, spec, kind, p, jnp.asarray(kbits), active)
     reads_np, bits = reads_np[:rows], bits[:rows]
     act = np.asarray(active)[:rows]
 
     writes = []
     for tensor, (addr, wbits, issued, final) in zip(_WRITE_TENSORS[(ins, spec)], traced):
         addr = np.asarray(addr)
+        if s == 8:                    # 8-byte results are written as (lo, hi) 4-byte words
+            w64 = np.asarray(wbits).astype(np.uint64)
+            wbits = w64[..., 0::2] | (w64[..., 1::2] << np.uint64(32))
+            addr, issued, final = (np.asarray(v)[..., 0::2] for v in (addr, issued, final))
         per_repeat = addr.ndim == 2
         if not per_repeat:
             addr = addr[None, :]

@@ -29,8 +29,17 @@ def _parse_mask(text: str) -> Union[int, List[int], CounterMask]:
     return [int(w, 0) for w in t.split(",") if w.strip()]
 
 
-def _parse_values(text: str) -> List[float]:
-    return [float(v) for v in text.replace(" ", "").split(",") if v]
+def _parse_values(text: str) -> List[Union[int, float]]:
+    """Numbers separated by commas; integer literals stay Python ints (exact for 64-bit
+    types: a float holds only 53 bits)."""
+    out: List[Union[int, float]] = []
+    for v in text.replace(" ", "").split(","):
+        if v:
+            try:
+                out.append(int(v, 0))
+            except ValueError:
+                out.append(float(v))
+    return out
 
 
 def register(sub: argparse._SubParsersAction) -> None:

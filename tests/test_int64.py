@@ -219,8 +219,73 @@ def test_run_cases_and_fuzz_values_agree_with_the_oracle():
                                                      "reduce_min_count") for d in B64]):
         for j, kind in enumerate(("specials", "saturating", "ties")):
             opt = None if api == "reduce_sum_count" else bool(j % 2)
-            cases.append(Case(api, CHIP, dt, opt, None, {"repeat": 70 + 20 * j},
+            cases.append(Case(api, CHIP, dt, opt, 32, {"repeat": 70 + 20 * j},
                               {"dst": (DST, 2), "src": (SRC, 128), "work_tensor": (TMP, 4)},
                               fill_ub(8192, dt, kind, 10 * k + j)))
     for c, got in zip(cases, ar.run_cases(cases)):
         assert compare.diff(got, run_oracle(c)) is None, (c.api, c.dtype, c.params)
+
+
+@pytest.mark.parametrize("stacked", [False, True])
+def test_dumps_round_trip_and_catch_a_flipped_hi_word(tmp_path, stacked):
+    """Dumps (format version 1 and the stacked version 2) of 8-byte cases verify; a flipped
+    bit in a result's hi word (bytes 4..7 of dst[0]) is reported."""
+    from ascend_ref.verify import dumps_from_cases, verify
+
+    cases = [Case(api, CHIP, dt, opt, 32, {"repeat": 100},
+                  {"dst": (DST, 2), "src": (SRC, 128), "work_tensor": (TMP, 4)},
+                  fill_ub(8192, dt, "specials", k))
+             for k, (api, dt, opt) in enumerate([("reduce_sum_count", "int64", None),
+                                                 ("reduce_max_count", "uint64", True),
+                                                 ("reduce_min_count", "int64", False)])]
+    outs = ar.run_cases(cases)
+    dumps_from_cases(cases, tmp_path / "good", outcomes=outs, per_file=3, stacked=stacked)
+    r = verify(tmp_path / "good", progress=False)
+    assert r.ok and r.cases == 3 and r.agreed == 3
+    bad = [dataclasses.replace(o, ub=o.ub.copy()) for o in outs]
+    bad[1].ub[DST + 6] ^= 0x10
+    from ascend_ref.verify import write_dumps
+
+    (tmp_path / "bad").mkdir()
+    write_dumps(tmp_path / "bad" / "d.npz", cases, [o.ub for o in bad], stacked=stacked)
+    r = verify(tmp_path / "bad", progress=False)
+    assert not r.ok and r.cases == 3 and r.agreed == 2
+
+
+def test_audit_settles_int64_sum_overflow(tmp_path):
+    """``verify --audit``: a dump whose sum wraps confirms ``int64_sum_overflow = "wrap"``;
+    one that holds the clamped sum (the counterfactual's bytes) refutes it."""
+    from ascend_ref.verify import verify, write_dump
+
+    vals = [2**63 - 1] * 3 + [0] * 97              # wraps: 3 MAX = MAX - 2 (mod 2^64)
+    c = Case("reduce_sum_count", CHIP, "int64", None, 32, {"repeat": 100},
+             {"dst": (DST, 2), "src": (SRC, 128), "work_tensor": (TMP, 4)},
+             ub_with(vals, "int64"))
+    (out,) = ar.run_cases([c])
+    assert out.ub[DST:DST + 8].view("int64")[0] == wrap(sum(vals), "int64")
+    write_dump(tmp_path / "wrap.npz", c, ub_after=out.ub)
+    r = verify(tmp_path, audit=True, progress=False)
+    row = {(x.chip, x.assumption): x for x in r.audit.sorted_rows()}[(CHIP, "int64_sum_overflow")]
+    assert r.ok and row.exercised >= 1 and row.verdict == "confirmed", row
+    clamped = out.ub.copy()
+    clamped[DST:DST + 8] = np.array([2**63 - 1], "int64").view(np.uint8)
+    (tmp_path / "wrap.npz").unlink()
+    write_dump(tmp_path / "sat.npz", c, ub_after=clamped)
+    r = verify(tmp_path, audit=True, progress=False)
+    row = {(x.chip, x.assumption): x for x in r.audit.sorted_rows()}[(CHIP, "int64_sum_overflow")]
+    assert not r.ok and row.verdict.startswith("REFUTED") and row.alternative == 1, row
+
+
+def test_explain_shows_8_byte_results_exactly():
+    """explain: 64-bit values given as Python ints stay exact (no float64 on the way), the
+    result words are shown as one 8-byte field each (value, then index 8 bytes later)."""
+    from ascend_ref.explain import access_map, make_case
+
+    c = make_case("reduce_sum_count", chip=CHIP, dtype="uint64", repeat=3,
+                  data=[2**64 - 1, 1, 5])
+    assert "sum=5 @" in access_map(c).text()
+    c = make_case("reduce_min_count", chip=CHIP, dtype="int64", repeat=3, option=True,
+                  data=[7, -(2**63), -(2**63)])
+    text = access_map(c).text()
+    dst = c.tensors["dst"][0]
+    assert f"value={-(2**63)} @{dst}, index=1 @{dst + 8}" in text

@@ -128,21 +128,27 @@ def keys(bits: jax.Array, signed: bool, kind: str) -> Pair:
     return hi, lo
 
 
+def first_extreme(bits: jax.Array, active: jax.Array, kind: str, signed: bool) -> jax.Array:
+    """Over the last element axis (``bits`` ``(..., n, 2)``, ``active`` ``(..., n)``): the
+    smallest position holding the min / max of the active elements (``n - 1`` if none)."""
+    khi, klo = keys(bits, signed, kind)
+    top = _u32(0xFFFFFFFF)
+    best_hi = jnp.min(jnp.where(active, khi, top), axis=-1, keepdims=True)
+    on_hi = active & (khi == best_hi)
+    best_lo = jnp.min(jnp.where(on_hi, klo, top), axis=-1, keepdims=True)
+    hit = on_hi & (klo == best_lo)
+    n = active.shape[-1]
+    index = jnp.min(jnp.where(hit, jnp.arange(n, dtype=jnp.int32), n), axis=-1)
+    return jnp.minimum(index, n - 1)
+
+
 def extreme(bits: jax.Array, active: jax.Array, kind: str,
             signed: bool) -> Tuple[jax.Array, jax.Array, jax.Array]:
     """``(lo, hi, index)``: the min / max of the active elements (flat order ``r * L + i``)
     and the smallest index holding it ("如果存在多个最大值，该指令会将最小索引写入目的操作数")."""
-    act = active.reshape(-1)
-    khi, klo = (k.reshape(-1) for k in keys(bits, signed, kind))
-    top = _u32(0xFFFFFFFF)
-    best_hi = jnp.min(jnp.where(act, khi, top))
-    on_hi = act & (khi == best_hi)
-    best_lo = jnp.min(jnp.where(on_hi, klo, top))
-    hit = on_hi & (klo == best_lo)
-    n = act.shape[0]
-    index = jnp.min(jnp.where(hit, jnp.arange(n, dtype=jnp.int32), n))
-    index = jnp.minimum(index, n - 1)
-    return bits[..., 0].reshape(-1)[index], bits[..., 1].reshape(-1)[index], index
+    flat = bits.reshape(-1, 2)
+    index = first_extreme(flat, active.reshape(-1), kind, signed)
+    return flat[index, 0], flat[index, 1], index
 
 
 def _result(spec: Any, p: Any, words: List[jax.Array], used: Any, diag: dict) -> Effects:
