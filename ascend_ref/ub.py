@@ -176,11 +176,12 @@ def _check_span(api: str, ub_len: int, addr: int, nbytes: int) -> None:
 def store(ub, addr: int, values, *, dtype=None) -> jax.Array:
     """Write ``values`` at byte ``addr``; the element type decides the bytes.
 
-    Without ``dtype``, ``values`` must be a numpy array of a UB element type (float16,
-    float32, int16, uint16, int32, uint32, int64, uint64), a JAX array of one (not an 8-byte
-    type: with x64 disabled JAX holds those as 4-byte words) or of raw bytes (uint8, int8);
-    anything else — Python numbers or lists, float64, bool arrays — is a BAD_ARGUMENT error,
-    since its bytes would silently be 8-byte or 1-byte words. With ``dtype`` (an element type name
+    Without ``dtype``, ``values`` must be a numpy / JAX array of a 2- or 4-byte UB element
+    type (float16, float32, int16, uint16, int32, uint32) or of raw bytes (uint8, int8);
+    anything else — Python numbers or lists, float64, int64, bool arrays — is a BAD_ARGUMENT
+    error, since its bytes would silently be 8-byte or 1-byte words (numpy's default integer
+    is int64). The 8-byte element types (int64 / uint64, the Ascend 950 count form) are
+    stored by name: ``store(ub, addr, x, dtype="int64")``. With ``dtype`` (an element type name
     such as ``"float16"`` or ``"half"``), ``values`` is converted to it first
     (``store(ub, 0, [1.5, 2], dtype="half")`` writes 4 bytes).
     """
@@ -201,11 +202,15 @@ def store(ub, addr: int, values, *, dtype=None) -> jax.Array:
                                           "dtype= (e.g. store(ub, addr, [1.5, 2], "
                                           "dtype='float16'))")
         v = np.asarray(values)
-        if v.dtype.name not in DTYPES + ("uint8", "int8"):
+        narrow = tuple(d for d in DTYPES if np.dtype(d).itemsize <= 4)
+        if v.dtype.name not in narrow + ("uint8", "int8"):
+            eight = v.dtype.name in ("int64", "uint64")
             raise ConstraintError(Code.BAD_ARGUMENT, api="store", param="values",
                                   value=str(v.dtype),
-                                  allowed=f"an array of {', '.join(DTYPES)} (or uint8 / int8 "
-                                          f"raw bytes); convert it or pass dtype=")
+                                  allowed=f"an array of {', '.join(narrow)} (or uint8 / int8 "
+                                          f"raw bytes); convert it or pass dtype=",
+                                  hint=f"8-byte words on purpose: store(ub, addr, x, "
+                                       f"dtype={v.dtype.name!r})" if eight else "")
     raw = np.ascontiguousarray(v).reshape(-1).view(np.uint8)
     _check_span("store", ub.shape[0], addr, raw.size)
     return jax.lax.dynamic_update_slice(ub, jnp.asarray(raw), (int(addr),))

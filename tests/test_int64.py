@@ -75,7 +75,10 @@ def adversarial(dtype, n, seed):
 @pytest.mark.parametrize("dtype", B64)
 def test_store_and_load_round_trip(dtype):
     x = np.array([np.iinfo(dtype).min, np.iinfo(dtype).max, 2**32, 7], dtype)
-    ub = ar.store(ar.new_ub(size=64), 8, x)
+    with pytest.raises(ar.ConstraintError) as e:          # numpy's default int: by name only
+        ar.store(ar.new_ub(size=64), 8, x)
+    assert e.value.code == Code.BAD_ARGUMENT and f"dtype='{dtype}'" in str(e.value)
+    ub = ar.store(ar.new_ub(size=64), 8, x, dtype=dtype)
     assert ar.load(ub, 8, dtype, 4).tolist() == x.tolist()
     ub = ar.store(ub, 40, [1, 2**32 + 3], dtype=dtype + "_t")        # alias, converted
     assert ar.load(ub, 40, dtype, 2).tolist() == [1, 2**32 + 3]
