@@ -374,8 +374,8 @@ def _group(cases: List[Case], ks: List[int], rows: List[tuple], outcomes: Any,
 def group_rows(prep: Any, rep: Case, cols: Dict[str, np.ndarray], masks: np.ndarray,
                n: np.ndarray, idx: np.ndarray, heights: Sequence[int],
                ubs: List[np.ndarray]) -> List[Rows]:
-    """Rows of one host group from columns (the columnar entry point; the stacked dump reader
-    of :mod:`ascend_ref.verify.fast` calls it): ``prep`` -- the group's first case ``rep``
+    """Rows of one host group from columns (the columnar entry point: :func:`_group` for
+    run_cases' grouped cases and :func:`prepare_columns` for ``run_columns`` call it): ``prep`` -- the group's first case ``rep``
     prepared; ``cols`` -- int64 per-case values by name (``"{tensor}.addr"``,
     ``"{tensor}.size"``, every parameter); ``masks`` -- uint32[m, 4] words as
     :func:`_mask_words` gives them; ``n`` -- the UB sizes; ``idx`` -- the cases' positions;

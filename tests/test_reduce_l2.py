@@ -739,6 +739,15 @@ def test_count_form_dumps_round_trip_through_verify(tmp_path):
     r = verify(tmp_path / "d", progress=False)
     assert r.ok and r.cases == len(cases) and r.agreed == len(cases)
     assert cli_main(["verify", str(tmp_path / "d")]) == 0
+    # the audit reads the count form's sources too (it raised KeyError 'src_rep_stride'):
+    # a float32 count-form call with a subnormal source reruns fp32_ftz flipped
+    sub = cases[1]
+    sub.ub[:800] = np.full(200, 1e-40, np.float32).view(np.uint8)   # flushed: 0, kept: ~2e-38
+    dumps_from_cases([sub], tmp_path / "a", outcomes=run_cases([sub]))
+    a = verify([tmp_path / "d", tmp_path / "a"], audit=True, progress=False)
+    assert a.ok and a.agreed == len(cases) + 1
+    ftz = [row for row in a.audit.sorted_rows() if row.chip == "ascend950" and row.assumption == "fp32_ftz"]
+    assert ftz and ftz[0].exercised >= 1
     outs[0].ub[2048] ^= 1                  # the sum's low byte
     dumps_from_cases(cases[:1], tmp_path / "bad", outcomes=outs[:1])
     assert not verify(tmp_path / "bad", progress=False).ok

@@ -345,3 +345,13 @@ def test_fuzzed_dumps_every_defined_corruption_detected(tmp_path):
     assert r.mismatched == expect_bad > 0
     assert r.device_errors == sum(o.code is not None for o in outs)
     assert "assumption audit" in r.format()
+
+
+@pytest.mark.parametrize("region", [(4000, 200), (-8, 16), (0, -1)])
+def test_region_outside_the_ub_is_refused_when_writing(tmp_path, region):
+    """The version-1 writer refuses a region that leaves the UB (as the stacked writer does)
+    instead of storing a shortened slice the reader then rejects."""
+    c = mk("whole_reduce_sum", "float32", None, 64, 1, n=4096)
+    with pytest.raises(ValueError, match="outside its 4096-byte UB"):
+        write_dump(tmp_path / "x.npz", c, ub_after=c.ub, regions={"dst": region})
+    assert not (tmp_path / "x.npz").exists()

@@ -161,3 +161,21 @@ def test_kirin_ub_size_zero_repeat_and_block_fill(tmp_path, capsys):
     assert rc == 1
     assert "error UB_BOUNDS vs ok" in out
     assert "ub_bytes" in out and "REFUTED (1 of 2)" in out
+
+
+def test_counter_mode_repeat_parameter_is_not_a_zero_repeat(tmp_path):
+    """A counter-mode call ignores repeat_time (SEMANTICS §Q): a dump with repeat 0 and a count
+    of 128 is a one-repeat call, not a zero-repeat one; a count of 0 is a zero mask."""
+    x = np.random.default_rng(5).uniform(-2, 2, 1024)
+    ran = kirin("whole_reduce_sum", None, ar.CounterMask(128), 0, x)
+    empty = kirin("whole_reduce_sum", None, ar.CounterMask(0), 1, x)
+    outs = run_cases([ran, empty])
+    assert [o.code for o in outs] == [None, None]
+    assert outs[0].written.any()                     # the count ran one repeat
+    dumps_from_cases([ran, empty], tmp_path, outcomes=outs)
+    got = rows(verify(tmp_path, audit=True, progress=False))
+    for name in ("zero_repeat (undefined)", "zero_repeat"):
+        row = got.get(("kirin_x90", name))
+        assert row is None or row.exercised == 0, row
+    zm = got[("kirin_x90", "zero_mask (undefined)")]
+    assert zm.exercised == 1 and list(zm.observed) == ["dst kept"]

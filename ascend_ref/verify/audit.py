@@ -186,13 +186,17 @@ class Auditor:
                 valid &= d.compared
             s = np.dtype(c.dtype).itemsize
             is_float = c.dtype.startswith("float")
-            # -- data inspection
-            if "minmax_rules" in assumed and _is_minmax(c):
+            # -- data inspection: these rows read one lane mask for every repeat and the
+            # repeat parameter as a repeat count; a counter-mode call ignores it and a
+            # level-2 count-form call counts elements (in both the last repeat is partial),
+            # so those cases feed only the counterfactual reruns below
+            irregular = _is_counter(c) or c.instruction.kernel.count_form
+            if "minmax_rules" in assumed and _is_minmax(c) and not irregular:
                 for sub, D in _minmax_masks(c, ref.ub.size).items():
                     D &= valid
                     if D.any():
                         self._record(self.row(prof.id, f"minmax_rules ({sub})"), d, D, ref.ub, dev)
-            if "zero_repeat" in assumed and c.params["repeat"] == 0 and \
+            if "zero_repeat" in assumed and not _is_counter(c) and c.params["repeat"] == 0 and \
                     c.instruction.repeat_range(c.option, c.dtype)[0] == 0:
                 D = _extent_mask(c, "dst", ref.ub.size) & valid
                 if D.any():
@@ -210,9 +214,14 @@ class Auditor:
                         row.observed[sig] += 1
                         if len(row.examples) < self.max_examples:
                             row.examples.append((d.file, d.index))
-            if prof.block_fill == "undefined" and "block_fill" in c.instruction.profile_rules:
+            if irregular:
+                pass
+            elif prof.block_fill == "undefined" and "block_fill" in c.instruction.profile_rules:
                 self._observe_fill(prof.id, d, ref, dev)
-            self._audit_choices(prof, assumed, d, ref, dev, valid)
+            if irregular:
+                self._observe_zero(prof, assumed, d, dev)
+            else:
+                self._audit_choices(prof, assumed, d, ref, dev, valid)
             if d.spr is not None:
                 self._audit_spr(prof, assumed, d)
             # -- counterfactuals
@@ -372,7 +381,16 @@ class Auditor:
                         a = dst + r * drs * lay.slot_bytes + int(b) * s
                         D[a:a + s] = True
                 self._check(prof, "block_fill", d, D & valid, ref, dev)
-        for field_, zero in (("zero_mask", _mask_is_zero(c)), ("zero_repeat", R == 0)):
+        self._observe_zero(prof, assumed, d, dev)
+
+    def _observe_zero(self, prof, assumed: set, d, dev: np.ndarray) -> None:
+        """What dst holds after a zero mask (a counter count of 0 included) or repeat 0 (not
+        in counter mode, which ignores the repeat parameter) where the product leaves it
+        undefined."""
+        c = d.case
+        s = np.dtype(c.dtype).itemsize
+        zero_repeat = not _is_counter(c) and c.params.get("repeat", 0) == 0
+        for field_, zero in (("zero_mask", _mask_is_zero(c)), ("zero_repeat", zero_repeat)):
             if field_ in assumed and getattr(prof, field_) == "undefined" and zero:
                 a, size = c.tensors["dst"]
                 if d.compared is None or d.compared[a:a + size * s].all():
@@ -582,6 +600,11 @@ def _tik_indexed(c: Case) -> bool:
     return "index_overflow_limit" in ins.assumptions and ins.has_index(c.option, c.dtype)
 
 
+def _is_counter(c: Case) -> bool:
+    """The case runs in counter mask mode (``ar.CounterMask``)."""
+    return isinstance(getattr(c.mask, "count", None), (int, np.integer))
+
+
 def _mask_is_zero(c: Case) -> bool:
     m = c.mask
     if isinstance(getattr(m, "count", None), int):        # counter mode: no element
@@ -645,14 +668,16 @@ def _written_words(ref: Outcome, s: int) -> set:
     return set(int(x) for x in np.unique(usable[idx[idx < usable.size]]))
 
 
-def _source(c: Case, rows: int) -> Tuple[np.ndarray, np.ndarray]:
-    """``(reads, lane_mask)``: the byte each lane of the first ``rows`` repeats reads and the
-    lanes the mask enables -- the shared source gather (``Instruction.source_reads``)."""
+def _source(c: Case, rows: Optional[int]) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(reads, lane_mask, active)``: the byte each lane of the first ``rows`` repeats reads
+    (None: every repeat the call runs), the lanes the mask enables and the elements that take
+    part -- the shared source gather (``Instruction.source_reads``, which also knows the
+    counter mode and the level-2 count form, whose last repeat is partial)."""
     p = c.params
-    reads, lane_mask, _ = c.instruction.source_reads(
-        c.dtype, c.mask, p["repeat"], p["src_rep_stride"], p.get("src_blk_stride"),
-        base=c.tensors["src"][0], rows=max(rows, 1))
-    return reads[:rows], lane_mask
+    reads, lane_mask, active = c.instruction.source_reads(
+        c.dtype, c.mask, p["repeat"], p.get("src_rep_stride", 0), p.get("src_blk_stride"),
+        base=c.tensors["src"][0], rows=None if rows is None else max(rows, 1))
+    return reads, lane_mask, active
 
 
 def _active(c: Case) -> np.ndarray:
@@ -661,14 +686,15 @@ def _active(c: Case) -> np.ndarray:
 
 
 def _src_bits(c: Case) -> np.ndarray:
-    """Source element bits ``[R, L]`` as the call reads them (inactive lanes: 0)."""
+    """Source element bits ``[R, L]`` as the call reads them (elements that take no part: 0)."""
     s = np.dtype(c.dtype).itemsize
-    addr, lane_mask = _source(c, c.params["repeat"])
-    addr = np.where(lane_mask[None, :], addr, 0)
+    addr, _, active = _source(c, None)
+    addr = np.where(active, addr, 0)
     addr = np.clip(addr, 0, c.ub.size - s)
     byte = addr[..., None] + np.arange(s)
     raw = c.ub[byte].astype(np.uint64)
-    return (raw << (8 * np.arange(s, dtype=np.uint64))).sum(axis=-1).astype(np.uint64)
+    bits = (raw << (8 * np.arange(s, dtype=np.uint64))).sum(axis=-1).astype(np.uint64)
+    return np.where(active, bits, np.uint64(0))
 
 
 def _keys(bits: np.ndarray, dtype: str):
@@ -767,16 +793,9 @@ def _minmax_masks(c: Case, n: int) -> Dict[str, np.ndarray]:
 
 def _has_subnormal(c: Case, ref: Outcome) -> bool:
     """A float32 call whose source or written result holds a subnormal."""
-    if "src_rep_stride" in c.params:
-        bits = _src_bits(c)
-        act = _active(c)[None, :]
-    else:                   # the count form: the first ``count`` (params.repeat) elements
-        a, n = c.tensors["src"][0], c.params["repeat"]
-        raw = np.ascontiguousarray(c.ub[a:a + 4 * n])
-        bits = raw[:raw.size // 4 * 4].view(np.uint32).astype(np.uint64)
-        act = np.ones(bits.shape, bool)
+    bits = _src_bits(c)                   # elements that take no part read as +0
     sub = ((bits & np.uint64(0x7F800000)) == 0) & ((bits & np.uint64(0x007FFFFF)) != 0)
-    if (sub & act).any():
+    if sub.any():
         return True
     for w in _written_words(ref, 4):
         if (w & 0x7F800000) == 0 and (w & 0x007FFFFF) != 0:

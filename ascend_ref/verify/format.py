@@ -110,6 +110,9 @@ def _case_arrays(i: int, case: Case, ub_after, regions, error, spr=None) -> dict
             out[pre + "ub_after"] = after
     else:
         for name, (a, n) in regions.items():
+            if a < 0 or n < 0 or a + n > ub.size:     # a slice would shorten it silently
+                raise ValueError(f"case {i}: region {name} [{a}, {a + n}) is outside its "
+                                 f"{ub.size}-byte UB")
             out[f"{pre}before.{name}"] = ub[a:a + n]
             if after is not None:
                 out[f"{pre}after.{name}"] = after[a:a + n]
