@@ -323,6 +323,9 @@ class Instruction:
     #: of row ``k // L`` (srcRepStride 8, no mask: every lane of the first ``count``
     #: elements takes part, the last row partly); the tables hold ``ceil(r_max / L)`` rows
     count_form: bool = False
+    #: the static option (``Spec.option``) of a kernel whose public API has none: a TIK
+    #: vcgmax is ReduceDataBlock's effects with ``"MAX"`` compiled in (its fill values too)
+    fixed_option: str = ""
 
     def __hash__(self) -> int:
         return id(self)
@@ -1089,6 +1092,7 @@ def prepare(ins: Instruction, ub, tensors: dict, mask, params: dict, *, chip, op
     operands = {name: Operand(_int_param(api, f"{name}.addr", t.addr, given),
                               _int_param(api, f"{name}.size", t.size, given))
                 for name, t in tensors.items()}
+    option = option or ins.fixed_option
     chip_facts = product_params(prof, dtype, option, fields)
     option_index = None
     if ins.traced_options:              # the option is data: one compiled kernel for all

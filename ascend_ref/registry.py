@@ -61,6 +61,7 @@ MODULES = (
     "ascend_ref.ascendc.reduce_count",
     "ascend_ref.tik.vec_reduce_minmax",
     "ascend_ref.tik.vec_reduce_add",
+    "ascend_ref.tik.vc",
 )
 
 BLOCK = 32                  # bytes per DataBlock

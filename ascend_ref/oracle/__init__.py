@@ -16,6 +16,7 @@ from ._api import (OracleError, OracleResult, pair_reduce_sum, reduce_data_block
                    whole_reduce_max, whole_reduce_min, whole_reduce_sum)
 from ._api import reduce_max, reduce_min, reduce_sum
 from ._api import reduce_max_count, reduce_min_count, reduce_sum_count
+from ._api import vcadd, vcgadd, vcgmax, vcgmin, vcmax, vcmin, vcpadd
 from ._fp import cascade_need
 from . import _spr as spr        # the reduce special registers (SEMANTICS §P)
 
@@ -24,4 +25,5 @@ __all__ = [
     "reduce_data_block", "pair_reduce_sum", "reduce_pair_elem", "repeat_reduce_sum", "vec_reduce_min", "vec_reduce_max", "vec_reduce_add", "cascade_need",
     "reduce_max", "reduce_min", "reduce_sum", "spr",
     "reduce_max_count", "reduce_min_count", "reduce_sum_count",
+    "vcadd", "vcmax", "vcmin", "vcgadd", "vcgmax", "vcgmin", "vcpadd",
 ]

@@ -330,10 +330,13 @@ class _Writer:
 def _ascendc(api: str, kind: str, ub, dst, src, mask, repeat_time, dst_rep_stride,
              src_blk_stride, src_rep_stride, chip, *, order=None, reduce_type=None,
              saturate=None, minmax: str = "", table_api: Optional[str] = None,
-             continuous_only: bool = False) -> OracleResult:
+             continuous_only: bool = False, tik: bool = False,
+             index_low: Any = False) -> OracleResult:
     """kind: "whole_minmax" | "whole_sum" | "block" | "pair". ``api`` names the call in
     messages; ``table_api`` (default ``api``) is its row in the product table (an alias
-    shares the row of the API it renames)."""
+    shares the row of the API it renames). ``tik``: the TIK form (vcadd, vcmax, ...,
+    SEMANTICS §T): ``[mask_h, mask_l]`` words, repeat_times in [1, 255], no counter mode,
+    dst and src 32-byte aligned, vcmax / vcmin's order from ``index_low``."""
     prof = _resolve_chip(chip, api)
     fails = _Failures(api, prof.id)
     ubarr = _parse_ub(fails, ub)
@@ -356,6 +359,10 @@ def _ascendc(api: str, kind: str, ub, dst, src, mask, repeat_time, dst_rep_strid
         fails.add(Code.DTYPE_MISMATCH, f"src.dtype = {s.dtype} but dst.dtype = {d.dtype}; "
                                        f"allowed {pairs.get(s.dtype, s.dtype)}")
     counter = _is_counter(mask)
+    if tik and counter:
+        fails.add(Code.MASK_MODE, "no TIK source documents a counter mask mode for the vc* "
+                                  "instructions")
+        fails.raise_first()
     if continuous_only and not counter and not (_as_int(mask) is not None
                                                 and not isinstance(mask, bool)):
         # RepeatReduceSum takes ``const int32_t mask`` only ("不支持mask逐bit模式"): a list is
@@ -368,7 +375,13 @@ def _ascendc(api: str, kind: str, ub, dst, src, mask, repeat_time, dst_rep_strid
 
     # -- order / reduce_type / saturate
     order_name = None
-    if kind == "whole_minmax":
+    if kind == "whole_minmax" and tik:
+        # index_low=True: [index, value] (the TIK docstring), unless the product's row says
+        # the flag is ignored (tik_index_low; the 2020 TIK source sends the order bits on
+        # HI3796CV300ES / 610 / 620 only)
+        order_name = ("ORDER_INDEX_VALUE" if index_low is True
+                      and prof.tik_index_low == "index_value" else "ORDER_VALUE_INDEX")
+    elif kind == "whole_minmax":
         order_name = _parse_name(order)
         if order_name is None:
             fails.add(Code.BAD_ARGUMENT, f"order must be a ReduceOrder name or member, got {order!r}")
@@ -399,12 +412,16 @@ def _ascendc(api: str, kind: str, ub, dst, src, mask, repeat_time, dst_rep_strid
             fails.add(Code.BAD_ARGUMENT, f"repeat_time must be an int, got {repeat_time!r}")
             R = None
     else:
-        lanes = _parse_mask(fails, mask, L, "ascendc")
+        lanes = _parse_mask(fails, mask, L, "tik" if tik else "ascendc")
         R = _as_int(repeat_time)
     if counter:
         pass                                       # no range: the count decides R
     elif R is None:
         fails.add(Code.BAD_ARGUMENT, f"repeat_time must be an int, got {repeat_time!r}")
+    elif tik and (R < 1 or R > 255):
+        # TIK: [0, 255], "当repeat_times为立即数时，不支持0" -- every call here is an immediate
+        fails.add(Code.REPEAT_RANGE, f"repeat_times = {R} outside [1, 255]")
+        R = None
     elif R < 0 or R > 255:
         fails.add(Code.REPEAT_RANGE, f"repeat_time = {R} outside [0, 255]")
         R = None
@@ -446,6 +463,8 @@ def _ascendc(api: str, kind: str, ub, dst, src, mask, repeat_time, dst_rep_strid
         elif kind == "pair":
             unit = REPEAT_BYTES // 2     # dstRepStride unit: one repeat's L/2 sums = 128 B
             dalign = BLOCK
+        if tik:
+            dalign = BLOCK       # TIK 通用约束: UB operands 32-byte aligned (no vc* page)
         if dalign is not None and d.addr % dalign:
             fails.add(Code.ALIGN, f"dst.addr = {d.addr} not {dalign}-byte aligned")
 
@@ -740,6 +759,84 @@ def reduce_pair_elem(ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_st
 
 
 # ====================================================================== TIK
+
+def _stride_unit(api: str, stride_unit: Any) -> None:
+    """TIK vc*: ``stride_unit`` is an int in [0, 3] for TIK, but no source defines 1-3:
+    only 0 is taken (SEMANTICS §T)."""
+    v = _as_int(stride_unit)
+    if v is None:
+        raise OracleError(Code.BAD_ARGUMENT, f"{api}: stride_unit must be an int, got "
+                                             f"{stride_unit!r}")
+    if v != 0:
+        raise OracleError(Code.STRIDE_RANGE, f"{api}: stride_unit = {v}; only 0 has a "
+                                             "documented meaning")
+
+
+def _vc(api: str, kind: str, ub, mask, dst, src, repeat_times, dst_rep_stride,
+        src_blk_stride, src_rep_stride, stride_unit, chip, **kw) -> OracleResult:
+    _stride_unit(api, stride_unit)
+    return _ascendc(api, kind, ub, dst, src, mask, repeat_times, dst_rep_stride,
+                    src_blk_stride, src_rep_stride, chip, tik=True, **kw)
+
+
+def vcadd(ub, mask, dst, src, repeat_times, dst_rep_stride, src_blk_stride, src_rep_stride,
+          stride_unit=0, *, chip, saturate=None) -> OracleResult:
+    """TIK vcadd: per repeat the tree sum of the active lanes into one word (unit s)."""
+    return _vc("vcadd", "whole_sum", ub, mask, dst, src, repeat_times, dst_rep_stride,
+               src_blk_stride, src_rep_stride, stride_unit, chip, saturate=saturate)
+
+
+def _vc_minmax(api: str, which: str, index_low: Any, *args: Any, chip: Any) -> OracleResult:
+    if _as_bool(index_low) is None or isinstance(index_low, float):
+        raise OracleError(Code.BAD_ARGUMENT, f"{api}: index_low must be a bool, got "
+                                             f"{index_low!r}")
+    return _vc(api, "whole_minmax", *args, chip, minmax=which,
+               index_low=bool(_as_bool(index_low)))
+
+
+def vcmax(ub, mask, dst, src, repeat_times, dst_rep_stride, src_blk_stride, src_rep_stride,
+          stride_unit=0, index_low=False, *, chip) -> OracleResult:
+    """TIK vcmax: per repeat [value, lane] (index_low: [lane, value]), slot 2s."""
+    return _vc_minmax("vcmax", "MAX", index_low, ub, mask, dst, src, repeat_times,
+                      dst_rep_stride, src_blk_stride, src_rep_stride, stride_unit, chip=chip)
+
+
+def vcmin(ub, mask, dst, src, repeat_times, dst_rep_stride, src_blk_stride, src_rep_stride,
+          stride_unit=0, index_low=False, *, chip) -> OracleResult:
+    """TIK vcmin: per repeat [value, lane] (index_low: [lane, value]), slot 2s."""
+    return _vc_minmax("vcmin", "MIN", index_low, ub, mask, dst, src, repeat_times,
+                      dst_rep_stride, src_blk_stride, src_rep_stride, stride_unit, chip=chip)
+
+
+def vcgadd(ub, mask, dst, src, repeat_times, dst_rep_stride, src_blk_stride, src_rep_stride,
+           stride_unit=0, *, chip, saturate=None) -> OracleResult:
+    """TIK vcgadd: per repeat the 8 DataBlock sums (unit 8s)."""
+    return _vc("vcgadd", "block", ub, mask, dst, src, repeat_times, dst_rep_stride,
+               src_blk_stride, src_rep_stride, stride_unit, chip, reduce_type="SUM",
+               saturate=saturate)
+
+
+def vcgmax(ub, mask, dst, src, repeat_times, dst_rep_stride, src_blk_stride, src_rep_stride,
+           stride_unit=0, *, chip) -> OracleResult:
+    """TIK vcgmax: per repeat the 8 DataBlock maxima (unit 8s)."""
+    return _vc("vcgmax", "block", ub, mask, dst, src, repeat_times, dst_rep_stride,
+               src_blk_stride, src_rep_stride, stride_unit, chip, reduce_type="MAX")
+
+
+def vcgmin(ub, mask, dst, src, repeat_times, dst_rep_stride, src_blk_stride, src_rep_stride,
+           stride_unit=0, *, chip) -> OracleResult:
+    """TIK vcgmin: per repeat the 8 DataBlock minima (unit 8s)."""
+    return _vc("vcgmin", "block", ub, mask, dst, src, repeat_times, dst_rep_stride,
+               src_blk_stride, src_rep_stride, stride_unit, chip, reduce_type="MIN")
+
+
+def vcpadd(ub, mask, dst, src, repeat_times, dst_rep_stride, src_blk_stride, src_rep_stride,
+           stride_unit=0, *, chip, saturate=None) -> OracleResult:
+    """TIK vcpadd: per repeat the L/2 adjacent-pair sums into a 128-byte slot."""
+    return _vc("vcpadd", "pair", ub, mask, dst, src, repeat_times, dst_rep_stride,
+               src_blk_stride, src_rep_stride, stride_unit, chip, reduce_type="SUM",
+               saturate=saturate)
+
 
 def _tik(api: str, kind: str, ub, mask, dst, src, work, repeat_times, src_rep_stride, chip,
          *, cal_index=False, saturate=None) -> OracleResult:

@@ -79,6 +79,8 @@ class Product:
     #: 方式一's chain: from the first repeat sum, each add rounded to T (not documented)
     reduce_sum_seq_seed: str = "first"
     reduce_sum_seq_rounding: str = "each"
+    #: TIK vcmax / vcmin index_low=True: "index_value" ([index, value]) or "ignored"
+    tik_index_low: str = "index_value"
     sources: Mapping[str, str] = field(default_factory=dict)
 
     def dtypes(self, api: str) -> Tuple[str, ...]:
@@ -378,6 +380,25 @@ for _pid in list(PRODUCTS):
     _kw, _src = _SPR_ROWS.get(_pid, ({}, {}))
     PRODUCTS[_pid] = replace(PRODUCTS[_pid], **_kw,
                              sources={**_SPR_COMMON, **PRODUCTS[_pid].sources, **_src})
+
+
+#: TIK vcadd / vcmax / vcmin / vcgadd / vcgmax / vcgmin / vcpadd: no TIK API page for them was
+#: found (docs/research/reduction_family.md §8); the products are the ones with a TIK
+#: vec_reduce_* page, the dtypes the CCE intrinsic prototypes' half / float (all assumed)
+_TIK_VC_APIS = ("vcadd", "vcmax", "vcmin", "vcgadd", "vcgmax", "vcgmin", "vcpadd")
+_TIK_VC_SOURCES = {
+    "tik_vc": "no TIK page for vcadd .. vcpadd: the products with a TIK vec_reduce_* page, "
+              "half / float from the CCE prototypes (cceapi_0032 / 0034 / 0035) (assumed)",
+    "tik_index_low": "TIK source docstring: index_low selects the index-first order; the "
+                     "2020 source sends it only on HI3796CV300ES / 610 / 620 (assumed)"}
+for _pid in ("atlas_200_300_500_inference", "atlas_training", "atlas_inference_aicore",
+             "atlas_inference_vector_core", "atlas_a2", "atlas_a3", "atlas_200i_500_a2"):
+    _p = PRODUCTS[_pid]
+    PRODUCTS[_pid] = replace(_p, apis={**_p.apis, **{a: (F16, F32) for a in _TIK_VC_APIS}},
+                             sources={**_p.sources, **_TIK_VC_SOURCES})
+for _pid in PRODUCTS:
+    _p = PRODUCTS[_pid]
+    PRODUCTS[_pid] = replace(_p, apis={a: () for a in _TIK_VC_APIS} | dict(_p.apis))
 
 
 def product(chip_or_profile) -> object:

@@ -1,0 +1,229 @@
+"""TIK per-repeat reductions: vcadd, vcmax, vcmin, vcgadd, vcgmax, vcgmin, vcpadd.
+
+The TIK forms of the instructions the Ascend C twins issue (docs/SEMANTICS.md §T,
+docs/research/reduction_family.md §8): each one is its twin's effects, declared once, with
+TIK's conventions --
+
+=========  =========================================  ==========================================
+TIK        twin (effects reused)                      per repeat r, at dst + r*dst_rep_stride*u
+=========  =========================================  ==========================================
+vcadd      WholeReduceSum                             the tree sum (u = s)
+vcmax/min  WholeReduceMax / Min (index_low: order)    [value, index] or [index, value] (u = 2s)
+vcgadd     ReduceDataBlock<SUM>                       8 block sums (u = 8s)
+vcgmax/min ReduceDataBlock<MAX / MIN>                 8 block extremes (u = 8s)
+vcpadd     PairReduceSum                              L/2 pair sums (u = 128 B)
+=========  =========================================  ==========================================
+
+TIK signature ``(mask, dst, src, repeat_times, dst_rep_stride, src_blk_stride, src_rep_stride,
+stride_unit=0[, index_low])`` (the TIK source), ``ub`` first, ``*, chip`` keyword-only; mask
+``[mask_h, mask_l]`` or continuous; ``repeat_times`` in [1, 255] (TIK: [0, 255], "当
+repeat_times为立即数时，不支持0"); strides in [0, 65535]; ``stride_unit`` must be 0 (no source
+defines 1-3). What the documents leave open is profile data marked ``assumed``
+(``tik_vc_dtypes``, ``tik_align``, ``tik_index_low``).
+
+Example: vcmax over two repeats of halves, ``index_low=True`` ([index, value]).
+
+>>> import numpy as np, ascend_ref as ar
+>>> x = np.zeros(256, np.float16); x[5] = 3; x[128 + 77] = 9
+>>> ub = ar.store(ar.new_ub("atlas_a2"), 0, x)
+>>> ub = ar.tik.vcmax(ub, 128, ar.Tensor(512, "half", 4), ar.Tensor(0, "half", 256), 2, 1, 1, 8,
+...                   0, True, chip="atlas_a2")
+>>> out = ar.load(ub, 512, "float16", 4)
+>>> out.view(np.uint16)[[0, 2]].tolist(), out[[1, 3]].tolist()
+([5, 77], [3.0, 9.0])
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Optional
+
+import jax.numpy as jnp
+import numpy as np
+
+from .. import registry
+from ..ascendc import whole_reduce as _wr
+from ..ascendc.pair_reduce_sum import (MASKED_LANE, MASKED_PAIR, _effects as _pair_effects,
+                                       layout as _pair_layout)
+from ..ascendc.reduce_data_block import _effects as _block_effects, layout as _block_layout
+from ..ascendc._slots import COUNTER_FIELDS, PARAMS, params
+from ..constraints import Code, ConstraintError, HostCheck
+from ..engine import Instruction as Kernel
+from ..enums import ReduceOrder
+from ._common import GENERAL_ALIGN
+
+#: TIK repeat_times: [0, 255], an immediate 0 rejected ("当repeat_times为立即数时，不支持0",
+#: TIK 通用定义 pages; the TIK source's check_repeat_times): every repeat count a reference
+#: call passes is a number, so [1, 255]
+MAX_REPEAT = 255
+SIGNATURE = ("mask", "dst", "src") + PARAMS + ("stride_unit",)
+
+#: vcmax / vcmin ``index_low=True``: the TIK docstring and the brief's reading (order
+#: INDEX_VALUE), or ignored -- the TIK 2020 source passes the order bits to the instruction
+#: only on HI3796CV300ES / Ascend 610 / 620, none of them a project product (SEMANTICS §T)
+INDEX_LOW = registry.ProfileField(
+    "tik_index_low", ("index_value", "ignored"),
+    "TIK vcmax / vcmin index_low=True: the slot is [index, value], or the flag is ignored "
+    "([value, index] as with index_low=False)")
+
+
+class IndexLow(registry.FlagOption):
+    """vcmax / vcmin ``index_low`` (a bool): the twin's order ORDER_INDEX_VALUE when True,
+    else ORDER_VALUE_INDEX (the engine's traced order, one kernel for both)."""
+
+    def engine(self, value: Any) -> str:
+        return (ReduceOrder.ORDER_INDEX_VALUE if value is True
+                else ReduceOrder.ORDER_VALUE_INDEX).value
+
+    def label(self, value: Any) -> str:
+        return "index_low" if value else "index_high"
+
+
+INDEX_LOW_OPTION = IndexLow("index_low", on="ORDER_INDEX_VALUE")
+
+
+def _stride_unit(value: Any, chip: Any, api: str) -> None:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise ConstraintError(Code.BAD_ARGUMENT, api=api, param="stride_unit", value=value,
+                              allowed="an int (0)", chip=getattr(chip, "id", chip))
+    if int(value) != 0:
+        raise ConstraintError(
+            Code.STRIDE_RANGE, api=api, param="stride_unit", value=value,
+            allowed="0 (TIK accepts [0, 3], but no source found defines what 1-3 do to "
+                    "the addresses: docs/SEMANTICS.md §T)", chip=getattr(chip, "id", chip))
+
+
+#: stride_unit = 0 only (checked by the public function, before the call is prepared)
+STRIDE_UNIT = HostCheck(Code.STRIDE_RANGE, "stride_unit",
+                        "stride_unit is 0 (TIK accepts [0, 3]; the sources define no meaning "
+                        "for 1-3)", _stride_unit)
+
+
+def _index_low(effects: Callable) -> Callable:
+    """WholeReduceMax / Min's effects with the order index_low selects, where the product's
+    ``tik_index_low`` is ``"index_value"`` (else VALUE_INDEX: the flag ignored)."""
+    def chosen(spec, p, bits, active, arith):
+        order = jnp.where(INDEX_LOW.holds(p, "ignored"), 0, p.option)
+        return effects(spec, dataclasses.replace(p, option=order), bits, active, arith)
+
+    return chosen
+
+
+def _kernel(api: str, effects: Callable, *, saturating: bool, traced_options: tuple = (),
+            fixed_option: str = "") -> Kernel:
+    """A TIK vc* kernel over ``(dst, src)``: TIK mask words, repeat [1, 255], three strides,
+    the twins' overlap rule (vec_cpadd's docstring: one repeat -- full or no overlap; several
+    -- no repeat reads an earlier repeat's dst), dst and src aligned by TIK's general rule
+    (32 B: no page of these instructions states one; assumption ``tik_align``)."""
+    return Kernel(
+        api=api, operands=("dst", "src"), repeat_param="repeat_times",
+        repeat_range=lambda spec: (1, MAX_REPEAT),
+        strides=("dst_rep_stride", "src_blk_stride", "src_rep_stride"),
+        align=lambda spec: {"src": GENERAL_ALIGN, "dst": GENERAL_ALIGN},
+        effects=effects, word_order="tik", saturating=saturating,
+        traced_options=traced_options, mask_modes=("count", "bits"), fixed_option=fixed_option)
+
+
+def _repeat_range(option: Any = None, dtype: str = "") -> tuple:
+    return 1, MAX_REPEAT
+
+
+def _declare(name: str, twin: str, effects: Callable, layout: Callable, kind: str, *,
+             saturating: bool, option: Optional[registry.Option] = None,
+             traced_options: tuple = (), fixed_option: str = "", fields: tuple = (),
+             rules: tuple = ()) -> registry.Instruction:
+    pos = ("index_low",) if option is not None else ()
+    return registry.register(registry.Instruction(
+        name=name, family="tik",
+        kernel=_kernel(name, effects, saturating=saturating, traced_options=traced_options,
+                       fixed_option=fixed_option),
+        signature=SIGNATURE + pos, params=PARAMS, kind=lambda o: kind, layout=layout,
+        repeat_range=_repeat_range, option=option, alias_checks=(STRIDE_UNIT,),
+        ignored={"stride_unit": 0},
+        assumptions={"tik_align": Code.ALIGN, "tik_vc_dtypes": Code.DTYPE_UNSUPPORTED},
+        profile_rules=tuple(rules) + tuple(f.name for f in fields),
+        profile_fields=tuple(fields) + COUNTER_FIELDS,
+        summary=f"TIK {name}: {twin} with TIK conventions"))
+
+
+def _minmax_layout(dtype: Any, index_low: Any) -> registry.Layout:
+    return _wr.minmax_layout(dtype, ReduceOrder.ORDER_INDEX_VALUE if index_low is True
+                             else ReduceOrder.ORDER_VALUE_INDEX)
+
+
+_VCADD = _declare("vcadd", "WholeReduceSum", _wr._sum_effects, _wr.sum_layout_of("vcadd"),
+                  "sum", saturating=True)
+_VCMAX = _declare("vcmax", "WholeReduceMax", _index_low(_wr._minmax("max")), _minmax_layout,
+                  "max", saturating=False, option=INDEX_LOW_OPTION,
+                  traced_options=_wr.ORDERS, fields=(INDEX_LOW,))
+_VCMIN = _declare("vcmin", "WholeReduceMin", _index_low(_wr._minmax("min")), _minmax_layout,
+                  "min", saturating=False, option=INDEX_LOW_OPTION,
+                  traced_options=_wr.ORDERS, fields=(INDEX_LOW,))
+_VCG = {t: _declare(f"vcg{t.lower() if t != 'SUM' else 'add'}", f"ReduceDataBlock<{t}>",
+                    _block_effects, _block_layout, t.lower(), saturating=t == "SUM",
+                    fixed_option=t, rules=("block_fill",))
+        for t in ("SUM", "MAX", "MIN")}
+_VCPADD = _declare("vcpadd", "PairReduceSum", _pair_effects, _pair_layout, "sum",
+                   saturating=True, fields=(MASKED_PAIR, MASKED_LANE))
+
+
+def _run(ins: registry.Instruction, ub, mask, dst, src, repeat_times, dst_rep_stride,
+         src_blk_stride, src_rep_stride, stride_unit, chip, *, option=None, saturate=None,
+         return_info=False, spr=None):
+    STRIDE_UNIT(stride_unit, chip, ins.name)
+    return ins.run(ub, {"dst": dst, "src": src}, mask,
+                   params(repeat_times, dst_rep_stride, src_blk_stride, src_rep_stride),
+                   chip=chip, option=option, saturate=saturate, return_info=return_info,
+                   spr=spr)
+
+
+def vcadd(ub, mask, dst, src, repeat_times, dst_rep_stride, src_blk_stride, src_rep_stride,
+          stride_unit=0, *, chip, saturate=None, return_info=False, spr=None):
+    """TIK vcadd: per repeat, the pairwise-tree sum of the active lanes (WholeReduceSum)."""
+    return _run(_VCADD, ub, mask, dst, src, repeat_times, dst_rep_stride, src_blk_stride,
+                src_rep_stride, stride_unit, chip, saturate=saturate, return_info=return_info, spr=spr)
+
+
+def vcmax(ub, mask, dst, src, repeat_times, dst_rep_stride, src_blk_stride, src_rep_stride,
+          stride_unit=0, index_low=False, *, chip, return_info=False, spr=None):
+    """TIK vcmax: per repeat, the maximum and its lane (WholeReduceMax; ``index_low=True``:
+    [index, value])."""
+    return _run(_VCMAX, ub, mask, dst, src, repeat_times, dst_rep_stride, src_blk_stride,
+                src_rep_stride, stride_unit, chip, option=index_low, return_info=return_info, spr=spr)
+
+
+def vcmin(ub, mask, dst, src, repeat_times, dst_rep_stride, src_blk_stride, src_rep_stride,
+          stride_unit=0, index_low=False, *, chip, return_info=False, spr=None):
+    """TIK vcmin: per repeat, the minimum and its lane (WholeReduceMin; ``index_low=True``:
+    [index, value])."""
+    return _run(_VCMIN, ub, mask, dst, src, repeat_times, dst_rep_stride, src_blk_stride,
+                src_rep_stride, stride_unit, chip, option=index_low, return_info=return_info, spr=spr)
+
+
+def vcgadd(ub, mask, dst, src, repeat_times, dst_rep_stride, src_blk_stride, src_rep_stride,
+           stride_unit=0, *, chip, saturate=None, return_info=False, spr=None):
+    """TIK vcgadd: per repeat, the sum of each DataBlock (ReduceDataBlock<SUM>)."""
+    return _run(_VCG["SUM"], ub, mask, dst, src, repeat_times, dst_rep_stride, src_blk_stride,
+                src_rep_stride, stride_unit, chip, saturate=saturate, return_info=return_info, spr=spr)
+
+
+def vcgmax(ub, mask, dst, src, repeat_times, dst_rep_stride, src_blk_stride, src_rep_stride,
+           stride_unit=0, *, chip, return_info=False, spr=None):
+    """TIK vcgmax: per repeat, the maximum of each DataBlock (ReduceDataBlock<MAX>)."""
+    return _run(_VCG["MAX"], ub, mask, dst, src, repeat_times, dst_rep_stride, src_blk_stride,
+                src_rep_stride, stride_unit, chip, return_info=return_info, spr=spr)
+
+
+def vcgmin(ub, mask, dst, src, repeat_times, dst_rep_stride, src_blk_stride, src_rep_stride,
+           stride_unit=0, *, chip, return_info=False, spr=None):
+    """TIK vcgmin: per repeat, the minimum of each DataBlock (ReduceDataBlock<MIN>)."""
+    return _run(_VCG["MIN"], ub, mask, dst, src, repeat_times, dst_rep_stride, src_blk_stride,
+                src_rep_stride, stride_unit, chip, return_info=return_info, spr=spr)
+
+
+def vcpadd(ub, mask, dst, src, repeat_times, dst_rep_stride, src_blk_stride, src_rep_stride,
+           stride_unit=0, *, chip, saturate=None, return_info=False, spr=None):
+    """TIK vcpadd: per repeat, ``lane[2j] + lane[2j+1]`` into a 128-byte slot
+    (PairReduceSum)."""
+    return _run(_VCPADD, ub, mask, dst, src, repeat_times, dst_rep_stride, src_blk_stride,
+                src_rep_stride, stride_unit, chip, saturate=saturate, return_info=return_info, spr=spr)
