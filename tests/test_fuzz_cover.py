@@ -106,7 +106,8 @@ def test_combinations_are_enumerated_from_the_profiles(default):
                         "reduce_data_block": ["SUM", "MAX", "MIN"],
                         "vec_reduce_min": [False, True], "vec_reduce_max": [False, True],
                         "reduce_max": [False, True], "reduce_min": [False, True],
-                        "reduce_max_count": [False, True], "reduce_min_count": [False, True]
+                        "reduce_max_count": [False, True], "reduce_min_count": [False, True],
+                        "vcmax": [False, True], "vcmin": [False, True],     # index_low
                         }.get(api, [None])
                 # RepeatReduceSum.md: "不支持mask逐bit模式" (a continuous mask only); counter
                 # mode (SetMaskCount.md) on the per-repeat Ascend C reductions of the products
