@@ -84,6 +84,12 @@ def independent(name):
         r = oracle.repeat_reduce_sum(ub, dst, src, call["repeat"], call["mask"], 0,
                                      call["src_blk_stride"], call["dst_rep_stride"],
                                      call["src_rep_stride"], chip=chip)
+    elif api.startswith("vc"):                         # TIK vc*: mask first, stride_unit 0
+        r = getattr(oracle, api)(ub, call["mask"], dst, src, call["repeat"],
+                                 call["dst_rep_stride"], call["src_blk_stride"],
+                                 call["src_rep_stride"], 0,
+                                 *([call["index_low"]] if "index_low" in call else []),
+                                 chip=chip)
     else:
         args = (ub, dst, src, call["mask"], call["repeat"], call["dst_rep_stride"],
                 call["src_blk_stride"], call["src_rep_stride"])
@@ -117,7 +123,8 @@ def test_the_example_kernels_ship():
                        "reduce_max_index_half", "reduce_sum_count_float",
                        "reduce_sum_count_int64_950", "reduce_sum_float",
                        "repeat_reduce_sum_half", "row_sum_float_13x57",
-                       "tik_vec_reduce_add_half", "whole_reduce_max_half",
+                       "tik_vcmax_index_low_half", "tik_vec_reduce_add_half",
+                       "whole_reduce_max_half",
                        "whole_reduce_max_spr_float",
                        "whole_reduce_min_index_half", "whole_reduce_sum_counter_float",
                        "whole_reduce_sum_float", "whole_reduce_sum_int16_950"]
@@ -154,6 +161,10 @@ def test_golden_against_plain_numpy(generated):
     g = read("whole_reduce_min_index_half", "<f2")
     assert g[0::2].tobytes() == x.reshape(8, 128).min(1).tobytes()
     assert (g.view("<u2")[1::2] == x.reshape(8, 128).argmin(1)).all()
+    _, _, x = independent("tik_vcmax_index_low_half")          # [index, value] per row
+    g = read("tik_vcmax_index_low_half", "<f2")
+    assert g[1::2].tobytes() == x.reshape(4, 128).max(1).tobytes()
+    assert (g.view("<u2")[0::2] == x.reshape(4, 128).argmax(1)).all()
     _, _, x = independent("whole_reduce_sum_float")             # float32 adds are exact IEEE
     assert read("whole_reduce_sum_float", "<f4").tobytes() == tree(x.reshape(32, 64)).tobytes()
     _, _, x = independent("whole_reduce_sum_counter_float")    # 15 full repeats, 40 lanes
