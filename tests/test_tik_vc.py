@@ -244,3 +244,69 @@ def test_hypothesis_matches_oracle(api, dtype, seed, repeat, drs, sbs, srs, mask
     ub = ub_with(adversarial(dtype, kind, rng), dtype)
     same(run("jax", api, ub, dtype, mask, repeat, drs, sbs, srs, chip=chip),
          run("oracle", api, ub, dtype, mask, repeat, drs, sbs, srs, chip=chip))
+
+
+# ------------------------------------------------------------------ verify dumps -------------
+
+def vc_cases():
+    """One valid case per API (vcmax / vcmin with index_low=True), an int16 vcadd the
+    reference rejects (DTYPE_UNSUPPORTED: the assumed dtype list) -- the fixed shapes above."""
+    from ascend_ref.case import Case
+
+    rng = np.random.default_rng(5)
+    out = []
+    for k, api in enumerate(APIS):
+        dtype = (F16, F32)[k % 2]
+        s = np.dtype(dtype).itemsize
+        ub = ub_with(adversarial(dtype, "ties", rng), dtype)
+        out.append(Case(api, "atlas_a2", dtype, True if api in ("vcmax", "vcmin") else None,
+                        [2**63 + 5, 2**64 - 1] if s == 2 else [0, 2**63 + 5],
+                        {"repeat": 2, "dst_rep_stride": 1,
+                                                 "src_blk_stride": 1, "src_rep_stride": 8},
+                        {"dst": (DST, (NBYTES - DST) // s), "src": (SRC, DST // s)}, ub,
+                        None, {}))
+    bad = dataclasses.replace(out[0], dtype="int16")
+    return out, bad
+
+
+@pytest.mark.parametrize("stacked", [False, pytest.param(True, marks=pytest.mark.slow)])
+def test_verify_dumps_round_trip_and_catch_a_flipped_word(tmp_path, stacked):
+    from ascend_ref.verify import dumps_from_cases, verify
+
+    cases, bad = vc_cases()
+    dumps_from_cases(cases + [bad], tmp_path / "ok", stacked=stacked)
+    r = verify(tmp_path / "ok", progress=False)
+    assert r.ok and r.cases == len(cases) + 1 and r.device_errors == 1, r.format()
+    # a "device" whose vcmax wrote the index where the value goes: a mismatch
+    vcmax = cases[APIS.index("vcmax")]
+    (new,), = [run("jax", "vcmax", vcmax.ub, vcmax.dtype, vcmax.mask, 2, 1, 1, 8, 0, True)[:1]]
+    flipped = new.copy()
+    w = np.dtype(vcmax.dtype).itemsize                      # slot [index, value] -> [value, index]
+    flipped[DST:DST + 2 * w] = np.concatenate([new[DST + w:DST + 2 * w], new[DST:DST + w]])
+    assert (flipped != new).any()
+    from ascend_ref.verify import write_dump
+
+    (tmp_path / "bad").mkdir()
+    write_dump(tmp_path / "bad" / "a.npz", vcmax, ub_after=flipped)
+    r = verify(tmp_path / "bad", progress=False)
+    assert not r.ok and r.mismatched == 1
+
+
+def test_audit_settles_index_low_and_the_dtype_list(tmp_path):
+    """``verify --audit``: dumps of the reference itself confirm ``tik_index_low`` (the
+    counterfactual "ignored" writes other bytes for an index_low=True call) and
+    ``tik_vc_dtypes`` (the "device" rejected the int16 call too); a device that ran the int16
+    call refutes the dtype list."""
+    from ascend_ref.verify import dumps_from_cases, verify, write_dump
+
+    cases, bad = vc_cases()
+    dumps_from_cases(cases + [bad], tmp_path / "ok")
+    rows = {(r.chip, r.assumption): r
+            for r in verify(tmp_path / "ok", audit=True, progress=False).audit.sorted_rows()}
+    assert rows[("atlas_a2", "tik_index_low")].verdict == "confirmed"
+    assert rows[("atlas_a2", "tik_vc_dtypes")].verdict == "confirmed"
+    (tmp_path / "ran").mkdir()
+    write_dump(tmp_path / "ran" / "a.npz", bad, ub_after=bad.ub)
+    rows = {(r.chip, r.assumption): r
+            for r in verify(tmp_path / "ran", audit=True, progress=False).audit.sorted_rows()}
+    assert rows[("atlas_a2", "tik_vc_dtypes")].verdict.startswith("REFUTED")

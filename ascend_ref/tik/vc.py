@@ -99,6 +99,15 @@ STRIDE_UNIT = HostCheck(Code.STRIDE_RANGE, "stride_unit",
                         "for 1-3)", _stride_unit)
 
 
+def _here(effects: Callable) -> Callable:
+    """The twin's effects as this module's (the registry lists instructions in the order of
+    their effects' modules, :data:`ascend_ref.registry.MODULES`: the TIK vc* last)."""
+    def run(spec, p, bits, active, arith):
+        return effects(spec, p, bits, active, arith)
+
+    return run
+
+
 def _index_low(effects: Callable) -> Callable:
     """WholeReduceMax / Min's effects with the order index_low selects, where the product's
     ``tik_index_low`` is ``"index_value"`` (else VALUE_INDEX: the flag ignored)."""
@@ -151,7 +160,7 @@ def _minmax_layout(dtype: Any, index_low: Any) -> registry.Layout:
                              else ReduceOrder.ORDER_VALUE_INDEX)
 
 
-_VCADD = _declare("vcadd", "WholeReduceSum", _wr._sum_effects, _wr.sum_layout_of("vcadd"),
+_VCADD = _declare("vcadd", "WholeReduceSum", _here(_wr._sum_effects), _wr.sum_layout_of("vcadd"),
                   "sum", saturating=True)
 _VCMAX = _declare("vcmax", "WholeReduceMax", _index_low(_wr._minmax("max")), _minmax_layout,
                   "max", saturating=False, option=INDEX_LOW_OPTION,
@@ -160,10 +169,10 @@ _VCMIN = _declare("vcmin", "WholeReduceMin", _index_low(_wr._minmax("min")), _mi
                   "min", saturating=False, option=INDEX_LOW_OPTION,
                   traced_options=_wr.ORDERS, fields=(INDEX_LOW,))
 _VCG = {t: _declare(f"vcg{t.lower() if t != 'SUM' else 'add'}", f"ReduceDataBlock<{t}>",
-                    _block_effects, _block_layout, t.lower(), saturating=t == "SUM",
+                    _here(_block_effects), _block_layout, t.lower(), saturating=t == "SUM",
                     fixed_option=t, rules=("block_fill",))
         for t in ("SUM", "MAX", "MIN")}
-_VCPADD = _declare("vcpadd", "PairReduceSum", _pair_effects, _pair_layout, "sum",
+_VCPADD = _declare("vcpadd", "PairReduceSum", _here(_pair_effects), _pair_layout, "sum",
                    saturating=True, fields=(MASKED_PAIR, MASKED_LANE))
 
 

@@ -73,6 +73,8 @@ DESCRIPTIONS = {
     "index_overflow_limit": "TIK cal_index: INDEX_OVERFLOW above 65535 (a device error), an "
                             "index in (65504, 65535] written",
     "tik_align": "TIK work_tensor not 32-byte aligned: the device rejects it (ALIGN)",
+    "tik_vc_dtypes": "TIK vc* with a dtype the profile does not list (no TIK page for them): "
+                     "the device rejects it (DTYPE_UNSUPPORTED)",
     "block_fill": "ReduceDataBlock with a DataBlock with no active lane: the fill value",
     "zero_mask (undefined)": "mask 0 on a product where it is undefined: what the device did "
                              "to dst is tallied",
@@ -281,6 +283,11 @@ class Auditor:
             checks.append("tik_align")
         if "index_overflow_limit" in assumed and ref.code == Code.INDEX_OVERFLOW:
             checks.append("index_overflow_limit")
+        # the other assumptions an instruction declares with the code its assumed rule
+        # raises (TIK vc*: tik_vc_dtypes -> DTYPE_UNSUPPORTED): ran = refuted
+        checks += [name for name, code in c.instruction.assumptions.items()
+                   if name in assumed and name not in ("tik_align", "index_overflow_limit")
+                   and ref.code == code]
         for name in checks:
             row = self.row(prof.id, name)
             row.exercised += 1
@@ -585,6 +592,9 @@ def _relevant(prof, assumption: str) -> bool:
         return has(lambda i: bool(kinds(i) & {"min", "max"}))
     if assumption == "zero_repeat":
         return has(lambda i: i.repeat_range(i.options()[0], "float16")[0] == 0)
+    declared = [i for i in registry.all() if assumption in i.assumptions]
+    if declared and assumption not in ("tik_align", "index_overflow_limit"):
+        return has(lambda i: i in declared)
     if assumption in ("tik_align", "tik_index_formula", "index_overflow_limit"):
         return has(lambda i: i.family == "tik")
     if assumption in ("saturate_default", "default_nan_f16"):
