@@ -324,6 +324,8 @@ def _static_src(api: str, option, max_repeat, q: dict, width: int,
                 dtype: str) -> Optional[tuple]:
     """``(src_rep_stride, src_blk_stride)`` when every case shares them and its whole
     source span fits its row (then the kernel slices instead of gathering), else None."""
+    if "src_rep_stride" not in q:        # the count form: no stride parameter (gathered)
+        return None
     rep = q["src_rep_stride"]
     blk = q.get("src_blk_stride", np.ones_like(rep))
     if rep.size == 0 or np.any(rep != rep[0]) or np.any(blk != blk[0]):

@@ -231,6 +231,21 @@ def test_run_cases_and_fuzz_values_agree_with_the_oracle():
         assert compare.diff(got, run_oracle(c)) is None, (c.api, c.dtype, c.params)
 
 
+def test_run_batch_count_form_agrees_with_the_oracle():
+    """:func:`ascend_ref.run_batch` takes the count form (no stride parameter: the source is
+    gathered) for 8-byte types: per-case counts, each row as the oracle computes it."""
+    ubs = np.stack([ub_with(adversarial("uint64", 128, 40 + b), "uint64") for b in range(4)])
+    counts = np.array([65, 90, 127, 128])
+    for api, kw in (("reduce_sum_count", {}), ("reduce_max_count", {"cal_index": True})):
+        out, st = ar.run_batch(api, ubs, chip=CHIP, dtype="uint64", mask=32,
+                               dst=(DST, 2), src=(SRC, 128), work_tensor=(TMP, 4),
+                               repeat=counts, **kw)
+        assert st.tolist() == [0] * 4
+        for b, n in enumerate(counts):
+            want = run("oracle", api.replace("_count", ""), ubs[b], "uint64", int(n),
+                       *((True,) if kw else ()))
+            assert np.array_equal(out[b], want), (api, b)
+
 @pytest.mark.parametrize("stacked", [False, True])
 def test_dumps_round_trip_and_catch_a_flipped_hi_word(tmp_path, stacked):
     """Dumps (format version 1 and the stacked version 2) of 8-byte cases verify; a flipped
