@@ -590,6 +590,10 @@ def access_map(case: Case) -> AccessMap:
         notes.append(f"counter mode: {repeat} repeat(s) from the count (repeat_time "
                      f"{case.params.get('repeat')} ignored), the last repeat on "
                      f"{int(act[-1].sum()) if repeat else 0} lane(s)")
+        facts = [f"{f.name} = {prof.fact(f.name)!r}" for f in case.instruction.profile_fields
+                 if "counter" in f.name and f.name in prof.facts and f.name != "counter_mode"]
+        if facts:                  # the product's counter-mode rules (SEMANTICS §Q, §R)
+            notes.append(f"counter mode on {prof.id}: " + ", ".join(facts))
     if repeat == 0 or not np.asarray(lane_mask).any():
         notes.append(f"zero repeat / zero mask: the product's rule is "
                      f"{prof.zero_mask if repeat else prof.zero_repeat!r}")

@@ -65,9 +65,10 @@ class CounterMask:
 
     ``count``: an int in [0, 2**64) or an integer scalar array (may be traced under ``jit`` /
     ``vmap``: the call is compiled for the API's whole repeat range, and a count beyond it is
-    a MASK_RANGE error, never clamped). Products without ``SetMaskCount`` (Atlas training,
-    inference Vector Core) and APIs whose pages do not document it (TIK, level-2 ReduceSum /
-    Max / Min) raise MASK_MODE.
+    a MASK_RANGE error, never clamped). The level-2 high-dimensional ReduceSum / ReduceMax /
+    ReduceMin take it too (docs/SEMANTICS.md §R). Products without ``SetMaskCount`` (Atlas
+    training, inference Vector Core) and APIs whose pages do not document it (TIK) raise
+    MASK_MODE.
 
     Example: 130 halves summed per repeat -- two repeats, 128 lanes then 2.
 

@@ -121,7 +121,8 @@ def generated(tmp_path_factory):
 def test_the_example_kernels_ship():
     assert KERNELS == ["pair_reduce_sum_half", "reduce_data_block_sum_half",
                        "reduce_max_index_half", "reduce_sum_count_float",
-                       "reduce_sum_count_int64_950", "reduce_sum_float",
+                       "reduce_sum_count_int64_950", "reduce_sum_counter_half_950",
+                       "reduce_sum_float",
                        "repeat_reduce_sum_half", "row_sum_float_13x57",
                        "tik_vcmax_index_low_half", "tik_vec_reduce_add_half",
                        "whole_reduce_max_half",

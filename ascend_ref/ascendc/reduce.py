@@ -35,6 +35,12 @@ calIndex)`` is its own declared instruction, ``reduce_max_count`` (``ascendc/red
 the public functions ``reduce_max`` / ``reduce_min`` / ``reduce_sum`` (in
 ``ascendc/reduce_count.py``, which declares the count form) take either overload.
 
+Counter mask mode (``ar.CounterMask(n)`` as ``mask``; docs/SEMANTICS.md §R): ``ceil(n / L)``
+repeats at the caller's srcRepStride, the last one partial, repeatTime ignored; the buffer
+size counts those repeats; ReduceSum on 950 merges ``L < n <= 4L`` (方式三, no buffer); the
+max / min index is the offset or the position ``r*L + lane`` by product (profile fields
+``reduce_l2_counter``, ``reduce_l2_counter_index``, ``reduce_sum_counter_mode``).
+
 ReduceSum (same geometry, no calIndex, ``saturate`` as every half sum): 方式二 on every product
 (the page's accumulation table: the high-dimensional form is 方式二 everywhere, 950's Normal
 mode included) — a tree inside each repeat (masked lanes +0), the repeat sums tree-summed in
@@ -67,6 +73,7 @@ from ..constraints import Code, Rule
 from ..engine import Effects, Instruction as Kernel, Region, Write, gate
 from ..ub import itemsize
 from . import _spr_hooks as sprs
+from ._slots import COUNTER_MODE
 
 #: Numeric parameters (Case keys) and the public signature after ``ub``
 PARAMS = ("repeat", "src_rep_stride")
@@ -77,6 +84,71 @@ TMP = registry.ProfileField(
     "reduce_tmp_buffer", ("used", "unused"),
     "ReduceMax / ReduceMin: sharedTmpBuffer holds the intermediate results (its documented "
     "size is required, its bytes are undefined after the call) or is not used at all (950)")
+
+
+#: counter mask mode (SetMaskCount, ``ar.CounterMask(n)``; docs/SEMANTICS.md §R): the
+#: high-dimensional call over ``n`` elements -- ``ceil(n / L)`` repeats at the caller's
+#: srcRepStride, the last one partial, repeatTime ignored (掩码/概述.md table 3) -- or, where the
+#: product's implementation does not show it (A2 / A3 / 200I/500 A2 / AI Core: their ReduceImpl
+#: is normal-mode code), the alternative the audit reruns with: dst (and the buffer) undefined
+COUNTER = registry.ProfileField(
+    "reduce_l2_counter", ("count", "undefined"),
+    "level-2 ReduceSum / Max / Min high-dimensional form in counter mode: the documented "
+    "counter rule (ceil(n / L) repeats, the last partial, srcRepStride kept) or dst undefined")
+#: the index in counter mode: the element offset ``r*srcRepStride*(32/s) + lane`` (the normal
+#: high-dimensional formula; dav_c220's later stages) or the position ``r*L + lane`` among the
+#: counted elements (dav_3510 / dav_l300 counter templates advance the index by L per repeat)
+COUNTER_INDEX = registry.ProfileField(
+    "reduce_l2_counter_index", ("offset", "position"),
+    "level-2 ReduceMax / ReduceMin in counter mode: the result index is the element offset "
+    "from src (r*srcRepStride*32/s + lane) or the position r*L + lane among the n elements")
+#: ReduceSum in counter mode (ReduceSum.md 不同硬件形态对应的ReduceSum相加方式): 方式二 ("tree")
+#: or Ascend 950's "Counter模式且数据量在256~1024字节之间采用方式三；否则采用方式二" ("merge")
+SUM_COUNTER = registry.ProfileField(
+    "reduce_sum_counter_mode", ("tree", "merge"),
+    "level-2 ReduceSum high-dimensional form in counter mode: 方式二 trees, or 950's 方式三 "
+    "vector merge for 256 < n*size <= 1024 bytes and 方式二 otherwise (ReduceSum.md)")
+
+
+def _has(p: Any, field: registry.ProfileField, value: Any) -> Any:
+    """``field.holds(p, value)`` where the call's instruction declares ``field`` (the count
+    form shares these effects and declares none of the counter fields: False there)."""
+    if field.name not in p.chip.fields:
+        return jnp.bool_(False)
+    return field.holds(p, value)
+
+
+def _counter_undefined(p: Any) -> Any:
+    """A counter-mode call on a product whose ``reduce_l2_counter`` is ``"undefined"``."""
+    return jnp.asarray(p.mask_counter, bool) & _has(p, COUNTER, "undefined")
+
+
+def merged(spec: Any, p: Any, n: Any, field: registry.ProfileField, value: Any) -> Any:
+    """方式三's range ``L < n <= 4L`` (256 < n*size <= 1024 bytes) on a product whose
+    ``field`` is ``value``."""
+    return _has(p, field, value) & (n > spec.lanes) & (n <= 4 * spec.lanes)
+
+
+def merge_sum(x: Any, n: Any, lanes: int, arith: Any) -> Any:
+    """方式三 (Ascend 950, dav_3510 ``ReduceSumCounterMode``): the rows ``x0..x3`` (``(rows,
+    L)``, lanes past the count already +0) merged into one vector -- ``L < n <= 2L``: ``x0 +
+    x1`` on lanes ``< n - L`` (``x0`` elsewhere); ``<= 3L``: ``(x0 + x1) + x2`` on lanes ``< n
+    - 2L``; ``<= 4L``: ``(x2 + x3 on lanes < n - 3L, else x2) + (x0 + x1)`` (the
+    implementation's operand order) -- then one tree."""
+    add, zero = arith.add, arith.zero
+    rows = x.shape[0]
+
+    def row(k):
+        return x[k] if rows > k else jnp.broadcast_to(zero, (lanes,))
+
+    lane = jnp.arange(lanes, dtype=jnp.int32)
+    x0, x1, x2, x3 = row(0), row(1), row(2), row(3)
+    a01 = add(x0, x1)
+    two = jnp.where(lane < n - lanes, a01, x0)
+    three = jnp.where(lane < n - 2 * lanes, add(a01, x2), a01)
+    four = add(jnp.where(lane < n - 3 * lanes, add(x2, x3), x2), a01)
+    v = jnp.where(n <= 2 * lanes, two, jnp.where(n <= 3 * lanes, three, four))
+    return numerics.tree_sum(v, add)
 
 
 def _ceil(a: Any, b: int) -> Any:
@@ -147,15 +219,18 @@ def _effects(kind: str):
         # its first entry exactly then (ties go to the lower position)
         pair = jnp.stack([value_r, jnp.broadcast_to(value, value_r.shape)], axis=-1)
         _, which, _ = arith.extreme(pair, jnp.ones(pair.shape, bool), kind)
-        index_r = jnp.arange(spec.rows, dtype=jnp.int32) * (p.src_rep_stride * (32 // s)) \
-            + lane_r
+        # the index: the element offset from src; in counter mode on a "position" product
+        # the position r*L + lane among the counted elements (COUNTER_INDEX)
+        step = jnp.where(jnp.asarray(p.mask_counter, bool) & _has(p, COUNTER_INDEX, "position"),
+                         spec.lanes, p.src_rep_stride * (32 // s))
+        index_r = jnp.arange(spec.rows, dtype=jnp.int32) * step + lane_r
         big = jnp.int32(2**31 - 1)
         cand = jnp.where(live & (which == 0), index_r, big)
         best = jnp.argmin(cand)                                         # smallest index
         value = arith.nan_result(value_r[best])
         index = index_r[best]
         words = [value] + ([arith.word(index)] if spec.option == "index" else [])
-        runs = ~(masks.is_zero(p.mask_count, p.mask) | (p.repeat == 0))
+        runs = ~(masks.is_zero(p.mask_count, p.mask) | (p.repeat == 0)) & ~_counter_undefined(p)
         return _result(spec, p, words, TMP.holds(p, "used"),
                        {"index": jnp.where(runs, index, 0)})
 
@@ -175,9 +250,16 @@ def sum_layout(dtype: Any, option: Any = None) -> registry.Layout:
     return registry.Layout(word, per_repeat=False, work=word)
 
 
+def _merge_call(spec, p):
+    """A counter-mode ReduceSum on 950's 方式三 range (the buffer is not used there)."""
+    n = masks.counter_count(p.mask, spec.lanes * spec.r_max)
+    return jnp.asarray(p.mask_counter, bool) & merged(spec, p, n, SUM_COUNTER, "merge")
+
+
 def _sum_rules(spec):
     return [Rule(Code.WORK_SIZE, "work_tensor.size",
-                 lambda p: p.tensor("work_tensor").size >= sum_tmp_need(p.repeat, None, spec.dtype),
+                 lambda p: (p.tensor("work_tensor").size
+                            >= sum_tmp_need(p.repeat, None, spec.dtype)) | _merge_call(spec, p),
                  lambda p: int(p.tensor("work_tensor").size),
                  lambda p: f">= {int(sum_tmp_need(p.repeat, None, spec.dtype))} elements for "
                            f"repeatTime {int(p.repeat)} (sharedTmpBuffer, 方式二)")]
@@ -194,7 +276,15 @@ def _sum_effects(spec, p, bits, active, arith):
     many = numerics.padded_tree_sum(chunks, spec.lanes, add, zero)[0]
     total = jnp.where(p.repeat > spec.lanes, many,
                       jnp.where(p.repeat == 1, stage1[0], chunks[0]))
-    return _result(spec, p, [total], jnp.bool_(True), {})
+    # counter mode (the repeats and their lanes are the engine's: ceil(n / L), the last
+    # partial): 方式二 as above, but 方式三 on 950 for L < n <= 4L (no buffer used there)
+    counter = jnp.asarray(p.mask_counter, bool)
+    n = jnp.sum(jnp.asarray(active, jnp.int32))
+    merge = counter & merged(spec, p, n, SUM_COUNTER, "merge")
+    if spec.rows > 1:
+        total = jnp.where(merge, merge_sum(jnp.where(active, bits, zero), n, spec.lanes, arith),
+                          total)
+    return _result(spec, p, [total], ~merge, {})
 
 
 def _result(spec, p, words, used, diag):
@@ -204,7 +294,10 @@ def _result(spec, p, words, used, diag):
     _, tmp_gated = gate(spec, p, "work_tensor")
     n = len(words)
     addr = p.tensor("dst").addr + jnp.arange(n, dtype=jnp.int32) * s
-    valid = jnp.broadcast_to(runs, (n,))
+    # counter mode where the product's result is not the documented rule (COUNTER): nothing
+    # defined is written, the whole declared dst is undefined (the buffer, where used, too)
+    odd = runs & _counter_undefined(p)
+    valid = jnp.broadcast_to(runs & ~odd, (n,))
     write = Write("dst", addr, jnp.stack(words), s, valid, valid)
     t0 = p.tensor("work_tensor").addr
     t1 = t0 + p.tensor("work_tensor").size * s
@@ -213,6 +306,7 @@ def _result(spec, p, words, used, diag):
     tail = jnp.maximum(t0, d1)
     undefined += [Region(t0, head_end - t0, runs & used), Region(tail, t1 - tail, runs & used)]
     undefined += [Region(r.start, r.nbytes, r.when & used) for r in tmp_gated]
+    undefined.append(Region(d0, p.tensor("dst").size * s, odd))
     return Effects([write], undefined, diag)
 
 
@@ -227,6 +321,7 @@ def _kernel(name: str, kind: str) -> Kernel:
                             "src": 32, "work_tensor": 32},
         effects=_sum_effects if sums else _effects(kind), overlap="repeat",
         word_order="ascendc", blk_stride=False, saturating=sums,
+        mask_modes=("count", "bits", "counter"),
         extra_rules=_sum_rules if sums else _rules, sized_by_rule=("work_tensor",),
         spr=None if sums else sprs.level2_sets(kind))
 
@@ -237,7 +332,8 @@ def _declare(name: str, kind: str, summary: str) -> registry.Instruction:
         params=PARAMS, kind=lambda o: kind, layout=layout, repeat_range=repeat_range,
         option=registry.CAL_INDEX, work_need=tmp_need,
         assumptions={"reduce_l2_max_repeat": Code.REPEAT_RANGE},
-        codes=(Code.WORK_SIZE, Code.INDEX_OVERFLOW), profile_fields=(TMP,) + sprs.MAXMIN_FIELDS,
+        codes=(Code.WORK_SIZE, Code.INDEX_OVERFLOW),
+        profile_fields=(TMP,) + sprs.MAXMIN_FIELDS + (COUNTER_MODE, COUNTER, COUNTER_INDEX),
         arg_names={"work_tensor": "shared_tmp_buffer"}, summary=summary))
 
 
@@ -246,7 +342,8 @@ _SUM = registry.register(registry.Instruction(
     signature=SIGNATURE[:-1], params=PARAMS, kind=lambda o: "sum", layout=sum_layout,
     repeat_range=repeat_range, work_need=sum_tmp_need,
     assumptions={"reduce_l2_max_repeat": Code.REPEAT_RANGE}, codes=(Code.WORK_SIZE,),
-    profile_fields=sprs.SUM_FIELDS, arg_names={"work_tensor": "shared_tmp_buffer"},
+    profile_fields=sprs.SUM_FIELDS + (COUNTER_MODE, COUNTER, SUM_COUNTER),
+    arg_names={"work_tensor": "shared_tmp_buffer"},
     summary="ReduceSum (level 2, high-dimensional form)"))
 _MAX = _declare("reduce_max", "max", "ReduceMax (level 2, high-dimensional form)")
 _MIN = _declare("reduce_min", "min", "ReduceMin (level 2, high-dimensional form)")

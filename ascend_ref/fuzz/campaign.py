@@ -264,7 +264,7 @@ class Campaign:
 
 
 #: bump when the campaign generator changes which case a (seed, case id) gives
-GENERATOR_VERSION = 4        # 4: the counter mask mode (issue 14 item 4)
+GENERATOR_VERSION = 5        # 4: the counter mask mode (issue 14 item 4); 5: level-2 counter
 #: the first case ids follow the cover plan: at least this many per template
 MIN_CASES_PER_CONFIG = 2
 

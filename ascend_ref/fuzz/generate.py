@@ -1053,7 +1053,8 @@ BREAKERS: Dict[Code, Breaker] = {b.code: b for b in [
             _b_work_small),
     Breaker(Code.INDEX_OVERFLOW, "index_overflow",
             lambda t, i, p: Code.INDEX_OVERFLOW in i.codes and i.has_index(t.option, t.dtype)
-            and t.r_hi >= 2 and not i.kernel.count_form, _b_index_overflow),
+            and t.r_hi >= 2 and not i.kernel.count_form and t.mask_mode != "counter",
+            _b_index_overflow),   # counter mode: the index may not follow srcRepStride (§R)
     Breaker(Code.SATURATE_DTYPE, "saturate_dtype",
             lambda t, i, p: t.dtype == "float32" and i.saturating, _b_saturate_dtype),
 ]}

@@ -1068,19 +1068,31 @@ def _level2(api: str, kind: str, ub, dst, src, tmp, mask, repeat_time, src_rep_s
     d, s, w, fmt, L, epb, ci, sat = _level2_operands(fails, supported, prof, kind, dst, src, tmp,
                                                      cal_index, saturate)
     tensors = [d, s, w]
-    if _is_counter(mask):
-        fails.add(Code.MASK_MODE, "level-2 ReduceSum / Max / Min: counter mode is not modelled "
-                                  "(the count form is the API's own counter-mode call)")
-        fails.raise_first()
-    lanes = _parse_mask(fails, mask, L, "ascendc")
+    top = None if L is None else L * L // 4    # the model's limit (SEMANTICS §N)
+    counter = _is_counter(mask)
+    rows = None          # counter mode (SEMANTICS §R): the lanes of each repeat
+    n = None
+    if counter:
+        n = _parse_counter(fails, mask, prof)
+        lanes = None
+        if n is not None and L is not None and top is not None:
+            if n > top * L:
+                fails.add(Code.MASK_RANGE, f"counter mode count {n} needs {-(-n // L)} "
+                                           f"repeats; at most {top} ({top * L} elements)")
+            else:
+                rows = [list(range(min(L, n - k * L))) for k in range(-(-n // L))]
+                lanes = rows[0] if rows else []
+    else:
+        lanes = _parse_mask(fails, mask, L, "ascendc")
     zero_mask = lanes == []
     if zero_mask and prof.zero_mask == "error":
         fails.add(Code.MASK_ZERO, "mask selects no lane; not allowed on this product")
         lanes = None
     R = _as_int(repeat_time)
-    top = None if L is None else L * L // 4    # the model's limit (SEMANTICS §N)
     if R is None:
         fails.add(Code.BAD_ARGUMENT, f"repeatTime must be an int, got {repeat_time!r}")
+    elif counter:                              # ignored ("该值不生效"): the count decides
+        R = len(rows) if rows is not None else None
     elif top is not None:
         low = 1 if prof.zero_repeat == "error" else 0
         if R < low or R > top:
@@ -1100,13 +1112,20 @@ def _level2(api: str, kind: str, ub, dst, src, tmp, mask, repeat_time, src_rep_s
              and ci is not None)
     nop = ready and (len(lanes) == 0 or R == 0)
     # ReduceSum's high-dimensional form is 方式二 on every product (ReduceSum.md): the buffer
-    # is used everywhere; ReduceMax / ReduceMin: the products' list
-    used = kind == "SUM" or prof.reduce_tmp_buffer == "used"
+    # is used everywhere -- but on 950's 方式三 paths in counter mode ("Counter模式且数据量在
+    # 256~1024字节之间采用方式三"); ReduceMax / ReduceMin: the products' list
+    merge = (counter and kind == "SUM" and prof.reduce_sum_counter_mode == "merge"
+             and n is not None and L is not None and L < n <= 4 * L)
+    used = (kind == "SUM" and not merge) or (kind != "SUM" and prof.reduce_tmp_buffer == "used")
+
+    def lanes_of(r):                           # repeat r's lanes (counter: its own)
+        return rows[r] if rows is not None else lanes
+
     if ready:
         sz = fmt.size
         if not nop:
             for r in range(R):
-                for i in lanes:
+                for i in lanes_of(r):
                     a = s.addr + r * srs * BLOCK + i * sz
                     if a + sz > s.end:
                         fails.add(Code.TENSOR_BOUNDS, f"repeat {r} lane {i} reads [{a}, {a + sz}) "
@@ -1120,6 +1139,7 @@ def _level2(api: str, kind: str, ub, dst, src, tmp, mask, repeat_time, src_rep_s
                                               f"{2 if ci else 1}")
         if used and kind == "SUM":
             # ReduceSum.md 关键特性说明, 方式二: DivCeil(firstMaxRepeat, epb) * epb elements
+            # (firstMaxRepeat = repeatTime; counter mode: the repeats it derives)
             need = (R + epb - 1) // epb * epb
             if w.size < need:
                 fails.add(Code.WORK_SIZE, f"sharedTmpBuffer.size = {w.size} < {need} elements")
@@ -1151,12 +1171,43 @@ def _level2(api: str, kind: str, ub, dst, src, tmp, mask, repeat_time, src_rep_s
         del rule
         return out.result()
     sz = fmt.size
+    if counter and prof.reduce_l2_counter == "undefined":
+        # the audit's alternative where the implementation does not show counter mode
+        out.undef(d.addr, d.nbytes)
+        if used:
+            out.undef(w.addr, w.nbytes)
+        return out.result()
+    if merge:
+        # Ascend 950 方式三 (counter mode, L < n <= 4L): the repeats merged lane by lane into
+        # one vector, then one tree; x_k = repeat k's L elements, +0 past the count
+        kw = dict(default_nan=prof.default_nan(fmt.name), ftz=prof.fp32_ftz, saturate=sat)
+
+        def x(k):
+            return [_read(ubarr, s.addr + k * srs * BLOCK + i * sz, sz) if k * L + i < n else 0
+                    for i in range(L)]
+
+        def plus(a, b):
+            return _fp.add(a, b, fmt, **kw)
+
+        x0, x1 = x(0), x(1)
+        v = []
+        for i in range(L):
+            if n <= 2 * L:
+                v.append(plus(x0[i], x1[i]) if i < n - L else x0[i])
+            elif n <= 3 * L:
+                a01 = plus(x0[i], x1[i])
+                v.append(plus(a01, x(2)[i]) if i < n - 2 * L else a01)
+            else:
+                hi = plus(x(2)[i], x(3)[i]) if i < n - 3 * L else x(2)[i]
+                v.append(plus(hi, plus(x0[i], x1[i])))
+        out.write(d.addr, sz, _fp.tree_sum(v, fmt, **kw))
+        return out.result()
     if kind == "SUM":
         kw = dict(default_nan=prof.default_nan(fmt.name), ftz=prof.fp32_ftz, saturate=sat)
         sums = []                                # 方式二: a tree inside each repeat ...
         for r in range(R):
             full = [0] * L                       # masked lanes are +0
-            for i in lanes:
+            for i in lanes_of(r):
                 full[i] = _read(ubarr, s.addr + r * srs * BLOCK + i * sz, sz)
             sums.append(_fp.tree_sum(full, fmt, **kw))
         if R == 1:                               # ... one repeat: its sum
@@ -1169,8 +1220,12 @@ def _level2(api: str, kind: str, ub, dst, src, tmp, mask, repeat_time, src_rep_s
         out.undef(w.addr, w.nbytes)
         out.write(d.addr, sz, total)
         return out.result()
-    items = sorted({(r * srs * epb + i, _read(ubarr, s.addr + (r * srs * epb + i) * sz, sz))
-                    for r in range(R) for i in lanes})
+    # the index: the element offset from src; counter mode on a "position" product: the
+    # position r*L + i among the counted elements (SEMANTICS §R)
+    pos = counter and prof.reduce_l2_counter_index == "position"
+    items = sorted({((r * L if pos else r * srs * epb) + i,
+                     _read(ubarr, s.addr + (r * srs * epb + i) * sz, sz))
+                    for r in range(R) for i in lanes_of(r)})
     index, value = _fp.select(items, fmt, kind)
     if ci and sz == 2 and index > 65535:
         raise OracleError(Code.INDEX_OVERFLOW,

@@ -72,6 +72,12 @@ class Product:
     spr_vcg_clobber: str = "unchanged"
     counter_mode: str = "unsupported"
     counter_dst_stride_zero: str = "last_wins"
+    #: level-2 ReduceSum / Max / Min, high-dimensional form in counter mode (SEMANTICS §R):
+    #: "count" (the counter rule) or "undefined"; the max / min index ("offset" from src or
+    #: "position" r*L + lane); ReduceSum's accumulation ("tree" 方式二, "merge" 950 方式三)
+    reduce_l2_counter: str = "count"
+    reduce_l2_counter_index: str = "offset"
+    reduce_sum_counter_mode: str = "tree"
     #: ReduceSum.md 不同硬件形态对应的ReduceSum相加方式, the count form: "sequential" (方式一),
     #: "tree" (方式二), "merge" (Ascend 950: 方式三 for 256~1024 bytes, else 方式二)
     reduce_sum_count_mode: str = "tree"
@@ -117,6 +123,15 @@ _COMMON_SOURCES = {
                     "Vector Core and Atlas training (not listed: Atlas 200/300/500, TIK only)",
     "counter_dst_stride_zero": "SEMANTICS §Q: counter mode with dstRepStride 0 writes every "
                                "repeat into one slot, the last wins, as in normal mode (assumed)",
+    "reduce_l2_counter": "掩码/概述.md table 3: a 高维切分 API in counter mode runs ceil(n / L) "
+                         "repeats, the last partial, repeatTime ignored (SEMANTICS §R; assumed "
+                         "where the implementation is normal-mode code: A2, A3, 200I/500 A2, "
+                         "AI Core)",
+    "reduce_l2_counter_index": "not documented: counter-mode ReduceMax / ReduceMin index = the "
+                               "element offset from src, as the high-dimensional formula "
+                               "(assumed; dav_c220-family ReduceImpl)",
+    "reduce_sum_counter_mode": "ReduceSum.md 不同硬件形态对应的ReduceSum相加方式: 方式二 for the "
+                               "high-dimensional form",
     "pair_masked_lane": "SEMANTICS §L: a masked lane of a pair counts as +0 in the pair's add "
                         "(the Ascend 950 Reg page PairReduceElem.md: 不参与计算的元素，被当作0进行"
                         "累加; no page for the other products; assumed)",
@@ -195,8 +210,10 @@ def _kirin(pid: str, name: str) -> Product:
           "dst_rep_stride_zero": "only Atlas training forbids 0",
           "block_fill": "dav_l300/l311 ReduceDataBlock = Reg::Reduce*WithDataBlock ZEROING, as 950: 950's fill values (assumed)",
           "minmax_nan": "same Reg implementation as 950 (assumed)",
-          "ub_bytes": "SPEC §2 product table: 262144 bytes (assumed there; ub_bytes is in the profile's assumed list)"}, minmax_nan="default",
-         counter_mode="supported")
+          "ub_bytes": "SPEC §2 product table: 262144 bytes (assumed there; ub_bytes is in the profile's assumed list)",
+          "reduce_l2_counter_index": "not documented: dav_l300 / dav_l311 counter templates "
+                                     "advance the index by L per repeat: r*L + lane (assumed)"},
+         minmax_nan="default", counter_mode="supported", reduce_l2_counter_index="position")
 
 
 #: the product table (id -> Product)
@@ -229,6 +246,10 @@ PRODUCTS: Dict[str, Product] = {p.id: p for p in [
                         "first NaN's index (issue 12)",
           "reduce_tmp_buffer": "ReduceMax.md / ReduceMin.md 约束说明: on Ascend 950 无需使用"
                                "sharedTmpBuffer (any size, src itself)",
+          "reduce_l2_counter_index": "not documented: dav_3510's counter templates advance "
+                                     "the index by L per repeat: r*L + lane (assumed)",
+          "reduce_sum_counter_mode": "ReduceSum.md: Counter模式且数据量在256~1024字节之间采用"
+                                     "方式三；否则采用方式二",
           "counter_dst_stride_zero": "掩码/概述.md: 950's counter mode is a software emulation "
                                      "that differs somewhat from A2/A3 (no detail); dav_3510 "
                                      "ReduceTemplate moves src by the ignored repeatTime when "
@@ -236,6 +257,7 @@ PRODUCTS: Dict[str, Product] = {p.id: p for p in [
          minmax_nan="default",
          pair_masked_pair="zero", reduce_tmp_buffer="unused", counter_mode="supported",
          counter_dst_stride_zero="undefined", reduce_sum_count_mode="merge",
+         reduce_l2_counter_index="position", reduce_sum_counter_mode="merge",
          dst_dtypes={"whole_reduce_sum": _PAIRS_950, "repeat_reduce_sum": _PAIRS_950}),
     _row("atlas_a2", 196608, {**_ascendc((F16, F32)), **_TIK_F, "vec_reduce_add": (F16, F32),
                               "pair_reduce_sum": (F16, F32), "repeat_reduce_sum": (F16, F32),

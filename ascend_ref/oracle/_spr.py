@@ -113,6 +113,8 @@ def _maxmin_after(spr: OracleSpr, res, dst, src, mask, repeat_time, src_rep_stri
     if n is not None:
         if not n:
             return spr
+    elif _counter(mask):        # "不支持获取归约接口使用Mask Counter模式时的结果"
+        return replace(spr, maxmin=(fmt.name, UNDEF, UNDEF)) if _runs_counter(mask) else spr
     elif repeat_time == 0 or not _lanes(mask, 256 // fmt.size):
         return spr
     elif src_rep_stride != 8:
