@@ -55,7 +55,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from . import engine, numerics, registry
+from . import engine, mask as masks, numerics, registry
 from .chips import chip as get_chip
 from .constraints import Code, ConstraintError
 from .ub import Tensor, dtype_name, itemsize
@@ -213,6 +213,9 @@ def prepare(ins: registry.Instruction, src, mask, params: Dict[str, Any], *, opt
                               value=max_repeat, allowed="a positive Python int (static)")
     hi = max_repeat or ins.repeat_range(opt, dtype)[1]
     r = _concrete_int(params.get("repeat"))
+    if isinstance(mask, masks.CounterMask):     # counter mode: the count decides the repeats
+        n = _concrete_int(mask.count)
+        r = None if n is None else masks.counter_repeats(n, masks.lanes_per_repeat(dtype))
     rows = hi if r is None else int(np.clip(r, 0, hi))
     layout = ins.layout(dtype, opt)
     s = itemsize(dtype)

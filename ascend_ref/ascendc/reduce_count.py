@@ -236,18 +236,9 @@ def _sum_effects(spec, p, bits, active, arith):
     with_tail = _tree_of(jnp.stack([body, tail]), arith, L)
     tree = jnp.where((full >= 1) & (n % L > 0), with_tail, body)
 
-    # Ascend 950: 方式三 for L < n <= 4L, its 方式二 (every repeat a row, the last partial)
-    def row(k):
-        return x[jnp.minimum(k, rows - 1)] if rows > k else jnp.broadcast_to(zero, (L,))
-
-    lane = jnp.arange(L, dtype=jnp.int32)
-    x0, x1, x2, x3 = row(0), row(1), row(2), row(3)
-    two = jnp.where(lane < n - L, add(x0, x1), x0)
-    a01 = add(x0, x1)
-    three = jnp.where(lane < n - 2 * L, add(a01, x2), a01)
-    four = add(jnp.where(lane < n - 3 * L, add(x2, x3), x2), a01)
-    v = jnp.where(n <= 2 * L, two, jnp.where(n <= 3 * L, three, four))
-    merge = jnp.where(_merged(spec, p), numerics.tree_sum(v, add),
+    # Ascend 950: 方式三 for L < n <= 4L (the high-dimensional form's counter mode shares
+    # it), its 方式二 (every repeat a row, the last partial)
+    merge = jnp.where(_merged(spec, p), high.merge_sum(x, n, L, arith),
                       jnp.where(n <= L, t[0], trees(t, r < nrep)))
 
     total = jnp.where(SUM_MODE.holds(p, "sequential"), sequential,
