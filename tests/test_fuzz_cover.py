@@ -93,7 +93,8 @@ def _hits(cases):
 
 #: the APIs whose pages document isSetMask (SEMANTICS §Q), written out here
 COUNTER_APIS = {"whole_reduce_min", "whole_reduce_max", "whole_reduce_sum", "reduce_data_block",
-                "pair_reduce_sum", "repeat_reduce_sum"}
+                "pair_reduce_sum", "repeat_reduce_sum",
+                "reduce_sum", "reduce_max", "reduce_min"}      # level 2: SEMANTICS §R
 
 
 def test_combinations_are_enumerated_from_the_profiles(default):
