@@ -310,3 +310,29 @@ def test_audit_settles_index_low_and_the_dtype_list(tmp_path):
     rows = {(r.chip, r.assumption): r
             for r in verify(tmp_path / "ran", audit=True, progress=False).audit.sorted_rows()}
     assert rows[("atlas_a2", "tik_vc_dtypes")].verdict.startswith("REFUTED")
+
+
+@pytest.mark.parametrize("compare", ["signed", "unsigned"])
+def test_int16_vcmax_vcmin_on_the_vector_core(compare):
+    """int16 (the Vector Core's TIK vec_reduce_max/min pages): signed by default; the audit's
+    alternative ``tik_vc_int16_compare = "unsigned"`` reads the bits as uint16 (the TIK
+    source's reinterpret_cast), worked out by hand: -5 is 0xFFFB, the largest uint16 here."""
+    prof = ar.chip("atlas_inference_vector_core")
+    chip = prof if compare == "signed" else dataclasses.replace(
+        prof, id="vc~unsigned", facts={**prof.facts, "tik_vc_int16_compare": "unsigned"})
+    x = np.zeros(256, np.int16)
+    x[3], x[7] = -5, 3                              # repeat 0
+    x[128 + 1], x[128 + 2] = 0x7FFF, -32768         # repeat 1
+    ub = ub_with(x, np.int16)
+    want = {("vcmax", "signed"): [(3, 7), (0x7FFF, 1)],
+            ("vcmax", "unsigned"): [(-5, 3), (-32768, 2)],
+            ("vcmin", "signed"): [(-5, 3), (-32768, 2)],
+            ("vcmin", "unsigned"): [(0, 0), (0, 0)]}
+    for api in ("vcmax", "vcmin"):
+        for index_low in (False, True):
+            a = run("jax", api, ub, "int16", 128, 2, 1, 1, 8, 0, index_low, chip=chip)
+            same(a, run("oracle", api, ub, "int16", 128, 2, 1, 1, 8, 0, index_low, chip=chip))
+            w = dst_view(a, "int16", 4)
+            vi, ii = (1, 0) if index_low else (0, 1)
+            got = [(int(w[2 * r + vi]), int(w.view(np.uint16)[2 * r + ii])) for r in range(2)]
+            assert got == want[(api, compare)], (api, compare, index_low)

@@ -499,7 +499,13 @@ def _ascendc(api: str, kind: str, ub, dst, src, mask, repeat_time, dst_rep_strid
         for r in range(R):
             reads, pieces = plan[r]
             vals = [(i, _read(orig, a, sz)) for i, a in reads]
-            if kind == "whole_minmax":
+            if kind == "whole_minmax" and tik and fmt.name == "int16" \
+                    and prof.tik_vc_int16_compare == "unsigned":
+                # TIK vcmax / vcmin on int16 read as uint16 (the TIK source's reinterpret_cast)
+                idx, v = _fp.select([(i, b ^ 0x8000) for i, b in vals], fmt, minmax)
+                for addr, n, what in pieces:
+                    out.write(addr, n, v ^ 0x8000 if what == "value" else idx)
+            elif kind == "whole_minmax":
                 idx, v = _fp.select(vals, fmt, minmax)
                 v = _minmax_nan(v, fmt, prof)
                 for addr, n, what in pieces:

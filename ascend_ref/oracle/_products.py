@@ -87,6 +87,8 @@ class Product:
     reduce_sum_seq_rounding: str = "each"
     #: TIK vcmax / vcmin index_low=True: "index_value" ([index, value]) or "ignored"
     tik_index_low: str = "index_value"
+    #: TIK vcmax / vcmin on int16: "signed" compare, or the bits as uint16 ("unsigned")
+    tik_vc_int16_compare: str = "signed"
     sources: Mapping[str, str] = field(default_factory=dict)
 
     def dtypes(self, api: str) -> Tuple[str, ...]:
@@ -411,12 +413,18 @@ _TIK_VC_APIS = ("vcadd", "vcmax", "vcmin", "vcgadd", "vcgmax", "vcgmin", "vcpadd
 _TIK_VC_SOURCES = {
     "tik_vc": "no TIK page for vcadd .. vcpadd: the products with a TIK vec_reduce_* page, "
               "half / float from the CCE prototypes (cceapi_0032 / 0034 / 0035) (assumed)",
+    "tik_vc_int16_compare": "the Vector Core's TIK vec_reduce_max/min pages list int16 (a "
+                            "signed max / min, built on vcmax / vcmin); the TIK source passes "
+                            "int16 as uint16 (assumed: signed)",
     "tik_index_low": "TIK source docstring: index_low selects the index-first order; the "
                      "2020 source sends it only on HI3796CV300ES / 610 / 620 (assumed)"}
 for _pid in ("atlas_200_300_500_inference", "atlas_training", "atlas_inference_aicore",
              "atlas_inference_vector_core", "atlas_a2", "atlas_a3", "atlas_200i_500_a2"):
     _p = PRODUCTS[_pid]
-    PRODUCTS[_pid] = replace(_p, apis={**_p.apis, **{a: (F16, F32) for a in _TIK_VC_APIS}},
+    vc = {a: (F16, F32) for a in _TIK_VC_APIS}
+    if "int16" in _p.dtypes("vec_reduce_max"):       # the Vector Core's TIK pages: int16
+        vc.update(vcmax=(F16, F32, "int16"), vcmin=(F16, F32, "int16"))
+    PRODUCTS[_pid] = replace(_p, apis={**_p.apis, **vc},
                              sources={**_p.sources, **_TIK_VC_SOURCES})
 for _pid in PRODUCTS:
     _p = PRODUCTS[_pid]

@@ -67,6 +67,15 @@ INDEX_LOW = registry.ProfileField(
     "([value, index] as with index_low=False)")
 
 
+#: vcmax / vcmin on int16 (the Atlas inference Vector Core: its TIK vec_reduce_max/min pages list
+#: int16): a signed compare (the vec_reduce_max/min reading, built on vcmax / vcmin), or
+#: unsigned -- the TIK source passes int16 operands reinterpret_cast_to("uint16")
+INT16_COMPARE = registry.ProfileField(
+    "tik_vc_int16_compare", ("signed", "unsigned"),
+    "TIK vcmax / vcmin on int16: the lanes compared as signed int16, or their bits as uint16 "
+    "(the TIK source reinterprets int16 operands as uint16)")
+
+
 class IndexLow(registry.FlagOption):
     """vcmax / vcmin ``index_low`` (a bool): the twin's order ORDER_INDEX_VALUE when True,
     else ORDER_VALUE_INDEX (the engine's traced order, one kernel for both)."""
@@ -113,7 +122,19 @@ def _index_low(effects: Callable) -> Callable:
     ``tik_index_low`` is ``"index_value"`` (else VALUE_INDEX: the flag ignored)."""
     def chosen(spec, p, bits, active, arith):
         order = jnp.where(INDEX_LOW.holds(p, "ignored"), 0, p.option)
-        return effects(spec, dataclasses.replace(p, option=order), bits, active, arith)
+        q = dataclasses.replace(p, option=order)
+        if spec.dtype != "int16":
+            return effects(spec, q, bits, active, arith)
+        # an unsigned compare of int16 bits = a signed compare with the sign bit flipped; the
+        # value word (slot word ``order``: 0 VALUE_INDEX, 1 INDEX_VALUE) is flipped back
+        flip = INT16_COMPARE.holds(p, "unsigned")
+        out = effects(spec, q, jnp.where(flip, bits ^ jnp.asarray(0x8000, bits.dtype), bits),
+                      active, arith)
+        w = out.writes[0]
+        value = jnp.arange(w.bits.shape[-1]) == order
+        words = jnp.where(flip & value, w.bits ^ jnp.asarray(0x8000, w.bits.dtype), w.bits)
+        return dataclasses.replace(out, writes=[dataclasses.replace(w, bits=words)]
+                                   + list(out.writes[1:]))
 
     return chosen
 
@@ -164,10 +185,10 @@ _VCADD = _declare("vcadd", "WholeReduceSum", _here(_wr._sum_effects), _wr.sum_la
                   "sum", saturating=True)
 _VCMAX = _declare("vcmax", "WholeReduceMax", _index_low(_wr._minmax("max")), _minmax_layout,
                   "max", saturating=False, option=INDEX_LOW_OPTION,
-                  traced_options=_wr.ORDERS, fields=(INDEX_LOW,))
+                  traced_options=_wr.ORDERS, fields=(INDEX_LOW, INT16_COMPARE))
 _VCMIN = _declare("vcmin", "WholeReduceMin", _index_low(_wr._minmax("min")), _minmax_layout,
                   "min", saturating=False, option=INDEX_LOW_OPTION,
-                  traced_options=_wr.ORDERS, fields=(INDEX_LOW,))
+                  traced_options=_wr.ORDERS, fields=(INDEX_LOW, INT16_COMPARE))
 _VCG = {t: _declare(f"vcg{t.lower() if t != 'SUM' else 'add'}", f"ReduceDataBlock<{t}>",
                     _here(_block_effects), _block_layout, t.lower(), saturating=t == "SUM",
                     fixed_option=t, rules=("block_fill",))
