@@ -387,3 +387,83 @@ def test_block_stride_zero_read_extent_is_the_highest_lane_offset():
         assert wstatus.tolist() == [code] * b
         np.testing.assert_array_equal(status, wstatus)
         np.testing.assert_array_equal(out, want)
+
+
+def _merge_reference(out, start, writes):
+    """run_batch's merge written out word by word (the independent reference)."""
+    out = out.copy()
+    for addr, bits, valid in writes:
+        for idx in zip(*np.nonzero(valid)):
+            row = start + idx[0]
+            if row >= out.shape[0]:
+                continue
+            a, v = int(addr[idx]), int(bits[idx])
+            for k in range(bits.dtype.itemsize):
+                out[row, a + k] = (v >> (8 * k)) & 0xFF
+    return out
+
+
+@pytest.mark.parametrize("width,word,aligned", [(96, np.uint16, True), (96, np.uint32, True),
+                                                (98, np.uint32, True), (96, np.uint32, False)])
+def test_run_batch_merge_writes_the_words_of_every_written_slot(width, word, aligned):
+    """The host merge (flat-index stores; byte stores for a row width that is not a whole
+    number of words or an unaligned address) writes exactly the valid words, in rows
+    ``start...``, and drops the padded rows past the batch."""
+    from ascend_ref.batch import _merge
+
+    rng = np.random.default_rng(3)
+    out = rng.integers(0, 256, (5, width), dtype=np.uint8)
+    s = np.dtype(word).itemsize
+    c = 4                                            # a padded chunk: rows 3 and 4 of it fall off
+    slots = rng.permutation((width - 8) // s)[:6].reshape(3, 2)
+    addr = np.broadcast_to(slots * s + (0 if aligned else 1), (c, 3, 2)).astype(np.int32)
+    bits = rng.integers(0, 2 ** (8 * s), (c, 3, 2), dtype=np.uint64).astype(word)
+    for valid in (np.ones((c, 3, 2), bool), rng.random((c, 3, 2)) < 0.5):
+        writes = [(addr, bits, valid), (addr[:, :1] + 0, bits[:, :1] ^ word(1),
+                                        valid[:, :1] & ~valid[:, 1:2])]
+        got = out.copy()
+        _merge(got, 2, writes)
+        np.testing.assert_array_equal(got, _merge_reference(out, 2, writes))
+
+
+def test_all_finite_bits_guard_reads_every_element():
+    """The sums' output guard (a reduce-window, not fused with the tree) says True exactly
+    when no element has an all-ones exponent, for any shape, under vmap as well."""
+    rng = np.random.default_rng(4)
+    for dtype, expo in (("float16", 0x7C00), ("float32", 0x7F800000)):
+        ut = np.dtype(f"uint{8 * np.dtype(dtype).itemsize}")
+        for shape in ((), (1,), (7,), (3, 5), (2, 255, 8)):
+            x = (rng.standard_normal(shape) * 8).astype(dtype).view(ut).reshape(shape)
+            assert bool(numerics._all_finite_bits(jnp.asarray(x), expo))
+            for special in (expo, expo | 1, expo | (1 << (8 * ut.itemsize - 1))):
+                y = x.copy().reshape(-1)
+                y[rng.integers(0, y.size)] = special
+                assert not bool(numerics._all_finite_bits(jnp.asarray(y.reshape(shape)), expo))
+        rows = (rng.standard_normal((6, 40)) * 8).astype(dtype).view(ut)
+        rows[[1, 4], [3, 39]] = expo
+        got = jax.vmap(lambda r: numerics._all_finite_bits(r, expo))(jnp.asarray(rows))
+        assert np.asarray(got).tolist() == [True, False, True, True, False, True]
+
+
+def test_run_batch_in_padded_chunks_equals_one_call_and_the_general_path(monkeypatch):
+    """A batch longer than the chunk runs as equal-shape chunks (the last one padded); a
+    guard failure in one chunk sends only that chunk to the exact fallback. Same bits as one
+    unchunked call and as the general path."""
+    from ascend_ref import batch
+
+    rng = np.random.default_rng(9)
+    api, dtype = "whole_reduce_sum", "float16"
+    tensors, width = _batch_layout(api, dtype, None)
+    ubs = _batch_data(rng, 40, width, dtype, benign=True)
+    bad = _batch_data(rng, 8, width, dtype, benign=False)
+    ubs[33:41] = bad[:7]                       # non-finite sums in the second chunk only
+    kw = _batch_kwargs(api, None, tensors, True, rng, 40, 128)
+    whole = ar.run_batch(api, ubs, chip="atlas_a2", dtype=dtype, **kw)
+    monkeypatch.setattr(batch, "_BATCH_CHUNK_BYTES", 1)    # chunks of 32 cases: 32 + 8 padded
+    assert batch._chunk(40, _R, batch._BATCH_CHUNK_BYTES) == 32
+    chunked = ar.run_batch(api, ubs, chip="atlas_a2", dtype=dtype, **kw)
+    with engine.use_path("general"):
+        want = ar.run_batch(api, ubs, chip="atlas_a2", dtype=dtype, **kw)
+    for got in (whole, chunked):
+        np.testing.assert_array_equal(got[1], want[1])
+        np.testing.assert_array_equal(got[0], want[0])
