@@ -110,8 +110,13 @@ def test_run_batch_tik_bit_masks_match_eager():
         np.testing.assert_array_equal(out[k], np.asarray(want))
 
 
-def test_run_cases_matches_case_by_case():
-    cases = [draw_case(RngDraw(8, i), invalid_rate=0.25, tik_max_repeat=300) for i in range(24)]
+@pytest.mark.parametrize("n", [pytest.param(8, id="8-cases"),
+                               pytest.param(40, id="40-cases", marks=pytest.mark.slow)])
+def test_run_cases_matches_case_by_case(n):
+    """run_cases (grouped, vectorised preparation) against each case's own eager call, on
+    drawn cases of every API (a quarter invalid). Each eager call compiles its own shape, so
+    the default run takes 8 cases and the slow run 40."""
+    cases = [draw_case(RngDraw(8, i), invalid_rate=0.25, tik_max_repeat=300) for i in range(n)]
     for case, got in zip(cases, ar.run_cases(cases)):
         want = run_jax(case)
         assert diff(got, want) is None, case.describe()
