@@ -42,7 +42,7 @@ def test_invalid_calls_raise_the_same_code(data):
     _agree(draw_case(HypothesisDraw(data), invalid_rate=1.0, tik_max_repeat=300))
 
 
-@pytest.mark.parametrize("seed", [11, 12])
+@pytest.mark.parametrize("seed", [11, pytest.param(12, marks=pytest.mark.slow)])
 def test_seeded_campaign_mixed(seed):
     codes = set()
     for i in range(40):

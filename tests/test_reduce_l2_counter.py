@@ -27,6 +27,7 @@ from ascend_ref.case import Case, Outcome, run_oracle
 from ascend_ref.chips import chip as get_chip
 from ascend_ref.constraints import Code, ConstraintError
 from ascend_ref.oracle._products import PRODUCTS
+from test_counter_mask import adversarial as _adversarial
 
 F16, F32 = "float16", "float32"
 SUPPORTED = ["ascend950", "atlas_a2", "atlas_a3", "atlas_200i_500_a2", "atlas_inference_aicore",
