@@ -123,8 +123,12 @@ def read_after_write(write_addr: jax.Array, write_valid: jax.Array, write_repeat
     # the only candidate repeat; rounding a float32 quotient is exact for a true multiple
     # (|d| < 2**28, quotient < 2**13) and far cheaper than integer division; the exact
     # integer test below rejects every non-multiple
+    # with a repeat stride of 0 every repeat reads the same bytes: the first later repeat
+    # (w_rep + 1) is the candidate, it takes the most lanes (counter mode: only the last
+    # repeat can be partial; normal mode: all alike). Not the last repeat: in counter mode
+    # its lanes may be fewer than a repeat before it reads.
     quot = jnp.round(d.astype(jnp.float32) / jnp.maximum(step, 1).astype(jnp.float32))
-    r_read = jnp.where(step > 0, quot.astype(jnp.int32), repeat - 1)
+    r_read = jnp.where(step > 0, quot.astype(jnp.int32), w_rep + 1)
     hit = (d >= 0) & (d == r_read * step) & (r_read > w_rep) & (r_read < repeat)
     hit &= write_valid.reshape(-1)[:, None] & lane_mask[None, :]
     if active is not None:      # per-repeat lanes (counter mode): the reading repeat's own

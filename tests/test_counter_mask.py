@@ -412,6 +412,44 @@ def test_bounds_and_overlap_follow_the_partial_last_repeat():
         assert got.code == code
 
 
+def _stride_zero_overlap_cases():
+    """src_rep_stride 0: every repeat reads the same lanes, the last (partial) one fewer.
+    n = 3L + 1: repeats 0..2 take all L lanes, repeat 3 only lane 0. dst at src element 32:
+    repeat 0's result is read by repeats 1 and 2 (lane 32) but not by repeat 3 (OVERLAP);
+    dst at element L: no repeat reads it (no overlap)."""
+    out = []
+    for api, option in APIS:
+        for elem, code in ((32, Code.OVERLAP), (lanes(F16), None)):
+            c = make_case(api, option, "ascend950", F16, 3 * lanes(F16) + 1, srs=0)
+            c.tensors["dst"] = (SRC + 2 * elem, 1024)
+            out.append((c, code))
+    return out
+
+
+def test_overlap_with_src_rep_stride_zero_counts_every_later_repeat():
+    """Found by the default campaign (whole_reduce_min int32 ORDER_ONLY_INDEX on ascend950,
+    CounterMask(449), src_rep_stride 0): the JAX read-after-write table looked only at the
+    last repeat when the repeat stride is 0 -- right in normal mode, where all repeats take
+    the same lanes, but in counter mode the last repeat may take fewer lanes than the ones
+    before it, so a dst slot read by repeat 1 went unnoticed (ok instead of OVERLAP)."""
+    pairs = _stride_zero_overlap_cases()
+    cases = [c for c, _ in pairs]
+    for got, (c, code) in zip(jax_all(cases), pairs):
+        assert run_oracle(c).code == code, c.describe()
+        assert got.code == code, c.describe()
+    # the single-call fast path (lax.cond on the cheap candidate) and the general path
+    c, code = pairs[0]
+    assert run_jax(c).code == code
+    with ar.engine.use_path("general"):
+        assert run_jax(c).code == code
+    # the reported case itself: int32, 449 = 7 * 64 + 1, dst at src element 1
+    x = np.random.default_rng(1).integers(-2**31, 2**31, (DST - SRC) // 4, dtype=np.int32)
+    c = make_case("whole_reduce_min", "ORDER_ONLY_INDEX", "ascend950", "int32", 449, srs=0,
+                  data=x)
+    c.tensors["dst"] = (SRC + 4, 16)
+    assert run_oracle(c).code == run_jax(c).code == Code.OVERLAP
+
+
 # ------------------------------------------------------------------ run_cases ---------------
 
 def test_run_cases_agrees_with_single_calls():
