@@ -779,6 +779,35 @@ def test_count_form_sum_sets_the_sum_register():
         assert float(ar.ascendc.get_reduce_repeat_sum_spr(again.spr, F16, chip=chip)) == 288
 
 
+@pytest.mark.parametrize("impl", IMPLS)
+def test_count_form_tree_tail_orders_differ_on_kirin(impl):
+    """方式二 with a tail (ReduceSum.md: Kirin "采用方式二"; the page does not say where the
+    tail goes): count 385 half = 3 full repeats + 1, sums 2048, 0, 1 and tail 1, each repeat
+    exact. "step" (the profiles' value, assumed): tree(2048, 0, 1) = 2049 -> 2048 (ties to
+    even), then 2048 + 1 -> 2048. "leaf" (dav_l300 / dav_l311 ReduceSumCounterMode, the audit's
+    counterfactual): (2048 + 0) + (1 + 1) = 2050."""
+    import dataclasses
+
+    from ascend_ref.chips import chip as get_chip
+
+    h = np.float16
+    step = (h(2048) + h(0)) + (h(1) + h(0))
+    step = step + h(1)
+    leaf = (h(2048) + h(0)) + (h(1) + h(1))
+    assert (float(step), float(leaf)) == (2048.0, 2050.0)
+    x = np.zeros(385, np.float16)
+    x[0], x[256], x[384] = 2048, 1, 1
+    ub = make_ub(x, F16, nbytes=2048)
+    args = (T(1024, F16, 16), T(0, F16, 385), T(1056, F16, 16), 385)
+    base = get_chip("kirin_x90")
+    assert base.reduce_sum_count_mode == "tree" and base.reduce_sum_tree_tail == "step"
+    alt = dataclasses.replace(base, id="kirin_x90~reduce_sum_tree_tail=leaf",
+                              facts={**base.facts, "reduce_sum_tree_tail": "leaf"})
+    for chip, want in (("kirin_x90", step), ("kirin_9030", step), (alt, leaf)):
+        out = call(impl, "reduce_sum", ub, *args, chip=chip)
+        assert out.load(1024, F16, 1)[0] == want, chip
+
+
 from hypothesis import HealthCheck, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 

@@ -33,7 +33,9 @@ ReduceSum, per product (profile field ``reduce_sum_count_mode``, ReduceSum.md
 * ``"tree"`` (方式二 for both forms: 200I/500 A2, AI Core, training, Kirin): the body
   ``R = count / L`` full repeats summed as the high-dimensional 方式二 (``R`` = 1 with
   ``count`` lanes when ``count < L``), then, with a tail of ``count % L`` lanes, one tree of
-  L lanes over ``[body, tail sum, +0, …]`` (the implementation's last step).
+  L lanes over ``[body, tail sum, +0, …]`` (the generic implementation's last step:
+  ``reduce_sum_tree_tail = "step"``, assumed; ``"leaf"``, dav_l300 / dav_l311's order: the
+  tail repeat's sum one more leaf of the tree across the repeat sums).
 * ``"merge"`` (Ascend 950, "Counter模式且数据量在256~1024字节之间采用方式三；否则采用方式二"):
   ``n = count``; ``n <= L`` one tree; ``L < n <= 2L`` ``v = x0 + x1`` on lanes ``< n - L``
   (``x0`` elsewhere); ``2L < n <= 3L`` ``v = (x0 + x1) + x2`` on lanes ``< n - 2L``; ``3L < n
@@ -86,6 +88,11 @@ SEQ_SEED = registry.ProfileField(
     "reduce_sum_seq_seed", ("first", "zero"),
     "ReduceSum count form, 方式一: the sequential chain starts from the first repeat's sum, "
     "or from +0 (not documented)")
+TREE_TAIL = registry.ProfileField(
+    "reduce_sum_tree_tail", ("step", "leaf"),
+    "ReduceSum count form, 方式二 with a tail (count % L > 0): the body's tree, then one more "
+    "tree over [body, tail sum] (the generic implementation), or the tail repeat's sum one "
+    "more leaf of the tree across the repeat sums (dav_l300 / dav_l311) (not documented)")
 SEQ_ROUNDING = registry.ProfileField(
     "reduce_sum_seq_rounding", ("each", "wide"),
     "ReduceSum count form, 方式一: every sequential add rounded to T (the result is read back "
@@ -235,6 +242,10 @@ def _sum_effects(spec, p, bits, active, arith):
     tail = jnp.where(full >= 1, t[jnp.minimum(full, rows - 1)], zero)
     with_tail = _tree_of(jnp.stack([body, tail]), arith, L)
     tree = jnp.where((full >= 1) & (n % L > 0), with_tail, body)
+    # 方式二, "leaf" (dav_l300 / dav_l311 ReduceSumCounterMode): every repeat's sum (the last
+    # partial) a leaf of one tree across the repeats
+    leaf = jnp.where(n <= L, t[0], trees(t, r < nrep))
+    tree = jnp.where(TREE_TAIL.holds(p, "leaf"), leaf, tree)
 
     # Ascend 950: 方式三 for L < n <= 4L (the high-dimensional form's counter mode shares
     # it), its 方式二 (every repeat a row, the last partial)
@@ -266,7 +277,7 @@ SUM = registry.register(registry.Instruction(
     name="reduce_sum_count", family="ascendc", kernel=_kernel("reduce_sum_count", "sum"),
     signature=SIGNATURE[:-1], params=PARAMS, kind=lambda o: "sum", layout=high.sum_layout,
     repeat_range=count_range, work_need=sum_need, codes=(Code.WORK_SIZE,),
-    profile_fields=(SUM_MODE, SEQ_SEED, SEQ_ROUNDING, _b64.OVERFLOW) + sprs.SUM_FIELDS,
+    profile_fields=(SUM_MODE, TREE_TAIL, SEQ_SEED, SEQ_ROUNDING, _b64.OVERFLOW) + sprs.SUM_FIELDS,
     arg_names={"work_tensor": "shared_tmp_buffer"},
     summary="ReduceSum (level 2, count form: the first count elements)",
     overload_of="reduce_sum"))

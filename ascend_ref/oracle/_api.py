@@ -1361,6 +1361,8 @@ def _level2_count(api: str, kind: str, ub, dst, src, tmp, count, cal_index, chip
         else:
             body = trees(sums[:full])
             total = tree([body, sums[full]]) if n % L else body
+            if prof.reduce_sum_tree_tail == "leaf":   # dav_l300 / dav_l311: one tree
+                total = trees(sums)                   # over every repeat sum
     elif n <= L:                                  # 950: one repeat
         total = sums[0]
     elif n <= 4 * L:                              # 950 方式三: vector merge, then one tree

@@ -84,6 +84,7 @@ class Product:
     int64_sum_overflow: str = "wrap"
     #: 方式一's chain: from the first repeat sum, each add rounded to T (not documented)
     reduce_sum_seq_seed: str = "first"
+    reduce_sum_tree_tail: str = "step"
     reduce_sum_seq_rounding: str = "each"
     #: TIK vcmax / vcmin index_low=True: "index_value" ([index, value]) or "ignored"
     tik_index_low: str = "index_value"
