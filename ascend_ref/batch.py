@@ -120,11 +120,29 @@ def _vmapped(ins, spec):
     return run
 
 
+@functools.lru_cache(maxsize=None)
+def _vmapped_spr(ins, spec):
+    """:func:`_vmapped` that also returns the reduce special registers after each case, run
+    from the fresh state (``spec.spr``: the kernel computes the instruction's declared
+    :class:`~ascend_ref.spr.Sets`)."""
+    from . import spr as sprs
+
+    def run(ubs, ps):
+        TRACES[(ins.api, spec)] += 1
+        writes, status, diag, _, undefined = engine.batched(ins, spec, ubs, ps)
+        state = jax.vmap(lambda w, ok: sprs.after(sprs.fresh(), w, spec.dtype, ok))(
+            diag.spr, status == 0)
+        return writes, status, state, None, undefined
+
+    return run
+
+
 def _prepare_case(case: Case):
     return case.prepare(info=True)
 
 
-def run_cases(cases: Iterable[Case], *, heights: Sequence[int] = TABLE_HEIGHTS) -> List[Outcome]:
+def run_cases(cases: Iterable[Case], *, heights: Sequence[int] = TABLE_HEIGHTS,
+              spr: bool = False) -> List[Outcome]:
     """Outcomes of ``cases`` on the JAX path, in order (same as ``run_jax`` case by case).
 
     ``heights``: the repeat-table heights to compile below each API's maximum
@@ -142,13 +160,28 @@ def run_cases(cases: Iterable[Case], *, heights: Sequence[int] = TABLE_HEIGHTS) 
     :meth:`~ascend_ref.registry.Instruction.prepare_case` (the exact fallback). Each case
     runs on a compact window of its UB (the bytes its declared geometry can touch) where
     that is exact, and the kernel returns only the words it writes.
+
+    ``spr``: also compute the reduce special registers (:mod:`ascend_ref.spr`) each case
+    leaves, run from the fresh state: the outcome of a case whose instruction sets a
+    register carries them as ``outcome.spr`` (a :class:`~ascend_ref.spr.ReduceSpr`; the
+    ``info.spr`` of ``case.call(ar, return_info=True)``); other outcomes keep ``spr`` None.
+    Only the setters' kernels change (they compute the update); asked for or not, the
+    bytes are the same.
     """
     cases = list(cases)
     outcomes: List[Optional[Outcome]] = [None] * len(cases)
     parts = batch_prep.prepare(cases, outcomes, heights)
     sink = batch_prep.Sink(parts, outcomes)
-    _run_parts(parts, cases, sink)
+    states: Optional[dict] = {} if spr else None
+    _run_parts(parts, cases, sink, states)
     sink.finish()
+    if states:
+        from . import spr as sprs
+
+        for k, st in states.items():
+            o = outcomes[k]
+            if o is not None:
+                o.spr = sprs.fresh() if o.code is not None else st
     return outcomes  # type: ignore[return-value]
 
 
@@ -192,8 +225,9 @@ def run_columns(api: str, chip, dtype: str, option, mask, params: dict, tensors:
     return out
 
 
-def _run_parts(parts, cases, outcomes) -> None:
-    """Run prepared rows grouped by static configuration; fill ``outcomes``."""
+def _run_parts(parts, cases, outcomes, states: Optional[dict] = None) -> None:
+    """Run prepared rows grouped by static configuration; fill ``outcomes`` (and, given
+    ``states``, ``states[case number]`` with the registers of the cases of setters)."""
     groups = collections.defaultdict(list)
     for part in parts:
         groups[(part.ins, part.spec)].append(part)
@@ -201,16 +235,24 @@ def _run_parts(parts, cases, outcomes) -> None:
         engine.release_if_needed()
         width = engine.ub_bucket(max(int(p.length.max()) for p in same))
         rows = batch_prep.Rows.concat(same)
+        if states is not None and ins.spr is not None:
+            spec = dataclasses.replace(spec, spr=True)
         for start, stop, b in _batches(len(rows), _big_batch(spec.r_max, width)):
-            _run_group(ins, spec, width, rows.take(start, stop), b, cases, outcomes)
+            _run_group(ins, spec, width, rows.take(start, stop), b, cases, outcomes, states)
 
 
-def _run_group(ins, spec, width, rows, b, cases, outcomes) -> None:
+def _run_group(ins, spec, width, rows, b, cases, outcomes, states=None) -> None:
     EXECUTABLES.add((ins.api, spec, width, b))
     ubs = rows.windows(width, b, reuse=True)    # the call below is done with it on return
     ps = rows.params(b)
-    writes, status, _, _, undefined = scale.run_rows(_vmapped(ins, spec), ubs, ps)
+    fn = _vmapped_spr(ins, spec) if spec.spr else _vmapped(ins, spec)
+    writes, status, state, _, undefined = scale.run_rows(fn, ubs, ps)
     batch_prep.outcomes(rows, cases, writes, np.asarray(status), undefined, outcomes)
+    if spec.spr and states is not None:
+        leaves, tree = jax.tree_util.tree_flatten(state)
+        for j, k in enumerate(rows.idx.tolist()):
+            states[k] = jax.tree_util.tree_unflatten(tree, [np.asarray(x[j]) for x in leaves])
+
 
 
 # ------------------------------------------------------------------ array API ---------------

@@ -93,33 +93,57 @@ class Case:
 
 @dataclass
 class Outcome:
+    """``spr``: the reduce special registers after the call, when asked for (``run_jax(...,
+    spr=True)`` / ``run_cases(..., spr=True)``: an :class:`ascend_ref.spr.ReduceSpr`;
+    ``run_oracle(..., spr=True)``: an ``ascend_ref.oracle.spr.OracleSpr``), for a case whose
+    instruction sets one; None otherwise."""
+
     code: Optional[Code]
     ub: Optional[np.ndarray] = None
     written: Optional[np.ndarray] = None
     undefined: Optional[np.ndarray] = None
+    spr: Any = None
 
     def __repr__(self) -> str:
         return f"Outcome({self.code.name})" if self.code else "Outcome(ok)"
 
 
-def run_jax(case, chip: Optional[str] = None) -> Outcome:
+def run_jax(case, chip: Optional[str] = None, spr: bool = False) -> Outcome:
+    """The JAX path's outcome (``spr``: with the registers of a setter, see :class:`Outcome`)."""
     c = case if chip is None else _on(case, chip)
     try:
         ub, info = c.call(JAX, return_info=True)
     except ConstraintError as e:
-        return Outcome(e.code)
-    return Outcome(None, np.asarray(ub), np.asarray(info.written), np.asarray(info.undefined))
+        from .spr import fresh
+
+        return Outcome(e.code, spr=fresh() if spr and c.instruction.spr is not None else None)
+    return Outcome(None, np.asarray(ub), np.asarray(info.written), np.asarray(info.undefined),
+                   info.spr if spr and c.instruction.spr is not None else None)
 
 
-def run_oracle(case, chip: Optional[str] = None) -> Outcome:
+def run_oracle(case, chip: Optional[str] = None, spr: bool = False) -> Outcome:
+    """The oracle's outcome (``spr``: with the registers of a setter, from the oracle's own
+    register model ``ascend_ref.oracle.spr``, run from its fresh state)."""
     from . import oracle
 
     c = case if chip is None else _on(case, chip)
+    ins = c.instruction
+    setter = getattr(oracle.spr, ins.name, None) if spr and ins.spr is not None else None
+    if setter is None:
+        try:
+            r = c.call(oracle)
+        except oracle.OracleError as e:
+            return Outcome(Code(e.code))
+        return Outcome(None, r.ub, r.written, r.undefined)
+    from .ub import Tensor
+
+    args, kw = ins.call_args(c, lambda k: Tensor(c.tensors[k][0], ins.tensor_dtype(k, c.dtype),
+                                                 c.tensors[k][1]))
     try:
-        r = c.call(oracle)
+        r, state = setter(oracle.spr.OracleSpr(), c.ub.copy(), *args, **{**kw, "chip": c.chip})
     except oracle.OracleError as e:
-        return Outcome(Code(e.code))
-    return Outcome(None, r.ub, r.written, r.undefined)
+        return Outcome(Code(e.code), spr=oracle.spr.OracleSpr())
+    return Outcome(None, r.ub, r.written, r.undefined, state)
 
 
 def _on(case, chip: str):

@@ -18,30 +18,30 @@ import numpy as np
 
 from ..case import Case, Outcome, run_jax, run_oracle
 from . import exchange
-from .compare import Crash, Skip, safe as _safe
+from .compare import Crash, Skip, safe as _safe, spr_diff
 from .worker import Workers, oracle_many
 from .signature import signature as bit_signature
 
 
-def run_jax_batch(cases: Sequence[Case]) -> List[Outcome]:
+def run_jax_batch(cases: Sequence[Case], spr: bool = False) -> List[Outcome]:
     """JAX outcomes of ``cases`` (in order) through :func:`ascend_ref.batch.run_cases`: one
     table height per (API, dtype, option) and fixed batch sizes, so a whole campaign (and its
     shrinking) compiles about one executable per (API, dtype, option), whatever the mix of
     products, mask modes, orders and repeat counts; a batch that raises is rerun case by
-    case."""
-    return _run_cases_safe(list(cases))
+    case. ``spr``: the setters' outcomes carry their registers (``run_cases(spr=True)``)."""
+    return _run_cases_safe(list(cases), spr)
 
 
-def _run_cases_safe(cases: Sequence[Case]) -> List[Outcome]:
+def _run_cases_safe(cases: Sequence[Case], spr: bool = False) -> List[Outcome]:
     from ..batch import run_cases
 
     try:
-        return list(run_cases(list(cases), heights=()))
+        return list(run_cases(list(cases), heights=(), spr=spr))
     except Exception:  # noqa: BLE001 - isolate the case that breaks the batch
         out = []
         for c in cases:
             try:
-                out.append(run_jax(c))
+                out.append(run_jax(c, spr=spr))
             except Exception as e:  # noqa: BLE001
                 out.append(Crash("jax", e))
         return out
@@ -57,6 +57,8 @@ def compare(case: Case, expected: Outcome, actual: Outcome) -> Tuple[str, Option
                 return "skip", None
             return "mismatch", f"device {o.verdict} result"
     sig = bit_signature(case, expected, actual)
+    if sig is None and expected.code is None and actual.code is None:
+        sig = spr_diff(case, expected, actual)      # the registers, where both carry them
     return ("pass", None) if sig is None else ("mismatch", sig)
 
 
@@ -76,7 +78,9 @@ class Comparator(abc.ABC):
 
 class OracleComparator(Comparator):
     """Expected: the scalar oracle; actual: the JAX path. With ``workers`` > 0 the oracle runs
-    in that many worker processes while the JAX side runs (and compiles) in this one."""
+    in that many worker processes while the JAX side runs (and compiles) in this one. Both
+    sides carry the reduce special registers of the cases whose instruction sets one (each
+    side's own model, compared through each side's own getters)."""
 
     expected_label, actual_label = "oracle", "jax"
 
@@ -91,16 +95,16 @@ class OracleComparator(Comparator):
 
     def run(self, cases, progress=lambda n: None):
         if self.workers <= 0 or len(cases) < 8:
-            actual = run_jax_batch(cases)
+            actual = run_jax_batch(cases, spr=True)
             expected = []
             for c in cases:
-                expected.append(_safe(run_oracle, "oracle", c))
+                expected.append(_safe(_oracle_spr, "oracle", c))
                 progress(1)
             return expected, actual
         ex = self._executor()
         step = max(4, min(32, len(cases) // (4 * self.workers) or 4))
         futs = [ex.submit(cases[i:i + step]) for i in range(0, len(cases), step)]
-        actual = run_jax_batch(cases)
+        actual = run_jax_batch(cases, spr=True)
         expected = []
         for f in futs:
             part = f.result()
@@ -112,6 +116,10 @@ class OracleComparator(Comparator):
         if self.pool is not None:
             self.pool.close()
             self.pool = None
+
+
+def _oracle_spr(c: Case) -> Outcome:
+    return run_oracle(c, spr=True)
 
 
 class ProductComparator(Comparator):

@@ -5,12 +5,18 @@ An outcome is either an error code or the UB after the call with its ``written``
 with identical UB bytes outside the bytes either side calls undefined, and identical masks.
 Two more outcome kinds come from the fuzz sides: :class:`Crash` (a side raised something
 other than a constraint error) and :class:`Skip` (the device under test gave no answer).
+
+The reduce special registers (:mod:`ascend_ref.spr`): an outcome that carries them
+(``outcome.spr``: the JAX path's :class:`~ascend_ref.spr.ReduceSpr` or the oracle's own
+``OracleSpr``) is read through that side's own getters, for both types and both registers
+(:func:`readings`: bits, ``(bits, index)`` or the getter's error code); two sides agree when
+every reading is equal (:func:`spr_diff`).
 """
 
 from __future__ import annotations
 
 import traceback
-from typing import Callable, Optional
+from typing import Any, Callable, Dict, Optional
 
 import numpy as np
 
@@ -68,3 +74,99 @@ def diff(a: Outcome, b: Outcome) -> Optional[str]:
     if not np.array_equal(a.written, b.written):
         return f"written masks differ at {int(np.flatnonzero(a.written != b.written)[0])}"
     return None
+
+
+# ------------------------------------------------------------------ the registers ----------
+
+_TYPES = ("float16", "float32")
+
+
+def _jax_readings(case: Case, st: Any) -> Dict[str, Any]:
+    from .. import spr as sprs
+    from ..constraints import Code, ConstraintError
+
+    out: Dict[str, Any] = {}
+    for t in _TYPES:
+        width = np.uint16 if t == "float16" else np.uint32
+        try:
+            v = sprs.get_reduce_repeat_sum_spr(st, t, chip=case.chip)
+            out[f"sum.{t}"] = int(np.asarray(v).view(width))
+        except ConstraintError as e:
+            out[f"sum.{t}"] = e.code.name
+        for with_index in (True, False):
+            try:
+                got = sprs.get_reduce_repeat_max_min_spr(st, t, chip=case.chip,
+                                                         with_index=with_index)
+            except ConstraintError as e:
+                out[f"max_min.{t}"] = e.code.name
+                if e.code == Code.API_UNSUPPORTED:
+                    continue                 # the other form (or none on the product)
+                break
+            out[f"max_min.{t}"] = (int(np.asarray(got[0]).view(width)), int(got[1])) \
+                if with_index else int(np.asarray(got).view(width))
+            break
+    return out
+
+
+def _oracle_readings(case: Case, st: Any) -> Dict[str, Any]:
+    from .. import oracle
+    from ..constraints import Code
+
+    out: Dict[str, Any] = {}
+    for t in _TYPES:
+        try:
+            out[f"sum.{t}"] = int(oracle.spr.get_reduce_repeat_sum_spr(st, t, chip=case.chip))
+        except oracle.OracleError as e:
+            out[f"sum.{t}"] = Code(e.code).name
+        for with_index in (True, False):
+            try:
+                got = oracle.spr.get_reduce_repeat_max_min_spr(st, t, chip=case.chip,
+                                                               with_index=with_index)
+            except oracle.OracleError as e:
+                out[f"max_min.{t}"] = Code(e.code).name
+                if Code(e.code) == Code.API_UNSUPPORTED:
+                    continue
+                break
+            out[f"max_min.{t}"] = (int(got[0]), int(got[1])) if with_index else int(got)
+            break
+    return out
+
+
+def readings(case: Case, o: Outcome) -> Optional[Dict[str, Any]]:
+    """What the getters of ``o``'s own side read from its registers (None: ``o`` carries
+    none): ``{"sum.float16": bits | code name, ..., "max_min.float32": (bits, index) | bits |
+    code name}``. Cached on the outcome."""
+    st = getattr(o, "spr", None)
+    if st is None:
+        return None
+    got = getattr(o, "_readings", None)
+    if got is None:
+        from ..spr import ReduceSpr
+
+        got = _jax_readings(case, st) if isinstance(st, ReduceSpr) else \
+            _oracle_readings(case, st)
+        o._readings = got  # type: ignore[attr-defined]
+    return got
+
+
+def spr_diff(case: Case, a: Outcome, b: Outcome) -> Optional[str]:
+    """None when both outcomes' register readings agree (or either carries none), else the
+    readings that differ, ``"spr max_min.float32"`` (a bit signature)."""
+    ra, rb = readings(case, a), readings(case, b)
+    if ra is None or rb is None:
+        return None
+    bad = [k for k in ra if ra[k] != rb.get(k)]
+    return ("spr " + ",".join(bad)) if bad else None
+
+
+def spr_detail(case: Case, a: Outcome, b: Outcome) -> str:
+    """The differing readings, both sides (a mismatch's detail line)."""
+    ra, rb = readings(case, a) or {}, readings(case, b) or {}
+    return "; ".join(f"{k}: {_show(ra.get(k))} vs {_show(rb.get(k))}"
+                     for k in ra if ra[k] != rb.get(k))
+
+
+def _show(v: Any) -> str:
+    if isinstance(v, tuple):
+        return f"({v[0]:#x}, index {v[1]})"
+    return f"{v:#x}" if isinstance(v, int) else str(v)

@@ -25,7 +25,43 @@ from .generate import (MASK_BITS_KINDS, MASK_COUNT_KINDS, MASK_COUNTER_KINDS, MA
 #: bin groups, in table order
 GROUPS = ["api", "product", "api x product", "combination", "api x rule", "api x repeat",
           "mask", "repeat", "src stride", "blk stride", "dst stride", "layout", "data",
-          "saturate", "validity", "outcome"]
+          "saturate", "spr set", "spr read", "validity", "outcome"]
+
+#: the getter that reads each reduce special register, and the profile field saying whether
+#: the product has it (:mod:`ascend_ref.spr`)
+_GETTER = {"sum": ("get_reduce_repeat_sum_spr", "spr_sum"),
+           "max_min": ("get_reduce_repeat_max_min_spr", "spr_maxmin")}
+_SPR_TYPES = ("float16", "float32")
+
+
+def _has_getter(chip, register: str) -> bool:
+    from .. import spr as sprs
+    from ..chips import chip as get_chip
+
+    return sprs._fact(get_chip(chip), _GETTER[register][1]) != "unsupported"
+
+
+def spr_bins(case: Case, expected) -> dict:
+    """The reduce special register bins of one case: ``spr set`` = ``api/register`` for a
+    setter that ran (half / float) on a product with the register's getter, its registers
+    compared; ``spr read`` = ``getter:defined`` / ``getter:undefined``, what the expected
+    side's getter read of that register of the case's type afterwards."""
+    from .compare import readings
+
+    ins = case.instruction
+    sets = ins.spr
+    if sets is None or expected.code is not None or case.dtype not in _SPR_TYPES or \
+            not _has_getter(case.chip, sets.register):
+        return {}
+    r = readings(case, expected)
+    if r is None:
+        return {}
+    got = r.get(f"{sets.register}.{case.dtype}")
+    b = {"spr set": f"{case.api}/{sets.register}"}
+    if got is not None and (not isinstance(got, str) or got == "SPR_UNDEFINED"):
+        b["spr read"] = f"{_GETTER[sets.register][0]}:" + \
+            ("undefined" if isinstance(got, str) else "defined")
+    return b
 
 
 def _opt(case_or_t) -> Optional[str]:
@@ -96,6 +132,11 @@ def model(camp) -> dict:
         if ins.saturating and t.dtype == "float16":
             m["saturate"] |= {k for k in _TABLE_VALUES["saturate"] if w("saturate", k) > 0}
         m["validity"] |= breakable_rules(t) if dist.invalid_rate > 0 else set()
+        sets = ins.spr
+        if sets is not None and t.dtype in _SPR_TYPES and dist.invalid_rate < 1 and \
+                camp.compare.kind == "oracle" and \
+                any(_has_getter(c, sets.register) for c in t.chips):
+            m["spr set"].add(f"{a}/{sets.register}")
     m["src stride"] = {k for k in STRIDE_REGIMES if w("stride", k) > 0}
     m["layout"] |= {"at_zero", "ub_end"} | ({"offset"} if dist.offset_rate > 0 else set())
     m["data"] = {k for k in _TABLE_VALUES["data"] if w("data", k) > 0}

@@ -18,7 +18,7 @@ from typing import Optional, TextIO
 
 from . import comparators, coverage, exchange
 from .campaign import Campaign
-from .compare import diff
+from .compare import diff, spr_detail
 from .shrink import shrink
 from .store import Store, StoreError
 
@@ -33,14 +33,14 @@ def _code(o) -> str:
     return "ok" if o.code is None else o.code.name
 
 
-def _detail(e, a) -> str:
+def _detail(e, a, case=None) -> str:
     for o in (e, a):
         if isinstance(o, comparators.Crash):
             return f"{o.side} crashed: {o.error}\n{o.trace}"
         if isinstance(o, comparators.Skip):
             return f"device: {o.note}"
     try:
-        return diff(e, a) or ""
+        return diff(e, a) or (spr_detail(case, e, a) if case is not None else "")
     except Exception as ex:  # noqa: BLE001
         return f"(diff failed: {ex})"
 
@@ -200,13 +200,22 @@ def _judge(camp: Campaign, cmp, ids, progress) -> list:
         row = {"case_id": i, "api": c.api, "chip": c.chip, "dtype": c.dtype,
                "option": None if c.option is None else str(c.option),
                "expected": _code(e), "actual": _code(a), "verdict": verdict,
-               "signature": sig, "bins": coverage.case_bins(c, _code(e))}
+               "signature": sig, "bins": {**coverage.case_bins(c, _code(e)),
+                                          **_spr_bins(c, e)}}
         if verdict == "mismatch":
             meta = exchange.case_meta(c)
             row["mismatch"] = {"signature": sig, "description": c.describe(),
-                               "detail": _detail(e, a), "original": json.dumps(meta)}
+                               "detail": _detail(e, a, c), "original": json.dumps(meta)}
         rows.append(row)
     return rows
+
+
+def _spr_bins(c, e) -> dict:
+    """The register bins (:func:`~ascend_ref.fuzz.coverage.spr_bins`) of an outcome that
+    carries registers (a crash or skip carries none)."""
+    if isinstance(e, (comparators.Crash, comparators.Skip)):
+        return {}
+    return coverage.spr_bins(c, e)
 
 
 def shrink_pending(camp: Campaign, store: Store, cmp=None, *, quiet: bool = False,

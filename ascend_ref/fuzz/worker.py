@@ -22,10 +22,15 @@ from .compare import safe
 _HDR = 8
 
 
+def _with_registers(c: Case) -> Outcome:
+    return run_oracle(c, spr=True)
+
+
 def oracle_many(cases: Sequence[Case]) -> List[Outcome]:
     """The scalar oracle on each case, a crash as a :class:`~ascend_ref.fuzz.compare.Crash`
-    outcome (what a worker process answers for one batch)."""
-    return [safe(run_oracle, "oracle", c) for c in cases]
+    outcome (what a worker process answers for one batch); a setter's outcome carries the
+    oracle's reduce special registers (``run_oracle(spr=True)``)."""
+    return [safe(_with_registers, "oracle", c) for c in cases]
 
 
 def _read_exact(f, n: int) -> bytes:
