@@ -500,6 +500,7 @@ def _run_kernel(kernel: Union[Kernel, str, os.PathLike]):
         ub = np.asarray(o.ub).copy()
         if k.reads:                         # the registers after the call, then the getters
             state = case.call(JAX, return_info=True, spr=state)[1].spr
+            o.spr = state                   # (the dumps record them: docs/verify.md §1c)
             for rd in (r for r in k.reads if r.after == i):
                 data = _read_words(k, rd, state)
                 at = out_addr + rd.dst_offset * os_
@@ -543,10 +544,19 @@ def generate(kernel: Union[Kernel, str, os.PathLike], out_dir: Union[str, os.Pat
 
         (out / "dumps").mkdir(exist_ok=True)
         p = out / "dumps" / f"{k.name}.npz"
+        regs = None
+        if any(o.spr is not None for o in outs):   # a kernel that reads the registers
+            from .verify.registers import dump_of
+
+            regs, prev = [], sprs.ReduceSpr()
+            for i, o in enumerate(outs):
+                regs.append(dump_of(prev, o.spr, k.chip, first=i == 0))
+                prev = o.spr
         if stacked:
-            write_dumps(p, cases, [o.ub for o in outs], regions="tensors", stacked=True)
+            write_dumps(p, cases, [o.ub for o in outs], regions="tensors", stacked=True,
+                        sprs=regs)
         else:
-            write_dumps(p, cases, [o.ub for o in outs])
+            write_dumps(p, cases, [o.ub for o in outs], sprs=regs)
         files.append(str(p))
     return Golden(k, inputs, golden, cases, outs, files)
 

@@ -169,3 +169,20 @@ def test_audit_spr_sum_other_type_on_950(tmp_path):
     r = verify(tmp_path, progress=False, audit=True)
     row = _audit_row(r, A950, "spr_sum_other_type")
     assert (row.exercised, row.agreed, row.other) == (2, 1, 1)
+
+
+def test_golden_dumps_record_the_registers(tmp_path):
+    """A kernel that reads the max/min register: its dump records it, equal to the oracle's
+    own register model on the same call."""
+    from ascend_ref.case import run_oracle
+    from ascend_ref.golden import generate
+
+    g = generate("whole_reduce_max_spr_float", tmp_path, dumps=True)
+    p = next(f for f in g.files if f.endswith(".npz"))
+    with open_dump(p) as f:
+        d = f.case(0)
+    dtype, value, index = run_oracle(d.case, spr=True).spr.maxmin
+    assert (dtype, d.spr.after["max_min.value"], d.spr.after["max_min.index"]) == \
+        ("float32", value, index)
+    r = verify(p, progress=False)
+    assert r.ok and r.spr_cases == 1

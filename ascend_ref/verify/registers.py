@@ -295,5 +295,31 @@ def reference_dump(case: Any) -> Optional[dict]:
     return {"before": "fresh", "after": to_json(reading, t)}
 
 
+def dump_of(before: Any, after: Any, chip: Any, first: bool = False) -> Optional[dict]:
+    """The ``spr`` object of a call in a chain (golden kernels): ``after`` every reading the
+    product's getters make of the state after the call; ``before`` ``"fresh"`` for the first
+    call (``first``), else the readings of the state before it that the reference defines
+    (the others: not known). None when the product has no getter."""
+    def reading(state: Any) -> Tuple[Dict[str, Tuple[int, bool]], str]:
+        code = int(np.asarray(state.mm_dtype))
+        t = sprs.TYPES[code - 1] if code else "float32"
+        return read(state, chip), t
+
+    got, t = reading(after)
+    if not got:
+        return None
+    out: Dict[str, Any] = {"after": to_json(got, t)}
+    if first:
+        out["before"] = "fresh"
+    else:
+        prev, pt = reading(before)
+        known = {k: v for k, v in prev.items() if v[1]}
+        if "max_min.index" in known and "max_min.value" not in known:
+            known.pop("max_min.index")
+        if known:
+            out["before"] = to_json(known, pt)
+    return out
+
+
 __all__ = ["SprDump", "SprFormatError", "SprVerdict", "parse", "parse_reading", "read",
-           "compare", "signature", "reference_dump", "state_from", "unknown_state"]
+           "compare", "signature", "reference_dump", "dump_of", "state_from", "unknown_state"]
