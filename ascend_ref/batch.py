@@ -254,7 +254,6 @@ def _run_group(ins, spec, width, rows, b, cases, outcomes, states=None) -> None:
             states[k] = jax.tree_util.tree_unflatten(tree, [np.asarray(x[j]) for x in leaves])
 
 
-
 # ------------------------------------------------------------------ array API ---------------
 
 @functools.lru_cache(maxsize=None)
