@@ -8,9 +8,9 @@ other than a constraint error) and :class:`Skip` (the device under test gave no 
 
 The reduce special registers (:mod:`ascend_ref.spr`): an outcome that carries them
 (``outcome.spr``: the JAX path's :class:`~ascend_ref.spr.ReduceSpr` or the oracle's own
-``OracleSpr``) is read through that side's own getters, for both types and both registers
-(:func:`readings`: bits, ``(bits, index)`` or the getter's error code); two sides agree when
-every reading is equal (:func:`spr_diff`).
+``OracleSpr``) is read through that side's own getters, for both types, of the register the
+case's instruction sets (:func:`readings`: bits, ``(bits, index)`` or the getter's error
+code); two sides agree when every reading is equal (:func:`spr_diff`).
 """
 
 from __future__ import annotations
@@ -81,19 +81,28 @@ def diff(a: Outcome, b: Outcome) -> Optional[str]:
 _TYPES = ("float16", "float32")
 
 
+def _registers(case: Case) -> tuple:
+    """The registers worth reading after ``case`` run from the fresh state: the one its
+    instruction sets (the other is still unwritten on both sides)."""
+    sets = case.instruction.spr
+    return (sets.register,) if sets is not None else ("sum", "max_min")
+
+
 def _jax_readings(case: Case, st: Any) -> Dict[str, Any]:
     from .. import spr as sprs
     from ..constraints import Code, ConstraintError
 
     out: Dict[str, Any] = {}
+    regs = _registers(case)
     for t in _TYPES:
         width = np.uint16 if t == "float16" else np.uint32
-        try:
-            v = sprs.get_reduce_repeat_sum_spr(st, t, chip=case.chip)
-            out[f"sum.{t}"] = int(np.asarray(v).view(width))
-        except ConstraintError as e:
-            out[f"sum.{t}"] = e.code.name
-        for with_index in (True, False):
+        if "sum" in regs:
+            try:
+                v = sprs.get_reduce_repeat_sum_spr(st, t, chip=case.chip)
+                out[f"sum.{t}"] = int(np.asarray(v).view(width))
+            except ConstraintError as e:
+                out[f"sum.{t}"] = e.code.name
+        for with_index in ((True, False) if "max_min" in regs else ()):
             try:
                 got = sprs.get_reduce_repeat_max_min_spr(st, t, chip=case.chip,
                                                          with_index=with_index)
@@ -113,12 +122,15 @@ def _oracle_readings(case: Case, st: Any) -> Dict[str, Any]:
     from ..constraints import Code
 
     out: Dict[str, Any] = {}
+    regs = _registers(case)
     for t in _TYPES:
-        try:
-            out[f"sum.{t}"] = int(oracle.spr.get_reduce_repeat_sum_spr(st, t, chip=case.chip))
-        except oracle.OracleError as e:
-            out[f"sum.{t}"] = Code(e.code).name
-        for with_index in (True, False):
+        if "sum" in regs:
+            try:
+                out[f"sum.{t}"] = int(oracle.spr.get_reduce_repeat_sum_spr(st, t,
+                                                                          chip=case.chip))
+            except oracle.OracleError as e:
+                out[f"sum.{t}"] = Code(e.code).name
+        for with_index in ((True, False) if "max_min" in regs else ()):
             try:
                 got = oracle.spr.get_reduce_repeat_max_min_spr(st, t, chip=case.chip,
                                                                with_index=with_index)
