@@ -79,8 +79,9 @@ class Comparator(abc.ABC):
 class OracleComparator(Comparator):
     """Expected: the scalar oracle; actual: the JAX path. With ``workers`` > 0 the oracle runs
     in that many worker processes while the JAX side runs (and compiles) in this one. Both
-    sides carry the reduce special registers of the cases whose instruction sets one (each
-    side's own model, compared through each side's own getters)."""
+    sides carry the reduce special registers of the cases whose instruction sets one, on a
+    product that can read it (each side's own model, compared through each side's own
+    getters)."""
 
     expected_label, actual_label = "oracle", "jax"
 
@@ -119,7 +120,9 @@ class OracleComparator(Comparator):
 
 
 def _oracle_spr(c: Case) -> Outcome:
-    return run_oracle(c, spr=True)
+    from .compare import observable
+
+    return run_oracle(c, spr=observable(c))
 
 
 class ProductComparator(Comparator):

@@ -164,9 +164,10 @@ def readings(case: Case, o: Outcome) -> Optional[Dict[str, Any]]:
 def spr_diff(case: Case, a: Outcome, b: Outcome) -> Optional[str]:
     """None when both outcomes' register readings agree (or either carries none), else the
     readings that differ, ``"spr max_min.float32"`` (a bit signature)."""
-    ra, rb = readings(case, a), readings(case, b)
-    if ra is None or rb is None:
+    if getattr(a, "spr", None) is None or getattr(b, "spr", None) is None:
         return None
+    ra, rb = readings(case, a), readings(case, b)
+    assert ra is not None and rb is not None
     bad = [k for k in ra if ra[k] != rb.get(k)]
     return ("spr " + ",".join(bad)) if bad else None
 
@@ -182,3 +183,20 @@ def _show(v: Any) -> str:
     if isinstance(v, tuple):
         return f"({v[0]:#x}, index {v[1]})"
     return f"{v:#x}" if isinstance(v, int) else str(v)
+
+
+def observable(case: Case) -> bool:
+    """Whether the registers ``case`` sets can be read on its product (the profile lists the
+    getter of the register its instruction sets): only then do the campaign's sides compute
+    and compare them."""
+    from .. import spr as sprs
+    from ..chips import chip as get_chip
+
+    sets = case.instruction.spr
+    if sets is None:
+        return False
+    fact = sprs.SPR_SUM if sets.register == sprs.SUM else sprs.SPR_MAXMIN
+    try:
+        return sprs._fact(get_chip(case.chip), fact) != "unsupported"
+    except Exception:                    # noqa: BLE001 - an unknown product: its error decides
+        return False

@@ -23,13 +23,16 @@ _HDR = 8
 
 
 def _with_registers(c: Case) -> Outcome:
-    return run_oracle(c, spr=True)
+    from .compare import observable
+
+    return run_oracle(c, spr=observable(c))
 
 
 def oracle_many(cases: Sequence[Case]) -> List[Outcome]:
     """The scalar oracle on each case, a crash as a :class:`~ascend_ref.fuzz.compare.Crash`
     outcome (what a worker process answers for one batch); a setter's outcome carries the
-    oracle's reduce special registers (``run_oracle(spr=True)``)."""
+    oracle's reduce special registers where its product can read them
+    (``run_oracle(spr=True)``, :func:`~ascend_ref.fuzz.compare.observable`)."""
     return [safe(_with_registers, "oracle", c) for c in cases]
 
 
