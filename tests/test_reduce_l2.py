@@ -783,9 +783,10 @@ def test_count_form_sum_sets_the_sum_register():
 def test_count_form_tree_tail_orders_differ_on_kirin(impl):
     """方式二 with a tail (ReduceSum.md: Kirin "采用方式二"; the page does not say where the
     tail goes): count 385 half = 3 full repeats + 1, sums 2048, 0, 1 and tail 1, each repeat
-    exact. "step" (the profiles' value, assumed): tree(2048, 0, 1) = 2049 -> 2048 (ties to
-    even), then 2048 + 1 -> 2048. "leaf" (dav_l300 / dav_l311 ReduceSumCounterMode, the audit's
-    counterfactual): (2048 + 0) + (1 + 1) = 2050."""
+    exact. "leaf" (Kirin's profiles, assumed: dav_l300 / dav_l311 ReduceSumCounterMode, one tree
+    over every repeat sum): (2048 + 0) + (1 + 1) = 2050. "step" (the other tree products, and
+    the audit's counterfactual on Kirin): tree(2048, 0, 1) = 2049 -> 2048 (ties to even), then
+    2048 + 1 -> 2048."""
     import dataclasses
 
     from ascend_ref.chips import chip as get_chip
@@ -800,10 +801,11 @@ def test_count_form_tree_tail_orders_differ_on_kirin(impl):
     ub = make_ub(x, F16, nbytes=2048)
     args = (T(1024, F16, 16), T(0, F16, 385), T(1056, F16, 16), 385)
     base = get_chip("kirin_x90")
-    assert base.reduce_sum_count_mode == "tree" and base.reduce_sum_tree_tail == "step"
-    alt = dataclasses.replace(base, id="kirin_x90~reduce_sum_tree_tail=leaf",
-                              facts={**base.facts, "reduce_sum_tree_tail": "leaf"})
-    for chip, want in (("kirin_x90", step), ("kirin_9030", step), (alt, leaf)):
+    assert base.reduce_sum_count_mode == "tree" and base.reduce_sum_tree_tail == "leaf"
+    alt = dataclasses.replace(base, id="kirin_x90~reduce_sum_tree_tail=step",
+                              facts={**base.facts, "reduce_sum_tree_tail": "step"})
+    for chip, want in (("kirin_x90", leaf), ("kirin_9030", leaf), (alt, step),
+                       ("atlas_training", step)):
         out = call(impl, "reduce_sum", ub, *args, chip=chip)
         assert out.load(1024, F16, 1)[0] == want, chip
 

@@ -215,8 +215,12 @@ def _kirin(pid: str, name: str) -> Product:
           "minmax_nan": "same Reg implementation as 950 (assumed)",
           "ub_bytes": "SPEC §2 product table: 262144 bytes (assumed there; ub_bytes is in the profile's assumed list)",
           "reduce_l2_counter_index": "not documented: dav_l300 / dav_l311 counter templates "
-                                     "advance the index by L per repeat: r*L + lane (assumed)"},
-         minmax_nan="default", counter_mode="supported", reduce_l2_counter_index="position")
+                                     "advance the index by L per repeat: r*L + lane (assumed)",
+          "reduce_sum_tree_tail": "ReduceSum.md: 方式二, the tail's place not stated; "
+                                  "dav_l300 / dav_l311 ReduceSumCounterMode: one tree over "
+                                  "every repeat sum, the tail's one more leaf (assumed)"},
+         minmax_nan="default", counter_mode="supported", reduce_l2_counter_index="position",
+         reduce_sum_tree_tail="leaf")
 
 
 #: the product table (id -> Product)
