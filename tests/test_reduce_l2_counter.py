@@ -271,6 +271,16 @@ def test_rejections_name_api_parameter_and_product():
         oracle.reduce_sum(np.asarray(ub_of("atlas_training", x)), dst, src, tmp,
                           ar.CounterMask(300), 1, 8, chip="atlas_training")
     assert o.value.code == Code.MASK_MODE
+    # ... also with saturate=False, which training (saturate_only) rejects by a later, traced
+    # rule: the oracle had reported SATURATE_DTYPE (the default campaign's case 1306)
+    with pytest.raises(ConstraintError) as e:
+        ar.ascendc.reduce_sum(ub_of("atlas_training", x), dst, src, tmp, ar.CounterMask(300), 1, 8,
+                              chip="atlas_training", saturate=False)
+    assert e.value.code == Code.MASK_MODE
+    with pytest.raises(oracle.OracleError) as o:
+        oracle.reduce_sum(np.asarray(ub_of("atlas_training", x)), dst, src, tmp,
+                          ar.CounterMask(300), 1, 8, chip="atlas_training", saturate=False)
+    assert o.value.code == Code.MASK_MODE
     # repeat_time is ignored but is an int32_t: BAD_ARGUMENT otherwise
     with pytest.raises(ConstraintError) as e:
         ar.ascendc.reduce_max(ub_of("atlas_a2", x), dst, src, tmp, ar.CounterMask(300), "1", 8,

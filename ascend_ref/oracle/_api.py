@@ -1071,15 +1071,19 @@ def _level2(api: str, kind: str, ub, dst, src, tmp, mask, repeat_time, src_rep_s
     supported = prof.dtypes(api)
     if not supported:
         fails.add(Code.API_UNSUPPORTED, f"{api} does not exist on {prof.id}")
+    counter = _is_counter(mask)
+    # a counter-mode fault is raised where the call is prepared, before the saturate rule
+    # (a traced check) is even looked at: parse saturate after the mask in counter mode
     d, s, w, fmt, L, epb, ci, sat = _level2_operands(fails, supported, prof, kind, dst, src, tmp,
-                                                     cal_index, saturate)
+                                                     cal_index, None if counter else saturate)
     tensors = [d, s, w]
     top = None if L is None else L * L // 4    # the model's limit (SEMANTICS §N)
-    counter = _is_counter(mask)
     rows = None          # counter mode (SEMANTICS §R): the lanes of each repeat
     n = None
     if counter:
         n = _parse_counter(fails, mask, prof)
+        if kind == "SUM":
+            sat, _ = _parse_saturate(fails, saturate, prof, fmt)
         lanes = None
         if n is not None and L is not None and top is not None:
             if n > top * L:
