@@ -24,19 +24,19 @@ def _agree(case):
     return a
 
 
-@settings(max_examples=60, **SETTINGS)
+@settings(max_examples=30, **SETTINGS)
 @given(st.data())
 def test_ascendc_valid_calls_match_oracle(data):
     _agree(draw_case(HypothesisDraw(data), apis=ASCENDC))
 
 
-@settings(max_examples=40, **SETTINGS)
+@settings(max_examples=25, **SETTINGS)
 @given(st.data())
 def test_tik_valid_calls_match_oracle(data):
     _agree(draw_case(HypothesisDraw(data), apis=TIK, tik_max_repeat=300))
 
 
-@settings(max_examples=60, **SETTINGS)
+@settings(max_examples=30, **SETTINGS)
 @given(st.data())
 def test_invalid_calls_raise_the_same_code(data):
     _agree(draw_case(HypothesisDraw(data), invalid_rate=1.0, tik_max_repeat=300))
@@ -45,7 +45,7 @@ def test_invalid_calls_raise_the_same_code(data):
 @pytest.mark.parametrize("seed", [11, pytest.param(12, marks=pytest.mark.slow)])
 def test_seeded_campaign_mixed(seed):
     codes = set()
-    for i in range(40):
+    for i in range(25 if seed == 11 else 40):     # the slow seed draws 40
         out = _agree(draw_case(RngDraw(seed, i), invalid_rate=0.3, tik_max_repeat=600))
         codes.add(out.code)
     assert None in codes  # the campaign ran valid cases, not only errors

@@ -192,7 +192,7 @@ def _agree(api, count, seed):
         else:                                       # ...and must itself agree with it
             seen.append(c.describe())
     assert not seen, f"general path vs oracle: {len(seen)} case(s) differ, e.g. {seen[0]}"
-    for c in cases[:2]:                             # the public (traced-fast) path too
+    for c in cases[:1]:                             # the public (traced-fast) path too
         assert diff(run_jax(c), general[cases.index(c)]) is None, c.describe()
 
 
