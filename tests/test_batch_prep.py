@@ -165,11 +165,11 @@ def test_vectorised_kernel_inputs_equal_the_per_case_ones(seed):
     assert windowed > 20 and above > 10 and stood_in > 3, (windowed, above, stood_in)
 
 
-@pytest.mark.parametrize("n", [pytest.param(30, id="30-draws"),
+@pytest.mark.parametrize("n", [pytest.param(20, id="20-draws"),
                                pytest.param(90, id="90-draws", marks=pytest.mark.slow)])
 def test_vectorised_outcomes_equal_the_per_case_path(monkeypatch, n):
     """End to end: run_cases' grouped outcomes equal the ones of every case run alone (each
-    alone compiles its own kernel: the default run takes 30 draws, the slow run 90; the
+    alone compiles its own kernel: the default run takes 20 draws, the slow run 90; the
     kernel inputs of 240 draws are compared above)."""
     cases = _cases(n, 7)
     fast = ar.run_cases(cases)
