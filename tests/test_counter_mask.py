@@ -35,8 +35,9 @@ APIS = [("whole_reduce_min", "ORDER_VALUE_INDEX"), ("whole_reduce_max", "ORDER_I
 SRC, DST, UB = 0, 40960, 49152
 
 
-def adversarial(dtype, n, rng):
-    """Values that stress the reductions: NaN, +-0, +-inf, subnormals, ties, large sums."""
+def adversarial(dtype, n, rng, rate=0.15):
+    """Values that stress the reductions: NaN, +-0, +-inf, subnormals, ties, large sums (a
+    ``rate`` share of them among normal data)."""
     if dtype == F16:
         pool = np.array([np.nan, 0.0, -0.0, np.inf, -np.inf, 6e-8, -6e-8, 65504, -65504, 1, 1,
                          -1, 0.5, 3], np.float16)
@@ -44,7 +45,7 @@ def adversarial(dtype, n, rng):
         pool = np.array([np.nan, 0.0, -0.0, np.inf, -np.inf, 1e-45, -1e-45, 3e38, -3e38, 1, 1,
                          -1, 0.5, 3], np.float32)
     x = rng.standard_normal(n).astype(dtype)
-    pick = rng.random(n) < 0.15
+    pick = rng.random(n) < rate
     x[pick] = rng.choice(pool, pick.sum())
     return x
 

@@ -40,17 +40,8 @@ def lanes(dtype):
 
 
 def adversarial(dtype, n, rng):
-    """NaN, +-0, +-inf, subnormals, ties and large values among normal data."""
-    if dtype == F16:
-        pool = np.array([np.nan, 0.0, -0.0, np.inf, -np.inf, 6e-8, -6e-8, 65504, -65504, 1, 1,
-                         -1, 0.5, 3], np.float16)
-    else:
-        pool = np.array([np.nan, 0.0, -0.0, np.inf, -np.inf, 1e-45, -1e-45, 3e38, -3e38, 1, 1,
-                         -1, 0.5, 3], np.float32)
-    x = rng.standard_normal(n).astype(dtype)
-    pick = rng.random(n) < 0.1
-    x[pick] = rng.choice(pool, pick.sum())
-    return x
+    """NaN, +-0, +-inf, subnormals, ties and large values among normal data (one in ten)."""
+    return _adversarial(dtype, n, rng, rate=0.1)
 
 
 def make_case(api, chip, dtype, n, *, srs=8, repeat=1, cal_index=False, seed=0, data=None,
