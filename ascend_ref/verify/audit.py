@@ -366,9 +366,8 @@ class Auditor:
                     what = "kept" if after == before else _fmt_word(after, c.dtype)
                     self._tally(self.row(prof.id, "tik_add_work_contents (undefined)",
                                          "observe"), d, f"R={R}: work[0] {what}")
-        # (the count form, without srcRepStride, has no repeat geometry to gather: not inspected)
         if "nan_add_operand" in assumed and ins.sums(c.option) and c.dtype.startswith("float") \
-                and R >= 1 and "src_rep_stride" in c.params:
+                and R >= 1:
             bits = _src_bits(c)
             _, nan, _, _ = _keys(bits, c.dtype)
             act = nan & _active(c)[None, :]
@@ -649,9 +648,9 @@ def _tik_index(c: Case, ref: Outcome) -> Optional[int]:
 
 
 def _is_minmax(c: Case) -> bool:
-    """A min/max call with a repeat geometry to inspect (the level-2 count form, without
-    srcRepStride, is not inspected: its data masks would need their own gather)."""
-    return c.instruction.kind(c.option) in ("min", "max") and "src_rep_stride" in c.params
+    """A min/max call (the callers run only on cases with one lane mask for every repeat:
+    counter-mode and count-form cases are not data-inspected, see ``Auditor.add``)."""
+    return c.instruction.kind(c.option) in ("min", "max")
 
 
 def _top_threshold(prof) -> int:
