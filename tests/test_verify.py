@@ -315,6 +315,25 @@ def test_cli_exit_codes_and_json(tmp_path, good_dir, base, capsys):
     assert cli_main(["verify", str(empty), "--no-progress"]) == 1
 
 
+def device_afters(outs, rng):
+    """What a device might leave after each call: random bytes where the reference says
+    undefined and, in about half of the calls, one flipped bit in a defined written byte
+    (None where the call was rejected). Returns ``(afters, number of flipped calls)``."""
+    afters, flipped = [], 0
+    for o in outs:
+        if o.code is not None:
+            afters.append(None)
+            continue
+        a = o.ub.copy()
+        a[o.undefined] = rng.integers(0, 256, int(o.undefined.sum()), dtype=np.uint8)
+        defined = np.flatnonzero(o.written & ~o.undefined)
+        if defined.size and rng.random() < 0.5:
+            a[rng.choice(defined)] ^= 1 << int(rng.integers(0, 8))
+            flipped += 1
+        afters.append(a)
+    return afters, flipped
+
+
 @pytest.mark.slow
 def test_fuzzed_dumps_every_defined_corruption_detected(tmp_path):
     """Random calls on every product (some invalid, recorded as device errors): flipping one
@@ -324,19 +343,7 @@ def test_fuzzed_dumps_every_defined_corruption_detected(tmp_path):
     cases = [draw_case(RngDraw(77, i), invalid_rate=0.15, max_ub=1 << 14, tik_max_repeat=64)
              for i in range(48)]
     outs = run_cases(cases)
-    rng = np.random.default_rng(0)
-    afters, expect_bad = [], 0
-    for c, o in zip(cases, outs):
-        if o.code is not None:
-            afters.append(None)
-            continue
-        a = o.ub.copy()
-        a[o.undefined] = rng.integers(0, 256, int(o.undefined.sum()), dtype=np.uint8)
-        defined = np.flatnonzero(o.written & ~o.undefined)
-        if defined.size and rng.random() < 0.5:
-            a[rng.choice(defined)] ^= 1 << int(rng.integers(0, 8))
-            expect_bad += 1
-        afters.append(a)
+    afters, expect_bad = device_afters(outs, np.random.default_rng(0))
     for k in range(0, len(cases), 6):
         write_dumps(tmp_path / f"f{k:03d}.npz", cases[k:k + 6], afters[k:k + 6],
                     errors=[o.code for o in outs[k:k + 6]])

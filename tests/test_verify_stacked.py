@@ -23,6 +23,8 @@ from ascend_ref.constraints import Code
 from ascend_ref.verify import DumpError, iter_dump_cases, open_dump, verify, write_dumps
 from ascend_ref.verify import fast as vfast
 
+from test_verify import device_afters
+
 UB = 4096
 
 
@@ -320,18 +322,7 @@ def test_fuzzed_stacked_report_equals_per_case(tmp_path):
                 all(0 <= w < 2**64 for w in words if isinstance(w, (int, np.integer))):
             cases.append(c)
     outs = run_cases(cases)
-    rng = np.random.default_rng(1)
-    afters = []
-    for o in outs:
-        if o.code is not None:
-            afters.append(None)
-            continue
-        a = o.ub.copy()
-        a[o.undefined] = rng.integers(0, 256, int(o.undefined.sum()), dtype=np.uint8)
-        defined = np.flatnonzero(o.written & ~o.undefined)
-        if defined.size and rng.random() < 0.5:
-            a[rng.choice(defined)] ^= 1 << int(rng.integers(0, 8))
-        afters.append(a)
+    afters, _ = device_afters(outs, np.random.default_rng(1))
     errors = [o.code for o in outs]
     _write(tmp_path / "v1", cases, afters, errors, stacked=False, per_file=50)
     _write(tmp_path / "v2", cases, afters, errors, stacked=True, per_file=50)
