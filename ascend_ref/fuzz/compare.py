@@ -16,7 +16,7 @@ code); two sides agree when every reading is equal (:func:`spr_diff`).
 from __future__ import annotations
 
 import traceback
-from typing import Any, Callable, Dict, Optional
+from typing import Any, Callable, Dict, Optional, Type
 
 import numpy as np
 
@@ -88,37 +88,11 @@ def _registers(case: Case) -> tuple:
     return (sets.register,) if sets is not None else ("sum", "max_min")
 
 
-def _jax_readings(case: Case, st: Any) -> Dict[str, Any]:
-    from .. import spr as sprs
-    from ..constraints import Code, ConstraintError
-
-    out: Dict[str, Any] = {}
-    regs = _registers(case)
-    for t in _TYPES:
-        width = np.uint16 if t == "float16" else np.uint32
-        if "sum" in regs:
-            try:
-                v = sprs.get_reduce_repeat_sum_spr(st, t, chip=case.chip)
-                out[f"sum.{t}"] = int(np.asarray(v).view(width))
-            except ConstraintError as e:
-                out[f"sum.{t}"] = e.code.name
-        for with_index in ((True, False) if "max_min" in regs else ()):
-            try:
-                got = sprs.get_reduce_repeat_max_min_spr(st, t, chip=case.chip,
-                                                         with_index=with_index)
-            except ConstraintError as e:
-                out[f"max_min.{t}"] = e.code.name
-                if e.code == Code.API_UNSUPPORTED:
-                    continue                 # the other form (or none on the product)
-                break
-            out[f"max_min.{t}"] = (int(np.asarray(got[0]).view(width)), int(got[1])) \
-                if with_index else int(np.asarray(got).view(width))
-            break
-    return out
-
-
-def _oracle_readings(case: Case, st: Any) -> Dict[str, Any]:
-    from .. import oracle
+def _side_readings(case: Case, st: Any, sum_getter: Callable, max_min_getter: Callable,
+                   error: Type[Exception], bits: Callable[[Any, str], int]
+                   ) -> Dict[str, Any]:
+    """One side's readings through that side's own getters (``error``: its constraint
+    exception, whose ``code`` names the getter's refusal; ``bits``: a value as its bits)."""
     from ..constraints import Code
 
     out: Dict[str, Any] = {}
@@ -126,22 +100,26 @@ def _oracle_readings(case: Case, st: Any) -> Dict[str, Any]:
     for t in _TYPES:
         if "sum" in regs:
             try:
-                out[f"sum.{t}"] = int(oracle.spr.get_reduce_repeat_sum_spr(st, t,
-                                                                          chip=case.chip))
-            except oracle.OracleError as e:
-                out[f"sum.{t}"] = Code(e.code).name
+                out[f"sum.{t}"] = bits(sum_getter(st, t, chip=case.chip), t)
+            except error as e:
+                out[f"sum.{t}"] = Code(getattr(e, "code")).name
         for with_index in ((True, False) if "max_min" in regs else ()):
             try:
-                got = oracle.spr.get_reduce_repeat_max_min_spr(st, t, chip=case.chip,
-                                                               with_index=with_index)
-            except oracle.OracleError as e:
-                out[f"max_min.{t}"] = Code(e.code).name
-                if Code(e.code) == Code.API_UNSUPPORTED:
-                    continue
+                got = max_min_getter(st, t, chip=case.chip, with_index=with_index)
+            except error as e:
+                code = Code(getattr(e, "code"))
+                out[f"max_min.{t}"] = code.name
+                if code == Code.API_UNSUPPORTED:
+                    continue                 # the other form (or none on the product)
                 break
-            out[f"max_min.{t}"] = (int(got[0]), int(got[1])) if with_index else int(got)
+            out[f"max_min.{t}"] = (bits(got[0], t), int(got[1])) if with_index \
+                else bits(got, t)
             break
     return out
+
+
+def _array_bits(v: Any, t: str) -> int:
+    return int(np.asarray(v).view(np.uint16 if t == "float16" else np.uint32))
 
 
 def readings(case: Case, o: Outcome) -> Optional[Dict[str, Any]]:
@@ -155,8 +133,19 @@ def readings(case: Case, o: Outcome) -> Optional[Dict[str, Any]]:
     if got is None:
         from ..spr import ReduceSpr
 
-        got = _jax_readings(case, st) if isinstance(st, ReduceSpr) else \
-            _oracle_readings(case, st)
+        if isinstance(st, ReduceSpr):
+            from .. import spr as sprs
+            from ..constraints import ConstraintError
+
+            got = _side_readings(case, st, sprs.get_reduce_repeat_sum_spr,
+                                 sprs.get_reduce_repeat_max_min_spr, ConstraintError,
+                                 _array_bits)
+        else:
+            from .. import oracle
+
+            got = _side_readings(case, st, oracle.spr.get_reduce_repeat_sum_spr,
+                                 oracle.spr.get_reduce_repeat_max_min_spr, oracle.OracleError,
+                                 lambda v, t: int(v))
         o._readings = got  # type: ignore[attr-defined]
     return got
 
