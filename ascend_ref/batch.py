@@ -399,6 +399,24 @@ def _chunk(b: int, r_max: int, nbytes: Optional[int] = None) -> int:
     return b if b <= c else c
 
 
+def _dense_store(out: np.ndarray, start: int, addr: np.ndarray, bits: np.ndarray,
+                 valid: np.ndarray) -> bool:
+    """Store a write table as one 2-D slice when it is one: every word valid, and every
+    row's words at the same consecutive addresses (``a0, a0 + s, ...``; the common case,
+    e.g. ``dst_rep_stride`` 1 with a fixed dst). Returns False (nothing stored) otherwise."""
+    n, size = addr.shape[0], bits.dtype.itemsize
+    if n == 0 or addr.size == 0 or not valid.all():
+        return False
+    a = addr.reshape(n, -1)
+    k, a0 = a.shape[1], int(a[0, 0])
+    if a0 < 0 or a0 + k * size > out.shape[1]:
+        return False
+    if not (np.all(a[:, :1] == a0) and np.all(a[:, 1:] - a[:, :-1] == size)):
+        return False
+    out[start:start + n, a0:a0 + k * size].view(bits.dtype)[...] = bits.reshape(n, k)
+    return True
+
+
 def _merge(out: np.ndarray, start: int, writes) -> None:
     """Write the words a kernel chunk produced into ``out`` rows ``start...`` (host side):
     one flat-index store per write table (``final`` words do not repeat an address, so the
@@ -409,6 +427,8 @@ def _merge(out: np.ndarray, start: int, writes) -> None:
         n = min(addr.shape[0], out.shape[0] - start)
         addr, bits, valid = addr[:n], bits[:n], valid[:n]
         size = bits.dtype.itemsize
+        if _dense_store(out, start, addr, bits, valid):
+            continue
         rows = np.arange(start, start + n, dtype=np.int64).reshape((n,) + (1,) * (addr.ndim - 1))
         if not valid.all():
             rows = np.broadcast_to(rows, addr.shape)[valid]

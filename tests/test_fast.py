@@ -426,6 +426,39 @@ def test_run_batch_merge_writes_the_words_of_every_written_slot(width, word, ali
         np.testing.assert_array_equal(got, _merge_reference(out, 2, writes))
 
 
+@pytest.mark.parametrize("word", [np.uint16, np.uint32])
+def test_run_batch_merge_dense_slots_as_one_slice_and_near_misses(word):
+    """A write table whose rows all hold the same consecutive addresses is stored as one 2-D
+    slice (batch._dense_store); a table that only nearly is (one row's base shifted, a gap
+    between two words, an invalid word, a run past the row's end) goes the flat-index way.
+    Every layout writes what the word-by-word reference writes."""
+    from ascend_ref.batch import _dense_store, _merge
+
+    rng = np.random.default_rng(5)
+    s = np.dtype(word).itemsize
+    out = rng.integers(0, 256, (6, 128), dtype=np.uint8)
+    c, k = 5, 12                                     # a padded chunk from row 2: 4 rows land
+    dense = np.broadcast_to(16 + s * np.arange(k), (c, k)).astype(np.int32).reshape(c, 3, 4)
+    bits = rng.integers(0, 2 ** (8 * s), (c, 3, 4), dtype=np.uint64).astype(word)
+    full = np.ones((c, 3, 4), bool)
+    shifted = dense.copy()
+    shifted[3] += s
+    gap = dense.copy()
+    gap[:, 2] += s
+    hole = full.copy()
+    hole[1, 0, 2] = False
+    tail = (dense + (128 - 16 - s * k) + s).astype(np.int32)      # the last word leaves the row
+    clipped = tail - s
+    cases = [(dense, full, True), (shifted, full, False), (gap, full, False),
+             (dense, hole, False), (clipped, full, True)]
+    for addr, valid, one_slice in cases:
+        assert _dense_store(out.copy(), 2, addr[:4], bits[:4], valid[:4]) is one_slice
+        got = out.copy()
+        _merge(got, 2, [(addr, bits, valid)])
+        np.testing.assert_array_equal(got, _merge_reference(out, 2, [(addr, bits, valid)]))
+    assert _dense_store(out.copy(), 2, tail[:4], bits[:4], full[:4]) is False
+
+
 def test_all_finite_bits_guard_reads_every_element():
     """The sums' output guard (a reduce-window, not fused with the tree) says True exactly
     when no element has an all-ones exponent, for any shape, under vmap as well."""
