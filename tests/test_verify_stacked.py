@@ -335,3 +335,149 @@ def test_fuzzed_stacked_report_equals_per_case(tmp_path):
     assert _norm(fast, tmp_path / "v2") == _norm(slow, tmp_path / "v2")
     assert _norm(fast, tmp_path / "v2") == _norm(v1, tmp_path / "v1")
     assert fast.mismatched > 0 and fast.device_errors > 0
+
+
+# ------------------------------------------------------------------ version 1 as batches ---
+# A version-1 file of layout "regions" is stacked into the same groups (verify.regions) and
+# verified by the same batches; whatever cannot be stacked or decided goes case by case. The
+# report must be the per-case path's (vectorised=False), byte for byte.
+
+def _v1_arrays(path):
+    with np.load(path, allow_pickle=False) as z:
+        return {k: z[k] for k in z.files}
+
+
+def _v1_join(parts):
+    """One version-1 archive's members from several (their cases renumbered in order)."""
+    out = {"format": np.array("ascend_ref.dump"), "version": np.array(1)}
+    n = 0
+    for arrays in parts:
+        count = int(arrays["count"])
+        for k, a in arrays.items():
+            head, dot, rest = k.partition(".")
+            if dot and head[0] == "c" and head[1:].isdigit():
+                out[f"c{int(head[1:]) + n}.{rest}"] = a
+        n += count
+    out["count"] = np.array(n)
+    return out
+
+
+@pytest.fixture(scope="module")
+def mixed_v1(adversarial, tmp_path_factory):
+    """The adversarial cases in one version-1 regions file, with cases mixed in that cannot
+    be stacked (layout "ub", a region member of the wrong dtype, an after region recorded for
+    dst only, invalid JSON, recorded registers -- one of them wrong) and ones stacked from
+    other spellings (mask words as "0x" text, no ub_bytes, tags and source). Returns
+    ``(path, labels)``."""
+    from ascend_ref.verify.registers import reference_dump
+
+    cases, afters, errors, expect = adversarial
+    d = tmp_path_factory.mktemp("mixed_v1")
+    write_dumps(d / "base.npz", cases, afters, regions="tensors", errors=errors)
+    parts, labels = [_v1_arrays(d / "base.npz")], list(expect)
+
+    def one(case, label, *, regions="tensors", edit=None, spr=None):
+        out = run_cases([case])[0]
+        write_dumps(d / "one.npz", [case], [out.ub], regions=regions,
+                    sprs=None if spr is None else [spr])
+        a = _v1_arrays(d / "one.npz")
+        meta = json.loads(str(a["c0.meta"][()]))
+        if edit is None or edit(a, meta) is not False:      # False: the edit wrote meta
+            a["c0.meta"] = np.array(json.dumps(meta))
+        parts.append(a)
+        labels.append(label)
+
+    base = mk("whole_reduce_min", "float16", "ORDER_VALUE_INDEX", 128, 2, seed=40)
+    one(base, "layout ub", regions=None)
+
+    def wrong_dtype(a, meta):
+        a["c0.before.src"] = a["c0.before.src"].view(np.uint16)
+    one(base, "bad member dtype", edit=wrong_dtype)
+
+    def dst_only(a, meta):
+        del a["c0.after.src"]
+    one(base, "after for dst only", edit=dst_only)
+
+    def hex_words(a, meta):
+        meta["mask"] = [hex(w) for w in meta["mask"]]
+    one(mk("reduce_data_block", "float16", "MIN", [2**64 - 1, 2**63 + 5], 4, seed=41),
+        "hex mask words", edit=hex_words)
+
+    def no_ub_bytes(a, meta):
+        del meta["ub_bytes"]
+        meta["tags"] = {"kernel": "k1"}
+        meta["source"] = "simulator 1.2"
+    one(mk("whole_reduce_sum", "float32", None, 64, 4, seed=42), "product UB, tags",
+        edit=no_ub_bytes)
+
+    def bad_json(a, meta):
+        a["c0.meta"] = np.array("{not json")
+        return False
+    one(base, "invalid JSON", edit=bad_json)
+
+    m = mk("whole_reduce_max", "float32", "ORDER_VALUE_INDEX", 64, 1, seed=43)
+    spr = reference_dump(m)
+    assert spr is not None
+    one(m, "registers agree", spr=spr)
+    wrong = json.loads(json.dumps(spr))
+    wrong["after"]["max_min"]["index"] = int(wrong["after"]["max_min"]["index"]) + 1
+    one(m, "register differs", spr=wrong)
+    p = d / "mixed.npz"
+    np.savez_compressed(p, **_v1_join(parts))
+    return p, labels
+
+
+def test_regions_file_batches_report_equals_per_case(mixed_v1, monkeypatch):
+    from ascend_ref.verify import regions
+
+    p, labels = mixed_v1
+    monkeypatch.setattr(regions, "MIN_CASES", 1)
+    vfast.STATS.clear()
+    fast = verify(p, progress=False)
+    decided = vfast.STATS["vectorised"]
+    slow = verify(p, progress=False, vectorised=False)
+    assert _norm(fast, p.parent) == _norm(slow, p.parent)
+    # what was planted, as the per-case path found it (not typed in): the spr case, the
+    # bad members and the bad JSON are there, the undefined bytes were skipped
+    assert fast.spr_cases == 2 and "spr max_min.index" in fast.groups
+    bad = {(e.case, e.field) for e in fast.bad}
+    assert (labels.index("bad member dtype"), f"c{labels.index('bad member dtype')}.before.src") \
+        in bad
+    assert (labels.index("invalid JSON"), f"c{labels.index('invalid JSON')}.meta") in bad
+    assert fast.cases_with_undefined >= 1 and fast.undefined_bytes > 0
+    # the batches decided the agreeing cases of layout "regions" (the planted good ones,
+    # the scribbled undefined bytes, the agreeing device error, hex words, product UB)
+    assert decided == labels.count("good") + labels.count("undefined garbage") + 1 + 2
+    assert vfast.STATS["per_case"] == len(labels) - decided
+
+
+def test_regions_file_below_min_cases_goes_case_by_case(mixed_v1, monkeypatch):
+    from ascend_ref.verify import regions
+
+    p, labels = mixed_v1
+    monkeypatch.setattr(regions, "MIN_CASES", len(labels) + 1)
+    vfast.STATS.clear()
+    r = verify(p, progress=False)
+    assert vfast.STATS["vectorised"] == 0 and r.cases + len(r.bad) >= len(labels) - 1
+
+
+def test_zip_directory_equals_zipfile(mixed_v1, tmp_path):
+    """The archive directory read from the bytes is zipfile's; a layout it does not take (a
+    comment after the archive) goes through zipfile and reads the same."""
+    from ascend_ref.verify import format as fmt
+
+    p, _ = mixed_v1
+    raw = p.read_bytes()
+    got = fmt._zip_directory(raw)
+    with zipfile.ZipFile(p) as z:
+        want = {i.filename: (i.header_offset, i.compress_type, i.flag_bits, i.compress_size,
+                             i.file_size, i.CRC) for i in z.infolist()}
+    assert got is not None and {k: tuple(v) for k, v in got.items()} == want
+    q = tmp_path / "comment.npz"
+    q.write_bytes(raw)
+    with zipfile.ZipFile(q, "a") as z:
+        z.comment = b"simulator run 7"
+    assert fmt._zip_directory(q.read_bytes()) is None
+    assert fmt._zip_directory(raw[:-1]) is None and fmt._zip_directory(b"PK") is None
+    a, b = verify(p, progress=False), verify(q, progress=False)
+    assert _norm(a, p.parent)[0] == _norm(b, q.parent)[0].replace("comment.npz", "mixed.npz")

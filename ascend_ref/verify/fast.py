@@ -1,4 +1,5 @@
-"""Vectorised verification of stacked dump files (format version 2, :mod:`.stacked`).
+"""Vectorised verification of stacked dump files (format version 2, :mod:`.stacked`), and of
+version-1 files of layout "regions" read as stacked groups (:mod:`.regions`).
 
 A stacked file holds its cases as columns. :func:`check_stacked` verifies them as whole
 batches: the columns are validated with array operations, the kernel parameters come from
@@ -24,7 +25,7 @@ report of the same cases verified one at a time.
 from __future__ import annotations
 
 import collections
-from typing import TYPE_CHECKING, Any, Dict, List
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List
 
 import numpy as np
 
@@ -44,25 +45,33 @@ STATS: collections.Counter = collections.Counter()
 
 
 def check_stacked(v: "Verifier", f: DumpFile, mine: np.ndarray) -> List[int]:
-    """Verify the cases ``mine`` (bool per case number) of the stacked file ``f``; returns
-    the case numbers left for the per-case path (sorted)."""
-    assert f.stacked is not None
+    """Verify the cases ``mine`` (bool per case number) of the stacked file ``f`` -- or of
+    the version-1 file ``f``, its cases of layout "regions" stacked first
+    (:func:`ascend_ref.verify.regions.stack_regions`) --; returns the case numbers left for
+    the per-case path (sorted)."""
     rest: List[int] = []
-    for g in f.stacked.groups:
-        rows = np.flatnonzero(mine[g.case])
-        if not rows.size:
-            continue
-        regs = g.has_spr()[rows]            # registers: compared by the per-case path
-        if regs.any():
-            rest.extend(g.case[rows[regs]].tolist())
-            rows = rows[~regs]
+    if f.stacked is not None:
+        pieces: Iterable[List[Group]] = [f.stacked.groups]
+    else:
+        from .regions import stack_regions
+
+        pieces = stack_regions(f, np.flatnonzero(mine).tolist(), rest)
+    for groups in pieces:
+        for g in groups:
+            rows = np.flatnonzero(mine[g.case])
             if not rows.size:
                 continue
-        try:
-            slow = _group(v, f, g, rows)
-        except Exception:                                          # noqa: BLE001
-            slow = rows                                       # exact: the per-case path
-        rest.extend(g.case[slow].tolist())
+            regs = g.has_spr()[rows]            # registers: compared by the per-case path
+            if regs.any():
+                rest.extend(g.case[rows[regs]].tolist())
+                rows = rows[~regs]
+                if not rows.size:
+                    continue
+            try:
+                slow = _group(v, f, g, rows)
+            except Exception:                                          # noqa: BLE001
+                slow = rows                                       # exact: the per-case path
+            rest.extend(g.case[slow].tolist())
     STATS["vectorised"] += int(mine.sum()) - len(rest)
     STATS["per_case"] += len(rest)
     return sorted(rest)
@@ -187,23 +196,33 @@ def _group(v: "Verifier", f: DumpFile, g: Group, rows: np.ndarray) -> np.ndarray
     step = max(1024, engine.ub_bucket(top) // 8)
     width = -(-top // step) * step
     m = sel.size
-    wins = np.zeros((m, width), np.uint8)
-    _windows(base, length, g, grow, "before", wins, np.ones(m, bool))
+    # the batch padded to one of four sizes per octave (copies of the first row, results
+    # dropped): groups of many sizes share a few compiled shapes, for at most a quarter more
+    # rows of work
+    big = _bucket(m)
+    wins = np.zeros((big, width), np.uint8)
+    _windows(base, length, g, grow, "before", wins[:m], np.ones(m, bool))
+    wins[m:] = wins[0]
+
+    def pad(a: np.ndarray) -> np.ndarray:
+        return a if big == m else np.concatenate([a, np.repeat(a[:1], big - m, axis=0)])
+
     rep_max = int(cols["repeat"][sel].max())
     # the repeat table: the next power of two (a few compiles per configuration at most;
     # a taller table costs rows of work per case)
     height = min(hi, 1 << (max(rep_max, 1) - 1).bit_length())
-    kw: Dict[str, Any] = {k: cols[k][sel] for k in ins.params}
+    kw: Dict[str, Any] = {k: pad(cols[k][sel]) for k in ins.params}
     for k in ins.operands:
-        kw[k] = (cols[f"{k}.addr"][sel] - base, cols[f"{k}.size"][sel])
+        kw[k] = (pad(cols[f"{k}.addr"][sel] - base), pad(cols[f"{k}.size"][sel]))
     if ins.option is not None:
         kw[ins.option.key] = case.option
     mode = "count" if g.mask_words == 0 else "bits"
-    mask = masks[sel, 0].astype(np.int64) if mode == "count" else masks[sel]
+    mask = pad(masks[sel, 0].astype(np.int64) if mode == "count" else masks[sel])
     out, status, undef = run_batch(case.api, wins, chip=prof.id, dtype=case.dtype, mask=mask,
                                    mask_mode=mode, saturate=case.saturate,
-                                   ub_base=int(base[0]) if (base == base[0]).all() else base,
+                                   ub_base=int(base[0]) if (base == base[0]).all() else pad(base),
                                    max_repeat=height, return_undefined=True, **kw)
+    out, status, undef = out[:m], status[:m], undef[:m]
     err = g.error[grow]
     ran = (status == 0) & (err == 0)
     differ, und, fits = _compare(out, undef, base, length, g, grow, ran)
@@ -218,6 +237,15 @@ def _group(v: "Verifier", f: DumpFile, g: Group, rows: np.ndarray) -> np.ndarray
     left = np.ones(rows.size, bool)
     left[sel[agree | decided]] = False
     return rows[left]
+
+
+def _bucket(m: int) -> int:
+    """The padded batch size of ``m`` rows: 8 at least, else the smallest ``k * 2**j`` with
+    ``k`` in 4..8 that holds them."""
+    if m <= 8:
+        return 8
+    j = m.bit_length() - 3
+    return -(-m // (1 << j)) << j
 
 
 def _device_errors(v: "Verifier", g: Group, rows: np.ndarray, status: np.ndarray,

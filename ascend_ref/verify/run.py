@@ -389,8 +389,9 @@ def verify(paths: Union[PathLike, Iterable[PathLike]], *, batch_size: int = DEFA
     ``distributed`` (default: when :func:`ascend_ref.scale.init_distributed` joined several
     processes) — every process verifies its share of the cases and gets the one merged
     report, equal to a single process's (``docs/scale.md``); ``on_case`` sees only the
-    process's own cases. ``vectorised`` -- verify stacked files (format version 2) as whole
-    batches (:mod:`ascend_ref.verify.fast`; the same report as case by case, which
+    process's own cases. ``vectorised`` -- verify stacked files (format version 2), and version-1
+    files of layout "regions" with at least :data:`ascend_ref.verify.regions.MIN_CASES` cases,
+    as whole batches (:mod:`ascend_ref.verify.fast`; the same report as case by case, which
     ``vectorised=False``, ``audit`` and ``on_case`` take).
     """
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \

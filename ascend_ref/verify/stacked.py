@@ -246,7 +246,7 @@ class Stacked:
                                            f"{int(missing[0])}")
 
     def _array(self, key: str, dtype, ndim: int) -> np.ndarray:
-        a = self.f._get(key)
+        a = self.f._get(key, view=True)      # the columns are only read: no copy
         if a.dtype != np.dtype(dtype) or a.ndim != ndim:
             raise DumpError(self.f.path, key, f"expected {np.dtype(dtype)} with {ndim} "
                                               f"dimension(s), got {a.dtype} {a.shape}")

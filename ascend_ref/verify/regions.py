@@ -1,0 +1,248 @@
+"""Version-1 files of layout ``"regions"`` read as stacked groups (the vectorised verifier).
+
+A version-1 file holds one ``c{i}.meta`` and one member per region and side for each case.
+:func:`stack_regions` reads the cases of such a file (the ones this process verifies) and
+turns them into the :class:`~ascend_ref.verify.stacked.Group` columns a stacked file holds
+(format version 2, docs/verify.md §1b), so :func:`ascend_ref.verify.fast.check_stacked`
+runs them as whole batches and compares whole batches.
+
+Only what is plainly well-formed is stacked: a case whose ``meta`` is not of layout
+``"regions"``, has a field of another JSON type than the stacked columns can hold (a
+non-integer parameter, a mask word that is not an integer or ``"0x..."`` text, an unknown
+field, ...), records reduce special registers, or whose region members are missing, not
+``uint8[nbytes]``, unreadable, or recorded after the call for some regions only, is left to
+the per-case path, which reports it exactly as before. Everything the batches then cannot
+decide goes back to the per-case path too (:mod:`ascend_ref.verify.fast`), so the report is
+the one the cases give verified one at a time.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterator, List, Optional, Sequence
+
+import numpy as np
+
+from ..chips import chip as get_chip
+from ..constraints import Code
+from .format import _META_KEYS, DumpFile
+from .meta import DumpError
+from .stacked import Group
+
+_I32 = 2**31 - 1
+_U64 = 2**64 - 1
+#: a file with fewer cases goes case by case (the per-case path batches several small files
+#: into one reference batch; one batch per small file would be slower)
+MIN_CASES = 16
+#: region bytes (before and after) stacked at a time: the batches of a large file run in
+#: pieces of about this size, so memory stays bounded
+CHUNK_BYTES = 1 << 27
+_CODES = frozenset(k for k in Code.__members__ if k != "OK")
+
+
+def _pair(x: Any) -> bool:
+    """``[a, n]``: two integers in [0, 2^31)."""
+    return (type(x) is list and len(x) == 2 and type(x[0]) is int and type(x[1]) is int
+            and 0 <= x[0] <= _I32 and 0 <= x[1] <= _I32)
+
+
+def _word(w: Any) -> Optional[int]:
+    """A bit-mode mask word as version 1 reads it (an int, or decimal / ``0x`` text), None
+    when it is not one the columns hold."""
+    if type(w) is str:
+        try:
+            w = int(w, 0)
+        except ValueError:
+            return None
+    if type(w) is not int or not 0 <= w <= _U64:
+        return None
+    return w
+
+
+@dataclass
+class _Rows:
+    """The rows of one group being collected."""
+
+    key: tuple
+    case: List[int] = field(default_factory=list)
+    params: List[list] = field(default_factory=list)
+    tensors: List[list] = field(default_factory=list)
+    mask: List[list] = field(default_factory=list)
+    ub_bytes: List[int] = field(default_factory=list)
+    regions: List[list] = field(default_factory=list)
+    error: List[Optional[str]] = field(default_factory=list)
+    before: List[List[np.ndarray]] = field(default_factory=list)
+    after: List[Optional[List[np.ndarray]]] = field(default_factory=list)
+    extra: List[dict] = field(default_factory=list)
+
+    def group(self, number: int) -> Group:
+        api, chip, dtype, _, option, saturate, words, pnames, tnames, rnames = self.key
+        m = len(self.case)
+        errs = sorted({e for e in self.error if e is not None})
+        size = np.array(self.ub_bytes, np.int64)
+        if (size < 0).any():                    # meta.ub_bytes absent: the product's
+            try:
+                size[size < 0] = get_chip(chip).ub_bytes
+            except Exception:                   # noqa: BLE001 - an unknown product: the
+                size[size < 0] = 0              # rows fail the array checks, go case by case
+        reg = np.array(self.regions, np.int64).reshape(m, len(rnames), 2)
+        has = np.array([a is not None for a in self.after], bool)
+        nb = reg[:, :, 1]
+        before: Dict[str, np.ndarray] = {}
+        after: Dict[str, np.ndarray] = {}
+        b_at = np.zeros((len(rnames), m), np.int64)
+        a_at = np.zeros((len(rnames), m), np.int64)
+        empty = np.zeros(0, np.uint8)
+        for j, name in enumerate(rnames):
+            before[name] = np.concatenate([b[j] for b in self.before] + [empty])
+            after[name] = np.concatenate([a[j] for a in self.after if a is not None] + [empty])
+            b_at[j] = np.cumsum(nb[:, j]) - nb[:, j]
+            sizes = np.where(has, nb[:, j], 0)
+            a_at[j] = np.cumsum(sizes) - sizes
+        gm = {"api": api, "chip": chip, "dtype": dtype, "option": option,
+              "saturate": saturate, "mask_words": words, "params": list(pnames),
+              "tensors": list(tnames), "regions": list(rnames), "errors": errs}
+        return Group(number, gm, api, chip, dtype, option, saturate, words, list(pnames),
+                     list(tnames), list(rnames), errs, np.array(self.case, np.int64),
+                     np.array(self.params, np.int64).reshape(m, len(pnames)),
+                     np.array(self.tensors, np.int64).reshape(m, len(tnames), 2),
+                     np.array(self.mask, np.uint64).reshape(m, max(words, 1)), size, reg,
+                     np.array([0 if e is None else errs.index(e) + 1 for e in self.error],
+                              np.int32), has, before, after, b_at, a_at,
+                     self.extra if any(self.extra) else None)
+
+
+def _meta_row(meta: dict):
+    """``(key, values)`` of a case's ``meta`` for its group, or None when it is not
+    stacked (the region members are read after)."""
+    if meta.get("layout") != "regions" or not _META_KEYS.issuperset(meta) \
+            or meta.get("spr") is not None:
+        return None
+    api, chip, dtype = meta.get("api"), meta.get("chip"), meta.get("dtype")
+    option, saturate = meta.get("option"), meta.get("saturate")
+    if type(api) is not str or type(chip) is not str or type(dtype) is not str \
+            or (option is not None and type(option) not in (str, bool)) \
+            or (saturate is not None and type(saturate) is not bool):
+        return None
+    mask = meta.get("mask")
+    if type(mask) is int:
+        if not 0 <= mask <= _U64:
+            return None
+        words, mw = 0, [mask]
+    elif type(mask) is list:
+        words = len(mask)
+        read = [_word(w) for w in mask]
+        if not 1 <= words <= 2 or None in read:
+            return None
+        mw = [w for w in read if w is not None]
+    elif type(mask) is dict:
+        n = mask.get("counter")
+        if set(mask) != {"counter"} or type(n) is not int or not 0 <= n <= _U64:
+            return None
+        words, mw = -1, [n]
+    else:
+        return None
+    params, tensors, regions = meta.get("params"), meta.get("tensors"), meta.get("regions")
+    if type(params) is not dict or type(tensors) is not dict or type(regions) is not dict \
+            or not regions:
+        return None
+    pv = list(params.values())
+    if not all(type(x) is int and 0 <= x <= _I32 for x in pv):
+        return None
+    tv = list(tensors.values())
+    rv = list(regions.values())
+    if not all(_pair(x) for x in tv) or not all(_pair(x) for x in rv):
+        return None
+    ub_bytes = meta.get("ub_bytes", -1)
+    if type(ub_bytes) is not int or not -1 <= ub_bytes <= _I32:
+        return None
+    error = meta.get("error")
+    if error is not None and (type(error) is not str or error not in _CODES):
+        return None
+    tags = meta.get("tags") or {}
+    if type(tags) is not dict:
+        return None
+    key = (api, chip, dtype, type(option).__name__, option, saturate, words, tuple(params),
+           tuple(tensors), tuple(regions))
+    extra = {k: meta[k] for k in ("tags", "source") if k in meta}
+    names = [(name, n) for name, (_, n) in regions.items()]
+    return key, (pv, tv, mw, ub_bytes, rv, error, extra, names)
+
+
+def _members(f: DumpFile, i: int, names: list):
+    """The before and after bytes of case ``i``'s regions (after: None when not recorded),
+    or None when they are not all well-formed."""
+    keys = f.keys
+    before, after = [], []
+    for name, n in names:
+        kb, ka = f"c{i}.before.{name}", f"c{i}.after.{name}"
+        if kb not in keys:
+            return None
+        b = f._get(kb, i, view=True)
+        if b.dtype != np.uint8 or b.shape != (n,):
+            return None
+        before.append(b)
+        if ka in keys:
+            a = f._get(ka, i, view=True)
+            if a.dtype != np.uint8 or a.shape != (n,):
+                return None
+            after.append(a)
+    if after and len(after) != len(before):       # some regions only: case by case
+        return None
+    return before, after or None
+
+
+def stack_regions(f: DumpFile, todo: Sequence[int],
+                  rest: List[int]) -> Iterator[List[Group]]:
+    """The cases ``todo`` of the version-1 file ``f`` as stacked groups, in pieces of about
+    :data:`CHUNK_BYTES` region bytes; the case numbers not stacked are appended to ``rest``
+    (for the per-case path)."""
+    acc: Dict[tuple, _Rows] = {}
+    held = 0
+    seen: Dict[tuple, Any] = {}              # meta members repeat from case to case
+    for i in todo:
+        try:
+            a = f._get(f"c{i}.meta", i)
+            k = (a.dtype.str, a.shape, a.tobytes())
+            if k in seen:
+                row = seen[k]
+            else:
+                if len(seen) > 4096:
+                    seen.clear()
+                row = seen[k] = _meta_row(f._parse_meta(a, i))
+            got = None if row is None else _members(f, i, row[1][7])
+        except DumpError:                       # the per-case path reports it
+            got = None
+        if got is None:
+            rest.append(i)
+            continue
+        key, (pv, tv, mw, ub, rv, err, extra, _) = row
+        before, after = got
+        g = acc.get(key)
+        if g is None:
+            g = acc[key] = _Rows(key)
+        g.case.append(i)
+        g.params.append(pv)
+        g.tensors.append(tv)
+        g.mask.append(mw)
+        g.ub_bytes.append(ub)
+        g.regions.append(rv)
+        g.error.append(err)
+        g.before.append(before)
+        g.after.append(after)
+        g.extra.append(extra)
+        held += sum(b.size for b in before) * 2
+        if held >= CHUNK_BYTES:
+            yield [r.group(n) for n, r in enumerate(acc.values())]
+            acc, held = {}, 0
+    if acc:
+        yield [r.group(n) for n, r in enumerate(acc.values())]
+
+
+def stackable(f: DumpFile) -> bool:
+    """Whether :func:`stack_regions` is worth trying on ``f``: version 1 with at least
+    :data:`MIN_CASES` cases."""
+    return f.stacked is None and f.version == 1 and f.count >= MIN_CASES
+
+
+__all__ = ["stack_regions", "stackable", "MIN_CASES", "CHUNK_BYTES"]
