@@ -500,3 +500,148 @@ def test_run_batch_in_padded_chunks_equals_one_call_and_the_general_path(monkeyp
     for got in (whole, chunked):
         np.testing.assert_array_equal(got[1], want[1])
         np.testing.assert_array_equal(got[0], want[0])
+
+
+# ------------------------------------------------ sums: short lane trees (engineer `sums`) -----
+#
+# numerics.lane_tree: the fast tree of ReduceDataBlock SUM. Half: the first level adds the two
+# halves of each uint32 pair word; float: no masking at all when every lane is active (a
+# lax.cond on all(active); a select under a batched mask). Both must give the exact tree's
+# bits wherever the guard passes, and the guarded paths must give them everywhere.
+
+def _lane_rows(rng, dtype, n):
+    """Adversarial rows (specials, NaN payloads of both signs, ±0, subnormals), normal rows
+    at several scales (half: sums that overflow / saturate), float rows cancelling next to
+    the subnormal range."""
+    rows = [adversarial_bits(rng, (24, n), dtype)]
+    scale = [1e-6, 1.0, 500.0, 3e4] if dtype == "float16" else [1e-36, 1e-30, 1.0, 1e37]
+    normal = rng.standard_normal((24, n)) * rng.choice(scale, (24, 1))
+    rows.append(normal.astype(dtype).view(f"uint{8 * np.dtype(dtype).itemsize}"))
+    if dtype == "float32":
+        rows.append(_tiny_cancellations(rng, 4)[:, :n] if n <= 64 else
+                    np.tile(_tiny_cancellations(rng, 4), (1, n // 64)))
+    else:
+        big = np.full((2, n), 0x7A00, np.uint16)                  # 49152: pairs overflow
+        big[1, ::2] = 0xFA00                                      # ±49152: cancel to +0
+        rows.append(big)
+    return np.concatenate(rows)
+
+
+def _lane_masks(rng, rows, n):
+    """All active, random, none active, only the last lane, a lone first lane."""
+    act = rng.random((rows, n)) < 0.6
+    act[:3] = True
+    act[3] = False
+    act[4] = False
+    act[4, n - 1] = True
+    act[5] = False
+    act[5, 0] = True
+    return act
+
+
+@pytest.mark.parametrize("dtype,saturate", [("float16", False), ("float16", True),
+                                            ("float32", False)])
+def test_lane_tree_equals_the_exact_tree(dtype, saturate):
+    rng = np.random.default_rng(23)
+    prof = _profile()
+    for n in ((2, 16) if dtype == "float16" else (2, 8)):
+        bits = jnp.asarray(_lane_rows(rng, dtype, n))
+        act = _lane_masks(rng, bits.shape[0], n)
+        full = np.ones_like(act)
+        fast = numerics.Summation(dtype, prof, saturate, True)
+
+        @jax.jit
+        def run(bits, act):
+            exact, _ = numerics.guarded_sums(
+                lambda s: (numerics.tree_sum(s.enter(bits, act), s.add),), dtype, prof,
+                saturate, "general")
+            guarded, _ = numerics.guarded_sums(
+                lambda s: (numerics.lane_tree(s, bits, act),), dtype, prof, saturate, "fast")
+            batch, ok = numerics.guarded_sums(
+                lambda s: (numerics.lane_tree(s, bits, act),), dtype, prof, saturate, "batch")
+            new = numerics.lane_tree(fast, bits, act)
+            old = numerics.tree_sum(fast.enter(bits, act), fast.add)
+            return exact[0], guarded[0], batch[0], ok, new, old
+
+        for mask in (act, full):                     # partial; all active (the cond)
+            exact, guarded, batch, ok, new, old = map(np.asarray, run(bits, jnp.asarray(mask)))
+            finite = np.isfinite(old)
+            np.testing.assert_array_equal(guarded, exact, err_msg=f"{n}")
+            np.testing.assert_array_equal(np.isfinite(new), finite, err_msg=f"{n}")
+            np.testing.assert_array_equal(new[finite], old[finite], err_msg=f"{n}")
+            np.testing.assert_array_equal(batch[finite], exact[finite], err_msg=f"{n}")
+            assert bool(ok) == bool(finite.all()) and not finite.all() and finite.any()
+            if dtype == "float32":                   # same float32 ops: every bit the same
+                np.testing.assert_array_equal(new.view(np.uint32), old.view(np.uint32))
+        # under vmap: a batched mask (the cond becomes a select) and an unbatched one
+        one = jax.jit(jax.vmap(lambda b, a: numerics.lane_tree(fast, b, a), in_axes=(0, 0)))
+        shared = jax.jit(jax.vmap(lambda b, a: numerics.lane_tree(fast, b, a), in_axes=(0, None)))
+        for got, mask in ((one(bits, jnp.asarray(act)), act),
+                          (shared(bits, jnp.asarray(full[0])), full),
+                          (shared(bits, jnp.asarray(act[6])), np.broadcast_to(act[6], act.shape))):
+            want = np.asarray(jax.jit(lambda b, a: numerics.tree_sum(fast.enter(b, a), fast.add))(
+                bits, jnp.asarray(mask)))
+            got = np.asarray(got)
+            finite = np.isfinite(want)
+            np.testing.assert_array_equal(np.isfinite(got), finite)
+            np.testing.assert_array_equal(got[finite], want[finite])
+
+
+RDB_SUMS = [("atlas_a2", "float16"), ("atlas_a2", "float32"), ("ascend950", "float16"),
+            ("ascend950", "float32")]
+
+
+@pytest.mark.parametrize("chip,dtype", [pytest.param(*c, marks=[] if c in RDB_SUMS[1:3] else
+                                                     [pytest.mark.slow]) for c in RDB_SUMS])
+def test_run_batch_block_sums_equal_the_general_path_and_the_oracle(chip, dtype):
+    """ReduceDataBlock SUM through run_batch (static strides, shared or per-case parameters)
+    on adversarial data, saturating and overflowing sums, with full masks (the unmasked
+    tree), partial masks whose blocks have no active lane (keep / fill rules), bit-mode masks
+    with empty blocks in the middle, and per-case masks and repeats: the general path's bits
+    and status, and the oracle's bytes on a few rows."""
+    from ascend_ref.case import Case
+
+    rng = np.random.default_rng(RDB_SUMS.index((chip, dtype)) + 31)
+    s = np.dtype(dtype).itemsize
+    b, lanes, epb = 10, 256 // s, 32 // s
+    tensors, width = _batch_layout("reduce_data_block", dtype, "SUM")
+    words = np.zeros((b, 4), np.uint32)               # blocks 1, 4 and 7 have no lane
+    live = np.zeros(lanes, bool)
+    for blk in (0, 2, 3, 5, 6):
+        live[blk * epb:(blk + 1) * epb] = rng.random(epb) < 0.7
+        live[blk * epb] = True
+    for k in range(lanes):
+        if live[k]:
+            words[:, (k // 64) * 2 + (k % 64) // 32] |= np.uint32(1 << (k % 32))
+    masks = [dict(mask=lanes), dict(mask=epb + 3), dict(mask=words, mask_mode="bits"),
+             dict(mask=rng.integers(1, lanes + 1, b))]
+    runs = [(sat, m, benign) for sat in ((False, True) if dtype == "float16" else (False,))
+            for m in masks for benign in (False, True)]
+    for sat, m, benign in runs:
+        # benign batches stay on the fast trees (guard holds); adversarial ones fail it
+        ubs = _batch_data(rng, b, width, dtype, benign=benign)
+        x = ubs.view(f"uint{8 * s}")
+        if not benign:
+            big = np.array(60000 if s == 2 else 3e38, dtype).view(x.dtype)
+            x[7, :4 * lanes] = big                   # every block of 4 repeats overflows
+            x[8] = _batch_data(rng, 1, width, dtype, benign=True).view(x.dtype)[0]
+        kw = dict(tensors, max_repeat=_R, repeat=_R, src_rep_stride=8, src_blk_stride=1,
+                  dst_rep_stride=1, reduce_type="SUM", saturate=sat, **m)
+        if "mask_mode" not in m and np.ndim(m["mask"]):
+            kw["repeat"] = rng.integers(0, _R + 1, b)   # per-case repeats too
+        out, status = ar.run_batch("reduce_data_block", ubs, chip=chip, dtype=dtype, **kw)
+        with engine.use_path("general"):
+            want, wstatus = ar.run_batch("reduce_data_block", ubs, chip=chip, dtype=dtype,
+                                         **kw)
+        np.testing.assert_array_equal(status, wstatus, err_msg=f"{m} {sat}")
+        np.testing.assert_array_equal(out, want, err_msg=f"{m} {sat}")
+        assert (status == 0).all()
+        if np.ndim(m["mask"]) == 0:
+            for k in (0, 7, 8):
+                params = {"repeat": _R, "dst_rep_stride": 1, "src_blk_stride": 1,
+                          "src_rep_stride": 8}
+                o = run_oracle(Case("reduce_data_block", chip, dtype, "SUM", m["mask"],
+                                    params, dict(tensors), ubs[k].copy(), sat))
+                assert o.code is None
+                keep = ~np.asarray(o.undefined, bool)
+                np.testing.assert_array_equal(out[k][keep], np.asarray(o.ub)[keep])

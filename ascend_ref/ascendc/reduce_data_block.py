@@ -52,7 +52,7 @@ def _effects(spec, p, bits, active, arith):
     diag = {}
     if rt is ReduceType.SUM:
         (value,), diag["exact_ok"] = arith.sums(
-            lambda s: (numerics.tree_sum(s.enter(blocks, live), s.add),))
+            lambda s: (numerics.lane_tree(s, blocks, live),))
     else:
         value, _, _ = arith.extreme(blocks, live, rt.value.lower())
         value = arith.nan_result(value)
