@@ -241,9 +241,42 @@ def _run_parts(parts, cases, outcomes, states: Optional[dict] = None) -> None:
             _run_group(ins, spec, width, rows.take(start, stop), b, cases, outcomes, states)
 
 
+def _rows_static_src(spec, rows, width: int, b: int) -> Optional[tuple]:
+    """``(src_rep_stride, src_blk_stride)`` when a full chunk's cases (at least
+    ``BATCH_SIZES[-1]``) all share them and each source span fits the window (then the
+    kernel slices instead of gathering, as :func:`run_batch` does); else None. Small or
+    mixed chunks keep the gathering kernel, so a campaign's random strides compile nothing
+    more."""
+    p = rows.p
+    if (STATIC_ROWS is False or b < BATCH_SIZES[-1] or len(rows) < b or spec.path == "general"
+            or spec.static_src is not None or p.src is None or p.src_rep_stride is None):
+        return None
+    rep = np.asarray(p.src_rep_stride)
+    blk = np.asarray(p.src_blk_stride) if p.src_blk_stride is not None else np.ones_like(rep)
+    if rep.size == 0 or np.any(rep != rep[0]) or np.any(blk != blk[0]):
+        return None
+    r0, b0 = int(rep[0]), int(blk[0])
+    if not (0 <= r0 <= 65535 and 0 <= b0 <= 65535) or width % spec.size:
+        return None
+    span = engine.static_span(spec.rows, r0, b0)
+    addr = np.asarray(p.src.addr)
+    if span > width or np.any(addr < 0) or np.any(addr > width - span):
+        return None
+    return r0, b0
+
+
+#: False: run_cases never takes the static-stride kernel (A/B measurements, tests)
+STATIC_ROWS = True
+
+
 def _run_group(ins, spec, width, rows, b, cases, outcomes, states=None) -> None:
+    static = _rows_static_src(spec, rows, width, b)
+    if static is not None:
+        spec = dataclasses.replace(spec, static_src=static)
     EXECUTABLES.add((ins.api, spec, width, b))
     ubs = rows.windows(width, b, reuse=True)    # the call below is done with it on return
+    if static is not None:                      # the element type: no byte assembly
+        ubs = ubs.view(f"uint{8 * min(spec.size, 4)}")
     ps = rows.params(b)
     fn = _vmapped_spr(ins, spec) if spec.spr else _vmapped(ins, spec)
     writes, status, state, _, undefined = scale.run_rows(fn, ubs, ps)

@@ -10,6 +10,7 @@ import pytest
 
 import ascend_ref as ar
 from ascend_ref import Tensor
+from ascend_ref.case import Case
 from ascend_ref.batch import TRACES
 from ascend_ref.case import run_jax
 from ascend_ref.fuzz.compare import diff
@@ -172,3 +173,75 @@ def test_one_kernel_serves_every_product_mask_mode_and_order(monkeypatch):
     assert len(kernels) == 1, kernels
     for c, g in zip(cases, got):
         assert diff(run_oracle(c), g) is None, c.describe()
+
+
+def _special_bits(rng, n, dtype):
+    """Random element bits of ``dtype`` with NaN payloads of both signs, ±inf, ±0,
+    subnormals and ties mixed in."""
+    ut = np.uint16 if np.dtype(dtype).itemsize == 2 else np.uint32
+    x = rng.standard_normal(n).astype(dtype).view(ut)
+    expo = 0x7C00 if ut == np.uint16 else 0x7F800000
+    sign = 0x8000 if ut == np.uint16 else 0x80000000
+    pick = rng.random(n)
+    specials = np.array([expo | 1, expo | sign | 7, expo, expo | sign, 0, sign, 1, sign | 3,
+                         x[0]], ut)
+    x = np.where(pick < 0.2, specials[rng.integers(0, specials.size, n)], x)
+    return x.view(np.uint8)
+
+
+@pytest.mark.parametrize("api,dtype,option,chip,strides", [
+    ("whole_reduce_min", "float16", "ORDER_VALUE_INDEX", "atlas_a2", (8, 1)),
+    ("whole_reduce_max", "float32", "ORDER_INDEX_VALUE", "atlas_a2", (0, 0)),
+    ("whole_reduce_sum", "float16", None, "atlas_200i_500_a2", (3, 2)),
+    ("reduce_data_block", "float32", "MAX", "atlas_a2", (1, 4)),
+    ("vec_reduce_max", "float16", True, "atlas_training", (8, None)),
+])
+def test_run_cases_static_stride_chunks_equal_the_gathering_kernel(api, dtype, option, chip,
+                                                                 strides, monkeypatch):
+    """A full chunk of cases that share their source strides runs the slicing kernel
+    (batch._rows_static_src, as run_batch does); on adversarial data -- special values,
+    random lane masks and counts (some out of range), repeat 0, dst over the source, zero,
+    overlapping and gapped strides -- every outcome (code, bytes, written, undefined) is the
+    gathering kernel's. A chunk with one case whose source span (the table's 16 repeats)
+    leaves its window keeps gathering."""
+    from ascend_ref import batch
+
+    rng = np.random.default_rng(11)
+    ins = ar.registry.lookup(api)
+    s, n, w = np.dtype(dtype).itemsize, 64, 8192
+    lanes = 256 // s
+    rep, blk = strides
+
+    def cases(far: bool):
+        out = []
+        for k in range(n):
+            ub = _special_bits(rng, w // s, dtype)
+            params = {"repeat": int(rng.integers(0, 17)), "dst_rep_stride": 1,
+                      "src_rep_stride": rep, "src_blk_stride": blk}
+            params = {p: params[p] for p in ins.params}
+            src = int(rng.integers(0, 4)) * 32
+            dst = int(rng.choice([4096, src + 64]))             # sometimes over the source
+            size = (w - 2048 - src) // s
+            if far and k == 5:         # dst far below src: the span leaves this window
+                src, dst, size = w - 1024, 0, 64
+            tensors = {"src": (src, size), "dst": (dst, 512 // s)}
+            if "work_tensor" in ins.operands:
+                tensors["work_tensor"] = (6144, 1024 // s)
+            mask = (int(rng.integers(0, lanes + 8)) if rng.random() < 0.5 else
+                    [int(v) for v in rng.integers(0, 2**63, 2)])
+            out.append(Case(api, chip, dtype, option, mask, params, tensors, ub))
+        return out
+
+    for far in ((False, True) if rep else (False,)):      # strides 0: a 32-byte span fits
+        cs = cases(far)
+        batch.EXECUTABLES.clear()
+        monkeypatch.setattr(batch, "STATIC_ROWS", True)
+        got = ar.run_cases(cs)
+        static = {spec.static_src for (_, spec, _, _) in batch.EXECUTABLES}
+        assert static == ({None} if far else {(rep, 1 if blk is None else blk)})
+        monkeypatch.setattr(batch, "STATIC_ROWS", False)
+        want = ar.run_cases(cs)
+        assert {o.code for o in want} != {None}                # some cases are errors
+        assert any(o.code is None for o in want)
+        for c, a, b in zip(cs, got, want):
+            assert diff(a, b) is None, c.describe()
