@@ -360,7 +360,7 @@ def _float32_extreme(bits: Bits, active: ArrayLike,
     act = _pad_pow2(jnp.broadcast_to(active, bits.shape), False)
     bits = _pad_pow2(jnp.asarray(bits), 0)
     m = bits.shape[-1]
-    w = min(_FOLD_WIDTH, max(m // 2, 1))
+    w = min(_FOLD_WIDTH, m)
 
     def keys() -> jax.Array:
         x = lax.bitcast_convert_type(_blocks(bits, w), jnp.int32)
