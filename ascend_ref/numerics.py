@@ -289,44 +289,13 @@ def _pad_pow2(x: jax.Array, fill: ArrayLike) -> jax.Array:
 
 
 #: lanes left after the first step of a tree (see :func:`_fold_min`)
-_FOLD_WIDTH = 8
-
-
-def _blocks(x: jax.Array, w: int) -> jax.Array:
-    """``[..., m]`` as ``[..., m // w, w]``: lane ``l`` at block ``l // w``, place ``l % w``."""
-    return x.reshape(x.shape[:-1] + (x.shape[-1] // w, w))
-
-
-def _block_base(m: int, w: int) -> jax.Array:
-    """``[m // w, w]`` int32: the first lane of each lane's block (``l - l % w``). The packed
-    keys of the first step carry it; the place within the block is added after that step,
-    where it is the same for every block: a lane iota over the blocked shape costs the first
-    step (the tree's one pass over the input) twice its time at ``w = 8`` on XLA:CPU, and
-    far more when it is the ``[..., m]`` iota reshaped (measured)."""
-    return lax.broadcasted_iota(jnp.int32, (m // w, w), 0) * w
-
-
-def _fold_min(x: jax.Array, place: bool = False) -> jax.Array:
-    """Minimum over the last two axes of blocked values ``[..., m // w, w]``: a reduction over
-    the blocks (a major axis) down to ``w`` lanes, then a halving tree (``place``: the place
-    within the block, 0 ... w-1, added to each value between the two: see
-    :func:`_block_base`). XLA:CPU fuses the key computation into that first reduction and
-    vectorises it along the ``w`` lanes (one pass over the input, no int32 key table
-    stored); fused into a halving tree instead, it computes one scalar per row (~4x
-    slower, measured), and a key table costs a pass of its own. The halving tree after it
-    runs one scalar per row, so fewer lanes there cost less: ``w = 8`` (one 256-bit vector
-    of int32) took a 128-case WholeReduceMin half tree from 0.65 to 0.51 ms against
-    ``w = 16``, one core, in one process."""
-    x = jnp.min(x, axis=-2)
-    if place:
-        x = x + jnp.arange(x.shape[-1], dtype=x.dtype)
-    return _halving(x, jnp.minimum)
+_FOLD_WIDTH = 16
 
 
 def _packed_key16(bits: jax.Array, active: jax.Array, kind: str, dtype: str,
-                  base: jax.Array, lb: int) -> jax.Array:
-    """``key << lb | base`` of 16-bit elements: the order key (mirrored for max), every NaN
-    ``-_SENT`` (it wins); inactive lanes ``_SENT << lb`` (above every active one)."""
+                  lane: jax.Array, lb: int) -> jax.Array:
+    """``key << lb | lane`` of 16-bit elements: the order key (mirrored for max), every NaN
+    ``-_SENT`` (it wins), inactive lanes ``_SENT``."""
     if dtype == "float16":                      # order_key's value, without a select
         sx = lax.bitcast_convert_type(bits, jnp.int16).astype(jnp.int32)
         key = sx ^ ((sx >> 15) & 0x7FFF)
@@ -336,19 +305,31 @@ def _packed_key16(bits: jax.Array, active: jax.Array, kind: str, dtype: str,
         key = ~key
     if is_float(dtype):
         key = jnp.where(is_nan(bits), -_SENT, key)
-    return jnp.where(active, key * (1 << lb) + base, _SENT << lb)
+    key = jnp.where(active, key, _SENT)
+    return key * (1 << lb) + lane
+
+
+def _fold_min(x: jax.Array) -> jax.Array:
+    """Minimum over the last axis (a power of two): a reduction over a major axis down to
+    ``_FOLD_WIDTH`` lanes, then a halving tree. XLA:CPU fuses the key computation into that
+    first reduction and vectorises it along the lanes (one pass over the input, no int32 key
+    table stored); fused into a halving tree instead, it computes one scalar per row (~4x
+    slower, measured), and a key table costs a pass of its own."""
+    m = x.shape[-1]
+    w = min(_FOLD_WIDTH, m)
+    if w < m:
+        x = jnp.min(x.reshape(x.shape[:-1] + (m // w, w)), axis=-2)
+    return _halving(x, jnp.minimum)
 
 
 def _packed_min16(bits: Bits, active: ArrayLike, kind: str, dtype: str,
                   lb: int) -> jax.Array:
-    """The smallest packed key ``key << lb | lane`` over the last axis (padded to a power of
-    two with inactive lanes)."""
+    """The smallest packed key over the last axis (padded to a power of two with inactive
+    lanes)."""
     act = _pad_pow2(jnp.broadcast_to(active, bits.shape), False)
     bits = _pad_pow2(jnp.asarray(bits), 0)
-    m = bits.shape[-1]
-    w = min(_FOLD_WIDTH, m)
-    return _fold_min(_packed_key16(_blocks(bits, w), _blocks(act, w), kind, dtype,
-                                   _block_base(m, w), lb), place=True)
+    lane = jnp.arange(bits.shape[-1], dtype=jnp.int32)
+    return _fold_min(_packed_key16(bits, act, kind, dtype, lane, lb))
 
 
 def _float32_extreme(bits: Bits, active: ArrayLike,
@@ -360,19 +341,13 @@ def _float32_extreme(bits: Bits, active: ArrayLike,
     act = _pad_pow2(jnp.broadcast_to(active, bits.shape), False)
     bits = _pad_pow2(jnp.asarray(bits), 0)
     m = bits.shape[-1]
-    w = min(_FOLD_WIDTH, m)
-
-    def keys() -> jax.Array:
-        x = lax.bitcast_convert_type(_blocks(bits, w), jnp.int32)
-        key = x ^ ((x >> 31) & _INT_MAX)               # order_key's value, without a select
-        if kind != "min":
-            key = ~key
-        return jnp.where(_blocks(act, w), jnp.where(is_nan(_blocks(bits, w)), _INT_MIN, key),
-                         _INT_MAX)
-
-    best = _fold_min(keys())
-    index = _fold_min(jnp.where(keys() == best[..., None, None], _block_base(m, w), m),
-                      place=True)
+    x = lax.bitcast_convert_type(bits, jnp.int32)
+    key = x ^ ((x >> 31) & _INT_MAX)                   # order_key's value, without a select
+    if kind != "min":
+        key = ~key
+    key = jnp.where(act, jnp.where(is_nan(bits), _INT_MIN, key), _INT_MAX)
+    best = _fold_min(key)
+    index = _fold_min(jnp.where(key == best[..., None], jnp.arange(m, dtype=jnp.int32), m))
     return jnp.minimum(index, n - 1), best != _INT_MAX
 
 
