@@ -645,3 +645,72 @@ def test_run_batch_block_sums_equal_the_general_path_and_the_oracle(chip, dtype)
                 assert o.code is None
                 keep = ~np.asarray(o.undefined, bool)
                 np.testing.assert_array_equal(out[k][keep], np.asarray(o.ub)[keep])
+
+
+# ------------------------------------------------------ min/max trees (minmax) ---------------
+#
+# The 16-bit and float32 trees fold the lanes in blocks of ``numerics._FOLD_WIDTH`` before a
+# halving tree: a lane's block travels in the packed key (its first lane), its place in the
+# block is added after the fold; float32 folds rows of at most 8 lanes in two blocks. These
+# check the bits against the general path where that bookkeeping could go wrong: every row
+# width up to two blocks and a ragged one, the first lane among equal keys (and the first
+# NaN) sitting in a later block at a smaller place, and in a block of its own.
+
+def _first_lane_rows(rng, n, dtype, kind):
+    """Rows whose extreme (or first NaN) appears twice: once at a lane in block 0, place
+    p1 and once at block 1, place p0 < p1 (and the reverse), plus NaN rows of both signs."""
+    w = numerics._FOLD_WIDTH
+    x = adversarial_bits(rng, (16, n), dtype)
+    ut = x.dtype.type
+    if dtype.startswith("float"):         # -inf / +inf: the best non-NaN value
+        best = (0xFC00 if kind == "min" else 0x7C00) if dtype == "float16" else \
+            (0xFF800000 if kind == "min" else 0x7F800000)
+    elif dtype.startswith("int"):         # the type's least / greatest
+        best = (1 << (8 * x.itemsize - 1)) - (kind == "max")
+    else:
+        best = 0 if kind == "min" else (1 << (8 * x.itemsize)) - 1
+    nan = {"float16": (0x7D01, 0xFE37), "float32": (0x7F900001, 0xFFC0ABCD)}.get(dtype)
+    for row, (a, b) in enumerate([(3, w + 1), (w + 1, 3), (0, w), (w - 1, 2 * w - 1)]):
+        if max(a, b) < n:
+            x[6 + row, a] = x[6 + row, b] = ut(best)
+            if nan:
+                x[10 + row, b], x[10 + row, a] = ut(nan[0]), ut(nan[1])
+    return x
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "int16", "uint16"])
+def test_minmax_tree_blocks_first_lane_equals_general_path(dtype):
+    rng = np.random.default_rng(23)
+    general = jax.jit(numerics.select_extreme, static_argnums=(2, 3))
+    tree = jax.jit(numerics.select_extreme_tree, static_argnums=(2, 3))
+    for n in (3, 8, 9, 17):
+        for kind in ("min", "max"):
+            bits = _first_lane_rows(rng, n, dtype, kind)
+            active = rng.random(bits.shape) < 0.7
+            active[6:14] = True                         # the planted rows: every lane
+            active[14] = np.arange(n) < max(n // 2, 1)  # a count mask
+            active[15] = False                          # nothing active
+            active[0, :] = np.arange(n) == n - 1        # only the last lane
+            want = general(jnp.asarray(bits), jnp.asarray(active), kind, dtype)
+            got = tree(jnp.asarray(bits), jnp.asarray(active), kind, dtype)
+            for a, b in zip(want, got):
+                np.testing.assert_array_equal(np.asarray(a), np.asarray(b),
+                                              err_msg=f"{dtype} {kind} n={n}")
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_minmax_tree_block_shapes_of_reduce_data_block_equal_general_path(dtype):
+    """ReduceDataBlock's shape: ``(repeats, 8 blocks, lanes)`` with a mask shared by the
+    blocks (16 half lanes: one fold of two blocks; 8 float lanes: two blocks of four)."""
+    rng = np.random.default_rng(29)
+    lanes = 32 // np.dtype(dtype).itemsize
+    bits = adversarial_bits(rng, (12, 8 * lanes), dtype).reshape(12, 8, lanes)
+    bits[7] = bits[1]                                   # all-NaN repeat, payloads both signs
+    active = np.broadcast_to(rng.random((12, 1, lanes)) < 0.6, bits.shape).copy()
+    active[3] = False
+    for kind in ("min", "max"):
+        want = numerics.select_extreme(jnp.asarray(bits), jnp.asarray(active), kind, dtype)
+        got = jax.jit(numerics.select_extreme_tree, static_argnums=(2, 3))(
+            jnp.asarray(bits), jnp.asarray(active), kind, dtype)
+        for a, b in zip(want, got):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=kind)
