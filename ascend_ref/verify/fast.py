@@ -53,8 +53,10 @@ def check_stacked(v: "Verifier", f: DumpFile, mine: np.ndarray) -> List[int]:
     if f.stacked is not None:
         pieces: Iterable[List[Group]] = [f.stacked.groups]
     else:
-        from .regions import stack_regions
+        from .regions import stack_regions, stackable
 
+        if not stackable(f):                  # a small or other file: every case as it is
+            return np.flatnonzero(mine).tolist()
         pieces = stack_regions(f, np.flatnonzero(mine).tolist(), rest)
     for groups in pieces:
         for g in groups:

@@ -595,11 +595,11 @@ def iter_dump_cases(paths: Iterable[Union[PathLike, DumpError]], on_file=None,
     when a file is finished (progress bars). ``share = (index, count)``: only the cases
     whose running number (over all files, in order) is ``index`` modulo ``count``, and the
     errors of files whose number is (the shares of ``count`` processes: each case once).
-    ``stacked(dump_file, mine)`` -- called on each stacked file (format version 2), and on
-    each version-1 file of at least :data:`ascend_ref.verify.regions.MIN_CASES` cases, while
-    it is open, with ``mine`` (bool per case) the cases of this share; it verifies what it can
-    as whole batches and returns the case numbers it leaves, which are then yielded one at a
-    time (:func:`ascend_ref.verify.fast.check_stacked`).
+    ``stacked(dump_file, mine)`` -- called on each file while it is open, with ``mine``
+    (bool per case) the cases of this share; it verifies what it can as whole batches
+    (:func:`ascend_ref.verify.fast.check_stacked`: stacked files, format version 2, and
+    version-1 files of at least :data:`ascend_ref.verify.regions.MIN_CASES` cases) and
+    returns the case numbers it leaves, which are then yielded one at a time.
     """
     index, count = share
     k = 0
@@ -624,8 +624,7 @@ def iter_dump_cases(paths: Iterable[Union[PathLike, DumpError]], on_file=None,
                 yield DumpError(p, "count", "the file holds no case")
             todo = np.flatnonzero((k + np.arange(f.count)) % count == index)
             k += f.count
-            if stacked is not None and todo.size and (f.stacked is not None or
-                                                      _stackable(f)):
+            if stacked is not None and todo.size:
                 sel = np.zeros(f.count, bool)
                 sel[todo] = True
                 todo = np.asarray(stacked(f, sel), np.int64)
@@ -636,12 +635,6 @@ def iter_dump_cases(paths: Iterable[Union[PathLike, DumpError]], on_file=None,
                     yield e
         if on_file:
             on_file(p)
-
-
-def _stackable(f: DumpFile) -> bool:
-    from .regions import stackable
-
-    return stackable(f)
 
 
 # ------------------------------------------------------------------ validation --------------
