@@ -248,21 +248,13 @@ def _rows_static_src(spec, rows, width: int, b: int) -> Optional[tuple]:
     mixed chunks keep the gathering kernel, so a campaign's random strides compile nothing
     more."""
     p = rows.p
-    if (STATIC_ROWS is False or b < BATCH_SIZES[-1] or len(rows) < b or spec.path == "general"
-            or spec.static_src is not None or p.src is None or p.src_rep_stride is None):
+    if (not STATIC_ROWS or b < BATCH_SIZES[-1] or len(rows) < b or spec.path == "general"
+            or spec.static_src is not None or p.src is None or p.src_rep_stride is None
+            or width % spec.size):
         return None
     rep = np.asarray(p.src_rep_stride)
     blk = np.asarray(p.src_blk_stride) if p.src_blk_stride is not None else np.ones_like(rep)
-    if rep.size == 0 or np.any(rep != rep[0]) or np.any(blk != blk[0]):
-        return None
-    r0, b0 = int(rep[0]), int(blk[0])
-    if not (0 <= r0 <= 65535 and 0 <= b0 <= 65535) or width % spec.size:
-        return None
-    span = engine.static_span(spec.rows, r0, b0)
-    addr = np.asarray(p.src.addr)
-    if span > width or np.any(addr < 0) or np.any(addr > width - span):
-        return None
-    return r0, b0
+    return _shared_strides(rep, blk, np.asarray(p.src.addr), spec.rows, width)
 
 
 #: False: run_cases never takes the static-stride kernel (A/B measurements, tests)
@@ -402,13 +394,21 @@ def _static_src(api: str, option, max_repeat, q: dict, width: int,
         return None
     rep = q["src_rep_stride"]
     blk = q.get("src_blk_stride", np.ones_like(rep))
+    return _shared_strides(rep, blk, q["src.addr"], _max_table(api, option, max_repeat, dtype),
+                           width)
+
+
+def _shared_strides(rep: np.ndarray, blk: np.ndarray, addr: np.ndarray, rows: int,
+                    width: int) -> Optional[tuple]:
+    """``(rep, blk)`` when every case has the same source strides (each in [0, 65535]) and
+    its source span over ``rows`` repeats starts at ``addr`` inside its ``width``-byte row,
+    else None (:func:`_static_src`, :func:`_rows_static_src`)."""
     if rep.size == 0 or np.any(rep != rep[0]) or np.any(blk != blk[0]):
         return None
     r0, b0 = int(rep[0]), int(blk[0])
     if not (0 <= r0 <= 65535 and 0 <= b0 <= 65535):
         return None
-    span = engine.static_span(_max_table(api, option, max_repeat, dtype), r0, b0)
-    addr = q["src.addr"]
+    span = engine.static_span(rows, r0, b0)
     if span > width or np.any(addr < 0) or np.any(addr > width - span):
         return None
     return r0, b0
