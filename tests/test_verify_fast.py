@@ -73,3 +73,90 @@ def test_fast_agreement_gives_the_same_report(tmp_path, monkeypatch):
     slow = verify(tmp_path, progress=False).to_json()
     assert fast == slow
     assert fast["mismatched"] == 1 and fast["agreed"] == 15
+
+
+def _compressible_cases(n=6):
+    """Cases whose UBs deflate well (small integers in float16 words) next to noise."""
+    rng = np.random.default_rng(7)
+    out = []
+    for i, c in enumerate(_cases(n)):
+        ub = c.ub.copy()
+        if i % 2 == 0:
+            ub[:] = np.repeat(rng.integers(0, 3, ub.size // 8, dtype=np.uint8), 8)[:ub.size] \
+                if ub.size % 8 == 0 else 0
+        out.append(Case(c.api, c.chip, c.dtype, c.option, c.mask, c.params, c.tensors, ub))
+    return out
+
+
+@pytest.fixture(params=["libdeflate", "zlib"])
+def codec(request, monkeypatch):
+    """The member reader with libdeflate (when the system has it) and with zlib only."""
+    c = fmt._Libdeflate()
+    if request.param == "libdeflate" and c.lib is None:
+        pytest.skip("no libdeflate on this system")
+    if request.param == "zlib":
+        c.lib = None
+    monkeypatch.setattr(fmt, "_LIBDEFLATE", c)
+    return c
+
+
+@pytest.mark.parametrize("regions", [None, "tensors"])
+def test_compressed_members_store_noise_and_deflate_the_rest(tmp_path, codec, regions):
+    """compress=True deflates a member only where that saves DEFLATE_GAIN of it; every
+    member reads back as numpy reads it, by either codec, as a view or not."""
+    import zipfile
+
+    cases = _compressible_cases()
+    p = tmp_path / "d.npz"
+    write_dumps(p, cases, [c.ub for c in cases], regions=regions, compress=True)
+    methods = {i.filename: i.compress_type for i in zipfile.ZipFile(p).infolist()}
+    assert zipfile.ZIP_STORED in methods.values() and zipfile.ZIP_DEFLATED in methods.values()
+    key = "c1.ub_before.npy" if regions is None else "c1.before.src.npy"
+    assert methods[key] == zipfile.ZIP_STORED                      # noise: stored
+    assert methods[key.replace("c1", "c0")] == zipfile.ZIP_DEFLATED  # small integers
+    assert methods["c0.meta.npy"] == zipfile.ZIP_DEFLATED
+    npz = np.load(p, allow_pickle=False)
+    with open_dump(p) as f:
+        for key in sorted(f.keys):
+            want = npz[key]
+            for view in (False, True):
+                got = fmt._read_member(f._npz.zip, key + ".npy", f._raw(), view=view)
+                assert got is not None, key
+                assert got.dtype == want.dtype and got.shape == want.shape, key
+                np.testing.assert_array_equal(got, want)
+                assert got.flags.writeable == (not view), key
+    a = verify(p, progress=False)
+    q = tmp_path / "plain.npz"
+    write_dumps(q, cases, [c.ub for c in cases], regions=regions, compress=False)
+    b = verify(q, progress=False)
+    assert a.cases == 6 and a.format().replace(str(p), "X") == b.format().replace(str(q), "X")
+
+
+@pytest.mark.parametrize("compress", [True, False])
+def test_corrupt_member_by_either_codec(tmp_path, codec, compress):
+    """A flipped data byte of a stored or deflated member fails its CRC (or its inflate) in
+    the fast reader, and the case reports numpy's error; its neighbours read fine."""
+    cases = _compressible_cases(4)
+    cases[2] = Case(cases[2].api, cases[2].chip, cases[2].dtype, cases[2].option,
+                    cases[2].mask, cases[2].params, cases[2].tensors,
+                    np.zeros_like(cases[2].ub))
+    p = tmp_path / "d.npz"
+    write_dumps(p, cases, [c.ub for c in cases], compress=compress)
+    import zipfile
+
+    for victim in ("c1.ub_before", "c2.ub_before"):        # noise (stored), zeros (deflated)
+        raw = bytearray(p.read_bytes())
+        info = zipfile.ZipFile(p).getinfo(victim + ".npy")
+        at = info.header_offset
+        start = at + 30 + int.from_bytes(raw[at + 26:at + 28], "little") + \
+            int.from_bytes(raw[at + 28:at + 30], "little")
+        raw[start + info.compress_size // 2] ^= 0xFF     # a data byte, past the .npy header
+        assert info.compress_size // 2 > 128 or info.compress_type == zipfile.ZIP_DEFLATED
+        bad = tmp_path / "bad.npz"
+        bad.write_bytes(bytes(raw))
+        i = int(victim[1])
+        with open_dump(bad) as f:
+            assert fmt._read_member(f._npz.zip, victim + ".npy", f._raw()) is None
+            with pytest.raises(fmt.DumpError, match=f"{victim}: unreadable"):
+                f._get(victim, i)
+            np.testing.assert_array_equal(f._get("c0.ub_before", 0), cases[0].ub)
