@@ -293,7 +293,6 @@ class DumpFile:
         self.path = os.fspath(path)
         self.stacked: Optional["Stacked"] = None        # version 2: the columns
         self.keys: Any = set()                          # member names (a set; version 2: Keys)
-        self._u8: Optional[np.ndarray] = None           # the archive's bytes as an array
         try:
             mode = os.stat(self.path).st_mode
         except OSError as e:
@@ -397,50 +396,6 @@ class DumpFile:
             raise DumpError(self.path, key, f"unreadable (corrupt or truncated): "
                                             f"{type(e).__name__}: {e}", case) from None
 
-    def _stored_view(self, key: str) -> Optional[np.ndarray]:
-        """Member ``key`` of a version-1 file when it is a plain stored ``.npy`` member: a
-        read-only view of the archive (its CRC checked), the array :meth:`_get` gives
-        with ``view=True``; None for anything else (deflated, missing, unusual, a bad CRC):
-        then :meth:`_get` reads it, with its errors. The lean path of
-        :func:`ascend_ref.verify.regions.stack_regions` (thousands of region members)."""
-        entry = None if self._zdir is None else self._zdir.get(key + ".npy")
-        if entry is None or entry.compress_type != 0 or entry.flag_bits & 0x1 or \
-                entry.compress_size != entry.file_size or key not in self.keys:
-            return None
-        u8 = self._u8
-        if u8 is None:
-            raw = self._raw()
-            if raw is None:
-                return None
-            u8 = self._u8 = np.frombuffer(raw, np.uint8)
-        try:
-            at = entry.header_offset
-            head = bytes(u8[at:at + 30])
-            if head[:4] != b"PK\x03\x04":
-                return None
-            start = at + 30 + int.from_bytes(head[26:28], "little") + \
-                int.from_bytes(head[28:30], "little")
-            n = entry.file_size
-            if start + n > u8.size or n < 10:
-                return None
-            part = u8[start:start + n]
-            if _codec().crc32(part) != entry.CRC:
-                return None
-            pre = bytes(part[:10])
-            if pre[:8] != b"\x93NUMPY\x01\x00":
-                return None
-            hl = int.from_bytes(pre[8:10], "little")
-            parsed = _HEADERS.get(bytes(part[10:10 + hl]))
-            if parsed is None:                 # a header not seen yet: the general reader
-                return None
-            dtype, shape, fortran, count = parsed
-            if n - 10 - hl != count * dtype.itemsize:
-                return None
-            arr = part[10 + hl:].view(dtype)
-            return arr.reshape(shape[::-1]).T if fortran else arr.reshape(shape)
-        except Exception:                      # noqa: BLE001 - the general reader decides
-            return None
-
     def _scalar(self, key: str, kind):
         a = self._get(key)
         if a.shape != ():
@@ -472,7 +427,6 @@ class DumpFile:
         return mm
 
     def close(self) -> None:
-        self._u8 = None
         mm = getattr(self, "_mm", None)
         if mm:
             try:
@@ -625,11 +579,6 @@ class _Libdeflate:
         """CRC-32 of a bytes-like object (as ``zlib.crc32``)."""
         import zlib
 
-        if isinstance(data, np.ndarray):
-            n = data.nbytes
-            if self.lib is None or n < 4096:
-                return zlib.crc32(data.data)
-            return int(self.lib.libdeflate_crc32(0, data.ctypes.data, n))
         n = data.nbytes if isinstance(data, memoryview) else len(data)
         if self.lib is None or n < 4096:
             return zlib.crc32(data)

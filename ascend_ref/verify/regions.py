@@ -178,16 +178,12 @@ def _members(f: DumpFile, i: int, names: list):
         kb, ka = f"c{i}.before.{name}", f"c{i}.after.{name}"
         if kb not in keys:
             return None
-        b = f._stored_view(kb)
-        if b is None:
-            b = f._get(kb, i, view=True)
+        b = f._get(kb, i, view=True)
         if b.dtype != np.uint8 or b.shape != (n,):
             return None
         before.append(b)
         if ka in keys:
-            a = f._stored_view(ka)
-            if a is None:
-                a = f._get(ka, i, view=True)
+            a = f._get(ka, i, view=True)
             if a.dtype != np.uint8 or a.shape != (n,):
                 return None
             after.append(a)
