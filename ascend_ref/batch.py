@@ -265,18 +265,56 @@ def _run_group(ins, spec, width, rows, b, cases, outcomes, states=None) -> None:
     static = _rows_static_src(spec, rows, width, b)
     if static is not None:
         spec = dataclasses.replace(spec, static_src=static)
-    EXECUTABLES.add((ins.api, spec, width, b))
-    ubs = rows.windows(width, b, reuse=True)    # the call below is done with it on return
+    ubs = outcomes.rows_of(rows, width, b) if isinstance(outcomes, batch_prep.Sink) else None
+    if ubs is None:
+        ubs = rows.windows(width, b, reuse=True)    # the call below is done with it on return
     if static is not None:                      # the element type: no byte assembly
         ubs = ubs.view(f"uint{8 * min(spec.size, 4)}")
-    ps = rows.params(b)
-    fn = _vmapped_spr(ins, spec) if spec.spr else _vmapped(ins, spec)
-    writes, status, state, _, undefined = scale.run_rows(fn, ubs, ps)
+    got = _shared_call(ins, spec, rows, ubs, b, width) if static is not None else None
+    if got is not None:
+        writes, status, undefined = got
+        state = None
+    else:
+        EXECUTABLES.add((ins.api, spec, width, b))
+        ps = rows.params(b)
+        fn = _vmapped_spr(ins, spec) if spec.spr else _vmapped(ins, spec)
+        writes, status, state, _, undefined = scale.run_rows(fn, ubs, ps)
     batch_prep.outcomes(rows, cases, writes, np.asarray(status), undefined, outcomes)
     if spec.spr and states is not None:
         leaves, tree = jax.tree_util.tree_flatten(state)
         for j, k in enumerate(rows.idx.tolist()):
             states[k] = jax.tree_util.tree_unflatten(tree, [np.asarray(x[j]) for x in leaves])
+
+
+#: False: run_cases never runs a chunk on run_batch's kernel (A/B measurements, tests)
+SHARED_ROWS = True
+
+
+def _shared_call(ins, spec, rows, ubs, b: int, width: int) -> Optional[tuple]:
+    """``(writes, status, undefined)`` of a static chunk whose cases differ only in their
+    UBs (every run_batch column but the window's base and length the same in every case):
+    run on :func:`run_batch`'s kernel, where the values the cases share enter unbatched (so
+    masks, tables and extents are computed once per chunk, not once per case), on the one
+    default device. None (the caller runs the row-wise kernel) otherwise."""
+    q = rows.q
+    if not SHARED_ROWS or q is None or rows.call is None or spec.spr or len(rows) == 0:
+        return None
+    devs = scale.default_devices()
+    if len(devs) != 1 or devs[0] != jax.devices()[0]:
+        return None
+    m = len(rows)
+    if m < b:
+        q = {k: np.concatenate([v, np.repeat(v[:1], b - m, axis=0)]) for k, v in q.items()}
+    columns, qrows, shared = _pack(q, b, share=True)
+    if any(not sh for key, _, sh in columns if key not in ("ub_base", "ub_len")):
+        return None
+    chip, option, mode = rows.call
+    fn = _array_fn(ins.api, chip, spec.dtype, option, mode, spec.r_max, ins.saturating,
+                   spec.path, spec.static_src, columns, True)
+    EXECUTABLES.add((ins.api, spec, width, ("shared", b)))
+    scale.CALLS[1] += 1
+    writes, status, undefined = jax.device_get(_jitted(fn)(ubs, qrows, shared))
+    return writes, status, undefined
 
 
 # ------------------------------------------------------------------ array API ---------------
@@ -329,7 +367,9 @@ def _array_fn(api: str, chip: str, dtype: str, option: Any, mask_mode: str,
         width = np.int32(ubs.shape[1] * ubs.dtype.itemsize)       # the row's bytes
 
         def prep(row):
-            return one({**common, **unpack(row, False)})[2].replace(ub_len=width)
+            q = {**common, **unpack(row, False)}
+            # run_cases' windows bring their own length (the rules' UB bound), else the row
+            return one(q)[2].replace(ub_len=q.get("ub_len", width))
 
         kernel, spec, _ = one({**common, **unpack(rows[0], False)})
         writes, status, _, _, undefined = engine.batched(kernel, spec, ubs, rows, prep=prep)

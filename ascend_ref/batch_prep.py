@@ -71,6 +71,13 @@ class Rows:
     base: np.ndarray
     length: np.ndarray
     p: Any
+    #: the cases as :func:`ascend_ref.batch.run_batch` columns (``"{tensor}.addr"`` window
+    #: addresses, ``"{tensor}.size"``, the parameters, ``"mask"``, ``"ub_base"``, ``"ub_len"``,
+    #: ``"saturate"``; int32 / uint32 / bool, a leading case axis) and ``call`` = ``(product
+    #: id, option, mask mode)``, for a group of plain cases; None where the per-case path
+    #: prepared them (then only :attr:`p` exists)
+    q: Optional[Dict[str, np.ndarray]] = None
+    call: Optional[tuple] = None
 
     def __len__(self) -> int:
         return int(self.idx.size)
@@ -80,15 +87,22 @@ class Rows:
         if len(parts) == 1:
             return parts[0]
         p = jax.tree_util.tree_map(lambda *xs: np.concatenate(xs), *[r.p for r in parts])
+        one_call = all(r.q is not None and r.call == parts[0].call and
+                       r.q.keys() == parts[0].q.keys() for r in parts)   # type: ignore[union-attr]
+        q = {k: np.concatenate([r.q[k] for r in parts])                 # type: ignore[index]
+             for k in parts[0].q} if one_call and parts[0].q is not None else None
         return Rows(parts[0].ins, parts[0].spec, np.concatenate([r.idx for r in parts]),
                     [u for r in parts for u in r.ubs],
                     np.concatenate([r.base for r in parts]),
-                    np.concatenate([r.length for r in parts]), p)
+                    np.concatenate([r.length for r in parts]), p, q,
+                    parts[0].call if q is not None else None)
 
     def take(self, start: int, stop: int) -> "Rows":
         return Rows(self.ins, self.spec, self.idx[start:stop], self.ubs[start:stop],
                     self.base[start:stop], self.length[start:stop],
-                    jax.tree_util.tree_map(lambda x: x[start:stop], self.p))
+                    jax.tree_util.tree_map(lambda x: x[start:stop], self.p),
+                    None if self.q is None else {k: v[start:stop] for k, v in self.q.items()},
+                    self.call)
 
     def windows(self, width: int, b: int, reuse: bool = False) -> np.ndarray:
         """``uint8[b, width]``: each case's window from byte 0, zeros after, rows past the
@@ -146,6 +160,14 @@ def _buffer(b: int, width: int) -> Tuple[np.ndarray, np.ndarray]:
     while len(cache) > _KEEP:
         cache.popitem(last=False)
     return got
+
+
+def _aligned_empty(shape: Tuple[int, int], align: int = 64) -> np.ndarray:
+    """Uninitialised ``uint8`` of ``shape`` starting at an ``align``-byte boundary."""
+    n = int(shape[0]) * int(shape[1])
+    buf = np.empty(n + align, np.uint8)
+    off = (-buf.ctypes.data) % align
+    return buf[off:off + n].reshape(shape)
 
 
 def aligned_zeros(shape: Tuple[int, int], align: int = 64) -> np.ndarray:
@@ -219,6 +241,44 @@ def _static(api: str, dtype: str) -> Optional[tuple]:
     return got
 
 
+_INTS = {int}
+
+
+def _case_values(tensors: Any, operands: Sequence[str], params: Any,
+                 names: Sequence[str]) -> Optional[List[int]]:
+    """A plain case's ints -- ``addr, size`` of every operand (non-negative), then every
+    parameter -- each below ``_PLAIN`` in size; None when one is missing, not an integer
+    (Python or numpy; not a bool) or too large (the per-case path decides then)."""
+    try:
+        pairs = [tensors[t] for t in operands]
+        pv = [params[k] for k in names]
+    except (KeyError, TypeError):
+        return None
+    if all(type(pr) is tuple and len(pr) == 2 for pr in pairs):     # the common case: one
+        tv = [x for pr in pairs for x in pr]                         # pass in C, no per-value
+        if (set(map(type, tv)) | set(map(type, pv))) <= _INTS and \
+                (not tv or (min(tv) >= 0 and max(tv) < _PLAIN)) and \
+                (not pv or (min(pv) >= -_PLAIN and max(pv) < _PLAIN)):   # Python work
+            return tv + pv
+    vals: List[int] = []
+    try:
+        for pr in pairs:
+            a, n = pr
+            if not ((type(a) is int or isinstance(a, np.integer)) and
+                    (type(n) is int or isinstance(n, np.integer)) and
+                    0 <= a < _PLAIN and 0 <= n < _PLAIN):
+                return None
+            vals.append(int(a))
+            vals.append(int(n))
+        for v in pv:
+            if not ((type(v) is int or isinstance(v, np.integer)) and -_PLAIN <= v < _PLAIN):
+                return None
+            vals.append(int(v))
+    except (TypeError, ValueError):
+        return None
+    return vals
+
+
 def _group_key(case: Case) -> Optional[tuple]:
     """The host group of a plain case and its per-case values, or None (per-case path)."""
     api, dtype = case.api, case.dtype
@@ -234,24 +294,12 @@ def _group_key(case: Case) -> Optional[tuple]:
     tensors = case.tensors
     if not isinstance(tensors, dict) or len(tensors) != len(operands):
         return None
-    vals = []
+    vals = _case_values(tensors, operands, case.params, names)
+    if vals is None:
+        return None
     try:
-        for t in operands:
-            a, n = tensors[t]
-            if not ((type(a) is int or isinstance(a, np.integer)) and
-                    (type(n) is int or isinstance(n, np.integer)) and
-                    0 <= a < _PLAIN and 0 <= n < _PLAIN):
-                return None
-            vals.append(int(a))
-            vals.append(int(n))
-        params = case.params
-        for k in names:
-            v = params[k]
-            if not ((type(v) is int or isinstance(v, np.integer)) and -_PLAIN <= v < _PLAIN):
-                return None
-            vals.append(int(v))
         hash(case.option)
-    except (KeyError, TypeError, ValueError):
+    except TypeError:
         return None
     # the count form has no mask: every lane (engine.prepare does the same)
     mask = _mask_words(256 // size if ins.kernel.count_form else case.mask, 256 // size,
@@ -395,6 +443,7 @@ def group_rows(prep: Any, rep: Case, cols: Dict[str, np.ndarray], masks: np.ndar
     values["ub_len"] = length.astype(np.int32)
     values["ub_base"] = base.astype(np.int32)
     p = _override(_stack(prep.p, m), values)
+    q, call = _batch_columns(ins, prep, rep, values, m)
     heights_of = _table_height(prep.spec, cols["repeat"], hi, heights)
     out = []
     for h in np.unique(heights_of).tolist():
@@ -404,8 +453,29 @@ def group_rows(prep: Any, rep: Case, cols: Dict[str, np.ndarray], masks: np.ndar
                         idx if whole else idx[sel],
                         ubs if whole or not ubs else [ubs[j] for j in sel.tolist()],
                         base if whole else base[sel], length if whole else length[sel],
-                        p if whole else jax.tree_util.tree_map(lambda x: x[sel], p)))
+                        p if whole else jax.tree_util.tree_map(lambda x: x[sel], p),
+                        q if whole or q is None else {k: v[sel] for k, v in q.items()}, call))
     return out
+
+
+def _batch_columns(ins: registry.Instruction, prep: Any, rep: Case,
+                   values: Dict[str, np.ndarray], m: int) -> Tuple[Optional[Dict[str, np.ndarray]], Optional[tuple]]:
+    """A host group's cases as :func:`ascend_ref.batch.run_batch` columns and its call
+    (:attr:`Rows.q`, :attr:`Rows.call`), or ``(None, None)`` where run_batch's kernel does
+    not take them (a profile object instead of a product id, counter mode, the count form,
+    the special-register state)."""
+    pp = prep.p
+    if not isinstance(rep.chip, str) or ins.kernel.count_form or \
+            bool(np.asarray(pp.mask_counter)) or prep.spec.spr:
+        return None, None
+    mode = "count" if bool(np.asarray(pp.mask_count)) else "bits"
+    q = dict(values)
+    q["mask"] = values["mask"][:, 0].astype(np.int32) if mode == "count" else values["mask"]
+    if ins.saturating:
+        if pp.saturate is None:
+            return None, None
+        q["saturate"] = np.full(m, bool(np.asarray(pp.saturate)))
+    return q, (rep.chip, rep.option, mode)
 
 
 def prepare(cases: List[Case], outcomes: list, heights: Sequence[int]) -> List[Rows]:
@@ -623,6 +693,13 @@ class Stacked:
         return Outcome(None, self.ub[k], self.written[k], self.undefined[k])
 
 
+#: False: run_cases copies every chunk's windows (:meth:`Rows.windows`) instead of reading
+#: the outcome stack in place (:meth:`Sink.rows_of`; A/B measurements, tests)
+IN_PLACE = True
+#: False: the merge stores every write table word by word (no 2-D slice; A/B, tests)
+DENSE_MERGE = True
+
+
 class Sink:
     """Where :func:`ascend_ref.batch.run_cases` collects its outcomes: one :class:`Stacked`
     per UB size holding every case of that size (one large allocation each, so the results
@@ -642,7 +719,9 @@ class Sink:
         self.ks: List[int] = []
         for n, items in by.items():
             ks = [k for k, _ in items]
-            ub = np.empty((len(items), n), np.uint8)
+            # 64-byte aligned (a chunk may read its rows in place: :meth:`rows_of`); not
+            # padded to the compiled width: half-touched rows cost twice the page faults
+            ub = _aligned_empty((len(items), n))
             for j, (_, u) in enumerate(items):
                 ub[j] = u
             self.stacks[n] = Stacked(np.zeros(len(items), np.int32), ub,
@@ -655,6 +734,25 @@ class Sink:
 
     def __setitem__(self, k: int, outcome: Outcome) -> None:
         self.outcomes[k] = outcome
+
+    def rows_of(self, rows: Rows, width: int, b: int) -> Optional[np.ndarray]:
+        """The kernel's ``uint8[b, width]`` input for ``rows`` as a view of the stack (no
+        copy), or None: when the chunk is full (``b`` cases), every case's window starts at
+        its UB's byte 0, every UB has ``width`` bytes (a compiled width: a power of two) and
+        the cases sit in consecutive stack rows. The rows hold the UBs before the call until
+        :func:`outcomes` merges the chunk's results into them (after the kernel ran). Bytes
+        past a window's length hold the UB's own bytes instead of :meth:`Rows.windows`'
+        zeros; the kernel never reads them (the bounds rules use the window's length,
+        ``p.ub_len``)."""
+        m = len(rows)
+        if not IN_PLACE or m != b or m == 0 or width not in self.stacks or \
+                np.any(rows.base != 0) or any(u.size != width for u in rows.ubs):
+            return None
+        pos = self.rowpos[rows.idx]
+        j0 = int(pos[0])
+        if j0 < 0 or np.any(pos != np.arange(j0, j0 + m)):
+            return None
+        return self.stacks[width].ub[j0:j0 + m]
 
     def finish(self) -> None:
         out, pos = self.outcomes, self.rowpos.tolist()
@@ -688,6 +786,24 @@ def outcomes(rows: Rows, cases: Optional[Sequence[Case]], writes: Any, status: n
                words)
 
 
+def _dense_span(a: np.ndarray, valid: np.ndarray, size: int,
+                n: int) -> Optional[Tuple[int, int]]:
+    """``(lo, hi)`` when a write table (byte addresses ``a``, one row per case) is one run of
+    consecutive ``size``-byte words at the same bytes ``[lo, hi)`` of every row, each valid
+    and inside ``[0, n)`` (then a 2-D slice stores it); else None."""
+    m = a.shape[0]
+    if a.size == 0 or not valid.all():
+        return None
+    a = a.reshape(m, -1)
+    lo = int(a[0, 0])
+    hi = lo + a.shape[1] * size
+    if lo < 0 or hi > n or lo % size:
+        return None
+    if not (np.all(a[:, :1] == lo) and np.all(a[:, 1:] - a[:, :-1] == size)):
+        return None
+    return lo, hi
+
+
 def _merge(rows: Rows, sel: np.ndarray, into: Stacked, at: np.ndarray, writes: Any,
            regions: Any, words: Any) -> None:
     """Merge the kernel results of the cases ``sel`` (rows of the batch) into rows ``at`` of
@@ -719,11 +835,22 @@ def _merge(rows: Rows, sel: np.ndarray, into: Stacked, at: np.ndarray, writes: A
             uf[(a + row0.reshape(shape))[keep]] = True
             any_undef = True
     marked = []
+    at0 = int(at[0]) if m else 0
+    rows_run = m > 0 and bool(np.all(at == np.arange(at0, at0 + m)))
     for addr, bits, valid in writes:
         addr, bits, valid = np.asarray(addr)[sel], np.asarray(bits)[sel], np.asarray(valid)[sel]
         size = bits.dtype.itemsize
         shape = (m,) + (1,) * (addr.ndim - 1)
         a = addr.astype(np.int64) + base.reshape(shape)
+        span = _dense_span(a, valid, size, n) if rows_run and DENSE_MERGE else None
+        if span is not None:          # one 2-D slice: every case writes the same run of words
+            lo, hi = span
+            out[at0:at0 + m, lo:hi].view(bits.dtype)[...] = bits.reshape(m, -1)
+            w = written[at0:at0 + m, lo:hi]
+            w[...] = True
+            if any_undef:
+                w &= ~undef[at0:at0 + m, lo:hi]
+            continue
         keep = valid & (a >= 0) & (a + size <= n)      # never false for a case that passed
         flat = (a + row0.reshape(shape))[keep]
         _scatter_flat(out, flat, bits[keep])

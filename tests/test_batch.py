@@ -245,3 +245,88 @@ def test_run_cases_static_stride_chunks_equal_the_gathering_kernel(api, dtype, o
         assert any(o.code is None for o in want)
         for c, a, b in zip(cs, got, want):
             assert diff(a, b) is None, c.describe()
+
+
+def _replicas(case, n, rng, ub_size=None):
+    """``n`` copies of ``case`` (same call) over fresh adversarial UB bytes (NaN payloads
+    of both signs, ±inf, ±0, subnormals, ties; ``ub_size``: another UB length)."""
+    import copy
+
+    size = case.ub.size if ub_size is None else ub_size
+    s = np.dtype(case.dtype).itemsize if case.dtype in ("float16", "float32") else 2
+    dt = {2: "float16", 4: "float32"}[min(s, 4)]
+    out = []
+    for k in range(n):
+        c = copy.copy(case)
+        c.tensors = dict(case.tensors)
+        c.params = dict(case.params)
+        bits = _special_bits(rng, size // np.dtype(dt).itemsize, dt)
+        if k % 7 == 3:                       # an all-tie / all-NaN UB now and then
+            bits = np.repeat(bits[:np.dtype(dt).itemsize], size // np.dtype(dt).itemsize)
+        c.ub = np.ascontiguousarray(bits[:size])
+        out.append(c)
+    return out
+
+
+_ONE_CALL_QUICK = ("whole_reduce_min", "whole_reduce_sum", "reduce_data_block", "vcgmax",
+                   "reduce_min_count")
+
+
+@pytest.mark.parametrize("api", [pytest.param(a, marks=() if a in _ONE_CALL_QUICK else
+                                              pytest.mark.slow)
+                                 for a in sorted(ar.registry.names())])
+def test_run_cases_chunks_of_one_call_run_on_run_batch_kernel(api, monkeypatch):
+    """Chunks of cases that differ only in their UB bytes (one call over many data: golden
+    data, verify of one call's dumps) run on run_batch's kernel with the shared values
+    unbatched (batch._shared_call), read the outcome stack in place when their UBs have a
+    compiled width (Sink.rows_of; whole UBs of a power-of-two size with ``heights=()``) and merge dense
+    write tables as 2-D slices: for calls drawn over the whole parameter space of every API
+    (valid and invalid, products, options, masks, strides; one draw with source strides
+    whose table fits the window), every outcome (code, bytes, written, undefined) is the
+    row-wise kernel's, word by word, and a sample is the oracle's."""
+    from ascend_ref import batch, batch_prep, engine
+    from ascend_ref.case import run_oracle
+
+    rng = np.random.default_rng(sum(map(ord, api)))
+    seen: list = []
+    orig = batch_prep.Sink.rows_of
+
+    def rows_of(self, rows, width, b):
+        got = orig(self, rows, width, b)
+        seen.append(got is not None)
+        return got
+
+    def fast(on: bool) -> None:
+        monkeypatch.setattr(batch, "SHARED_ROWS", on)
+        monkeypatch.setattr(batch_prep, "IN_PLACE", on)
+        monkeypatch.setattr(batch_prep, "DENSE_MERGE", on)
+
+    monkeypatch.setattr(batch_prep.Sink, "rows_of", rows_of)
+    shared = plain = 0
+    for i in range(3):
+        case = draw_case(RngDraw(77, i * 31 + len(api)), apis=[api], invalid_rate=0.3,
+                         max_ub=1 << 13)
+        if i == 2:                   # source strides whose 16-row table fits any window
+            for k, v in (("src_rep_stride", i % 2), ("src_blk_stride", 1)):
+                if k in case.params:
+                    case.params[k] = v
+            if "repeat" in case.params:
+                case.params["repeat"] = min(int(case.params["repeat"]), 16)
+        cases = _replicas(case, 70, rng, engine.ub_bucket(case.ub.size) if i == 0 else None)
+        for heights in (batch.TABLE_HEIGHTS, ()) if i == 0 else (batch.TABLE_HEIGHTS,):
+            batch.EXECUTABLES.clear()
+            fast(True)
+            got = ar.run_cases(cases, heights=heights)
+            if i == 2 and heights:
+                shared += sum(1 for k in batch.EXECUTABLES if isinstance(k[3], tuple))
+                plain += any(r.q is not None for r in batch_prep.prepare(
+                    cases[:1], [None], heights))
+            fast(False)
+            want = ar.run_cases(cases, heights=heights)
+            for c, a, b in zip(cases, got, want):
+                assert diff(a, b) is None, c.describe()
+            for k in (0, 5, 69):
+                assert diff(run_oracle(cases[k]), got[k]) is None, cases[k].describe()
+    assert any(seen), "no chunk read its UBs in place"
+    if plain:
+        assert shared >= 1, "no chunk took run_batch's kernel"
