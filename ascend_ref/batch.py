@@ -263,16 +263,30 @@ STATIC_ROWS = True
 
 def _run_group(ins, spec, width, rows, b, cases, outcomes, states=None) -> None:
     static = _rows_static_src(spec, rows, width, b)
+    one = _one_call(spec, rows, b) if static is not None else None
+    ubs = outcomes.rows_of(rows, b) if isinstance(outcomes, batch_prep.Sink) else None
+    if ubs is not None and ubs.shape[1] != width:
+        # the UBs at their own width: only for one call's chunk on run_batch's kernel (what
+        # it compiles per row width anyway), whose source table fits that width too
+        exact = _rows_static_src(spec, rows, ubs.shape[1], b) if one is not None else None
+        if exact is None:
+            ubs = None
+        else:
+            static, width = exact, ubs.shape[1]
     if static is not None:
         spec = dataclasses.replace(spec, static_src=static)
-    ubs = outcomes.rows_of(rows, width, b) if isinstance(outcomes, batch_prep.Sink) else None
     if ubs is None:
         ubs = rows.windows(width, b, reuse=True)    # the call below is done with it on return
     if static is not None:                      # the element type: no byte assembly
         ubs = ubs.view(f"uint{8 * min(spec.size, 4)}")
-    got = _shared_call(ins, spec, rows, ubs, b, width) if static is not None else None
-    if got is not None:
-        writes, status, undefined = got
+    if one is not None:
+        columns, qrows, shared = one
+        chip, option, mode = rows.call
+        fn = _array_fn(ins.api, chip, spec.dtype, option, mode, spec.r_max, ins.saturating,
+                       spec.path, spec.static_src, columns, True)
+        EXECUTABLES.add((ins.api, spec, width, ("shared", b)))
+        scale.CALLS[1] += 1
+        writes, status, undefined = jax.device_get(_jitted(fn)(ubs, qrows, shared))
         state = None
     else:
         EXECUTABLES.add((ins.api, spec, width, b))
@@ -290,12 +304,13 @@ def _run_group(ins, spec, width, rows, b, cases, outcomes, states=None) -> None:
 SHARED_ROWS = True
 
 
-def _shared_call(ins, spec, rows, ubs, b: int, width: int) -> Optional[tuple]:
-    """``(writes, status, undefined)`` of a static chunk whose cases differ only in their
-    UBs (every run_batch column but the window's base and length the same in every case):
-    run on :func:`run_batch`'s kernel, where the values the cases share enter unbatched (so
-    masks, tables and extents are computed once per chunk, not once per case), on the one
-    default device. None (the caller runs the row-wise kernel) otherwise."""
+def _one_call(spec, rows, b: int) -> Optional[tuple]:
+    """``(columns, rows, shared)`` (:func:`_pack`) of a chunk whose cases differ only in
+    their UBs -- every run_batch column but the window's base and length the same in every
+    case: one call over many data (golden data, a call's dumps) -- to run on
+    :func:`run_batch`'s kernel, where the values the cases share enter unbatched (masks,
+    tables and extents are computed once per chunk, not once per case), on the one default
+    device; None (the row-wise kernel) otherwise."""
     q = rows.q
     if not SHARED_ROWS or q is None or rows.call is None or spec.spr or len(rows) == 0:
         return None
@@ -308,13 +323,7 @@ def _shared_call(ins, spec, rows, ubs, b: int, width: int) -> Optional[tuple]:
     columns, qrows, shared = _pack(q, b, share=True)
     if any(not sh for key, _, sh in columns if key not in ("ub_base", "ub_len")):
         return None
-    chip, option, mode = rows.call
-    fn = _array_fn(ins.api, chip, spec.dtype, option, mode, spec.r_max, ins.saturating,
-                   spec.path, spec.static_src, columns, True)
-    EXECUTABLES.add((ins.api, spec, width, ("shared", b)))
-    scale.CALLS[1] += 1
-    writes, status, undefined = jax.device_get(_jitted(fn)(ubs, qrows, shared))
-    return writes, status, undefined
+    return columns, qrows, shared
 
 
 # ------------------------------------------------------------------ array API ---------------

@@ -735,24 +735,27 @@ class Sink:
     def __setitem__(self, k: int, outcome: Outcome) -> None:
         self.outcomes[k] = outcome
 
-    def rows_of(self, rows: Rows, width: int, b: int) -> Optional[np.ndarray]:
-        """The kernel's ``uint8[b, width]`` input for ``rows`` as a view of the stack (no
-        copy), or None: when the chunk is full (``b`` cases), every case's window starts at
-        its UB's byte 0, every UB has ``width`` bytes (a compiled width: a power of two) and
-        the cases sit in consecutive stack rows. The rows hold the UBs before the call until
-        :func:`outcomes` merges the chunk's results into them (after the kernel ran). Bytes
-        past a window's length hold the UB's own bytes instead of :meth:`Rows.windows`'
-        zeros; the kernel never reads them (the bounds rules use the window's length,
-        ``p.ub_len``)."""
+    def rows_of(self, rows: Rows, b: int) -> Optional[np.ndarray]:
+        """The kernel's ``uint8[b, n]`` input for ``rows`` as a view of the stack (no copy),
+        or None: when the chunk is full (``b`` cases), every case's window starts at its
+        UB's byte 0, every UB has the same ``n`` bytes, a multiple of 64 (the rows are then
+        64-byte aligned: read in place on CPU), and the cases sit in consecutive stack rows.
+        The rows hold the UBs before the call until :func:`outcomes` merges the chunk's
+        results into them (after the kernel ran). Bytes past a window's length hold the
+        UB's own bytes instead of :meth:`Rows.windows`' zeros; the kernel never reads them
+        (the bounds rules use the window's length, ``p.ub_len``)."""
         m = len(rows)
-        if not IN_PLACE or m != b or m == 0 or width not in self.stacks or \
-                np.any(rows.base != 0) or any(u.size != width for u in rows.ubs):
+        if not IN_PLACE or m != b or m == 0:
+            return None
+        n = rows.ubs[0].size
+        if n % 64 or n not in self.stacks or np.any(rows.base != 0) or \
+                any(u.size != n for u in rows.ubs):
             return None
         pos = self.rowpos[rows.idx]
         j0 = int(pos[0])
         if j0 < 0 or np.any(pos != np.arange(j0, j0 + m)):
             return None
-        return self.stacks[width].ub[j0:j0 + m]
+        return self.stacks[n].ub[j0:j0 + m]
 
     def finish(self) -> None:
         out, pos = self.outcomes, self.rowpos.tolist()

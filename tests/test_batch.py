@@ -278,9 +278,9 @@ _ONE_CALL_QUICK = ("whole_reduce_min", "whole_reduce_sum", "reduce_data_block", 
 def test_run_cases_chunks_of_one_call_run_on_run_batch_kernel(api, monkeypatch):
     """Chunks of cases that differ only in their UB bytes (one call over many data: golden
     data, verify of one call's dumps) run on run_batch's kernel with the shared values
-    unbatched (batch._shared_call), read the outcome stack in place when their UBs have a
-    compiled width (Sink.rows_of; whole UBs of a power-of-two size with ``heights=()``) and merge dense
-    write tables as 2-D slices: for calls drawn over the whole parameter space of every API
+    unbatched (batch._one_call), read the outcome stack in place when their windows start
+    at byte 0 (Sink.rows_of; whole UBs of a power-of-two size with ``heights=()``) and
+    merge dense write tables as 2-D slices: for calls drawn over the whole parameter space of every API
     (valid and invalid, products, options, masks, strides; one draw with source strides
     whose table fits the window), every outcome (code, bytes, written, undefined) is the
     row-wise kernel's, word by word, and a sample is the oracle's."""
@@ -291,8 +291,8 @@ def test_run_cases_chunks_of_one_call_run_on_run_batch_kernel(api, monkeypatch):
     seen: list = []
     orig = batch_prep.Sink.rows_of
 
-    def rows_of(self, rows, width, b):
-        got = orig(self, rows, width, b)
+    def rows_of(self, rows, b):
+        got = orig(self, rows, b)
         seen.append(got is not None)
         return got
 
@@ -330,3 +330,35 @@ def test_run_cases_chunks_of_one_call_run_on_run_batch_kernel(api, monkeypatch):
     assert any(seen), "no chunk read its UBs in place"
     if plain:
         assert shared >= 1, "no chunk took run_batch's kernel"
+
+
+@pytest.mark.parametrize("api,dtype,option", [("whole_reduce_min", "float16", "ORDER_VALUE_INDEX"),
+                                              ("whole_reduce_sum", "float32", None)])
+def test_run_cases_one_call_reads_exact_ubs_in_place(api, dtype, option, monkeypatch):
+    """UBs that are exactly their windows (src at byte 0, dst at the end, a size that is a
+    multiple of 64 but no compiled width): a full chunk of one call runs run_batch's kernel
+    on the outcome stack's own rows at the UBs' width (no window copy); the outcomes are the
+    row-wise kernel's over copied windows and the oracle's."""
+    from ascend_ref import batch, batch_prep, engine
+    from ascend_ref.case import run_oracle
+
+    rng = np.random.default_rng(5)
+    s, r = np.dtype(dtype).itemsize, 16
+    n = r * 256 + 64 * 3                       # 4288 bytes: 64-aligned rows, not a bucket
+    assert n % 64 == 0 and engine.ub_bucket(n) != n
+    tensors = {"src": (0, r * 256 // s), "dst": (r * 256, 64 * 3 // s)}
+    params = {"repeat": r, "dst_rep_stride": 1, "src_blk_stride": 1, "src_rep_stride": 8}
+    base = Case(api, "atlas_a2", dtype, option, 256 // s, params, tensors, np.zeros(n, np.uint8))
+    cases = _replicas(base, 64, rng)
+    batch.EXECUTABLES.clear()
+    got = ar.run_cases(cases)
+    widths = {k[2] for k in batch.EXECUTABLES if isinstance(k[3], tuple)}
+    assert widths == {n}, batch.EXECUTABLES
+    monkeypatch.setattr(batch, "SHARED_ROWS", False)
+    monkeypatch.setattr(batch_prep, "IN_PLACE", False)
+    want = ar.run_cases(cases)
+    assert {o.code for o in got} == {None}
+    for c, a, b in zip(cases, got, want):
+        assert diff(a, b) is None, c.describe()
+    for k in (0, 3, 63):                       # 3: an all-tie / all-NaN UB
+        assert diff(run_oracle(cases[k]), got[k]) is None
