@@ -714,3 +714,94 @@ def test_minmax_tree_block_shapes_of_reduce_data_block_equal_general_path(dtype)
             jnp.asarray(bits), jnp.asarray(active), kind, dtype)
         for a, b in zip(want, got):
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=kind)
+
+
+# ------------------------------------------- sums: stored trees (vec_reduce_add stage 1) -----
+#
+# numerics.stored_tree_sum: on the fast half arithmetic the last level of the tree is a
+# reduce_window of width 2 (init -0), so XLA stores the sums once instead of re-running the
+# last levels in each consumer. Its bits must be tree_sum's wherever the guard passes (signed
+# zeros included), and the guarded paths the exact tree's everywhere.
+
+@pytest.mark.parametrize("saturate", [False, True])
+def test_stored_tree_sum_equals_the_tree(saturate):
+    rng = np.random.default_rng(41)
+    prof = _profile()
+    for n in (2, 4, 128):
+        rows = _lane_rows(rng, "float16", n)
+        bits = jnp.asarray(np.concatenate([rows, np.full((1, n), 0x8000, np.uint16)]))  # -0s
+        for act in (_lane_masks(rng, bits.shape[0], n), np.ones(bits.shape, bool)):
+            fast = numerics.Summation("float16", prof, saturate, True)
+
+            @jax.jit
+            def run(bits, act):
+                exact, _ = numerics.guarded_sums(
+                    lambda s: (numerics.tree_sum(s.enter(bits, act), s.add),), "float16",
+                    prof, saturate, "general")
+                guarded, _ = numerics.guarded_sums(
+                    lambda s: (numerics.stored_tree_sum(s, s.enter(bits, act)),), "float16",
+                    prof, saturate, "fast")
+                batch, ok = numerics.guarded_sums(
+                    lambda s: (numerics.stored_tree_sum(s, s.enter(bits, act)),), "float16",
+                    prof, saturate, "batch")
+                new = numerics.stored_tree_sum(fast, fast.enter(bits, act))
+                old = numerics.tree_sum(fast.enter(bits, act), fast.add)
+                return exact[0], guarded[0], batch[0], ok, fast.leave(new), fast.leave(old)
+
+            exact, guarded, batch, ok, new, old = map(np.asarray, run(bits, jnp.asarray(act)))
+            finite = (old & 0x7C00) != 0x7C00
+            np.testing.assert_array_equal(guarded, exact, err_msg=f"{n}")
+            np.testing.assert_array_equal((new & 0x7C00) != 0x7C00, finite, err_msg=f"{n}")
+            np.testing.assert_array_equal(new[finite], old[finite], err_msg=f"{n}")
+            np.testing.assert_array_equal(batch[finite], exact[finite], err_msg=f"{n}")
+            assert bool(ok) == bool(finite.all())
+            assert np.any(finite & (new == 0x8000)) == act.all() and np.any(finite & (new == 0))
+    # the exact and the differentiable-style summations keep the plain tree
+    exact = numerics.Summation("float16", prof, False, False)
+    x = jnp.asarray(_lane_rows(rng, "float16", 8))
+    np.testing.assert_array_equal(np.asarray(numerics.stored_tree_sum(exact, x)),
+                                  np.asarray(numerics.tree_sum(x, exact.add)))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_run_batch_vec_reduce_add_tall_tables_equal_the_general_path_and_the_oracle(dtype):
+    """vec_reduce_add through run_batch with R up to 130 (the second-level tree over more
+    than L stage-1 sums) on adversarial and benign data, shared and per-case repeats and
+    masks, against the general path and, on a few rows, the oracle."""
+    from ascend_ref import registry
+    from ascend_ref.case import Case
+
+    rng = np.random.default_rng(43)
+    s = np.dtype(dtype).itemsize
+    b, lanes, r = 8, 256 // s, 130
+    src = r * 256
+    need = int(registry.lookup("vec_reduce_add").work_need(r, None, dtype))
+    work = -(-need * s // 32) * 32
+    tensors = dict(src=(0, src // s), dst=(src, 32 // s), work_tensor=(src + 32, work // s))
+    width = src + 32 + work
+    for per_case in (False, True):
+        for benign in (False, True):
+            ubs = _batch_data(rng, b, width, dtype, benign)
+            if not benign:
+                ubs.view(f"uint{8 * s}")[7] = ubs.view(f"uint{8 * s}")[2]   # all ±0
+            kw = dict(tensors, max_repeat=r, src_rep_stride=8, repeat=r, mask=lanes)
+            if per_case:
+                kw.update(repeat=rng.integers(1, r + 1, b), mask=rng.integers(1, lanes + 1, b))
+                kw["repeat"][:3] = [r, 129, 128]
+            out, status = ar.run_batch("vec_reduce_add", ubs, chip="atlas_training",
+                                       dtype=dtype, **kw)
+            with engine.use_path("general"):
+                want, wstatus = ar.run_batch("vec_reduce_add", ubs, chip="atlas_training",
+                                             dtype=dtype, **kw)
+            np.testing.assert_array_equal(status, wstatus, err_msg=f"{per_case} {benign}")
+            np.testing.assert_array_equal(out, want, err_msg=f"{per_case} {benign}")
+            assert (status == 0).all()
+            if per_case:
+                continue
+            for k in (0, 2, 7):
+                o = run_oracle(Case("vec_reduce_add", "atlas_training", dtype, None, lanes,
+                                    {"repeat": r, "src_rep_stride": 8}, dict(tensors),
+                                    ubs[k].copy()))
+                assert o.code is None
+                keep = ~np.asarray(o.undefined, bool)
+                np.testing.assert_array_equal(out[k][keep], np.asarray(o.ub)[keep])

@@ -108,7 +108,7 @@ def _effects(spec, p, bits, active, arith):
     def compute(s):                                  # in the summation's domain (fast / exact)
         add, zero = s.add, s.zero
         vectors = s.enter(bits, active)              # masked lanes are +0
-        stage1 = numerics.tree_sum(vectors, add)
+        stage1 = numerics.stored_tree_sum(s, vectors)
         total = jnp.where(tree, _tree_order(spec, p, stage1, add, zero),
                           jnp.where(chip.add_order_is("group255"),
                                     _group255_order(spec, p, stage1, add, zero),
