@@ -339,10 +339,13 @@ def _array_fn(api: str, chip: str, dtype: str, option: Any, mask_mode: str,
     (``[B, K]``: one row per case) and vector ``shared`` (the values every case of the batch
     shares, found on the host) hold the parameters. Shared values enter the vmapped kernel
     unbatched, so everything that depends only on them (write tables, extents, masks) is
-    computed once per batch instead of once per case. ``ubs`` may be a view of the rows as
+    computed once per batch instead of once per case (a shared mask and repeat: the blocked
+    min / max trees, ``Spec.shared_lanes``). ``ubs`` may be a view of the rows as
     the element type (then the source slices need no byte assembly). ``info``: also return
     the undefined-byte tables (:func:`ascend_ref.engine.compact_undefined`)."""
     ins = registry.lookup(api)
+    shared = {key for key, _, sh in columns if sh}
+    shared_lanes = "mask" in shared and "repeat" in shared
 
     def one(q):
         mask = q["mask"] if mask_mode == "count" else q["mask"].astype(jnp.uint32)
@@ -353,7 +356,8 @@ def _array_fn(api: str, chip: str, dtype: str, option: Any, mask_mode: str,
         spec = prep.spec
         if max_repeat is not None:
             spec = dataclasses.replace(spec, r_max=int(max_repeat))
-        spec = dataclasses.replace(spec, compact=True, static_src=static_src, info=info)
+        spec = dataclasses.replace(spec, compact=True, static_src=static_src, info=info,
+                                   shared_lanes=BLOCKED and shared_lanes)
         return prep.ins, spec, prep.p.replace(ub_base=q["ub_base"])
 
     def unpack(vec, shared: bool) -> dict:
@@ -649,6 +653,10 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
         if undef is not None:
             _mark_undefined(undef, start, res[2])
     return (out, status, undef) if undef is not None else (out, status)
+
+
+#: False: run_batch never takes the blocked min / max trees (A/B measurements, tests)
+BLOCKED = True
 
 
 def _mark_undefined(out: np.ndarray, start: int, tables) -> None:

@@ -75,6 +75,10 @@ class Spec:
     #: the count form (level-2 ReduceSum / Max / Min "the first count elements"): ``r_max``
     #: counts elements, the tables hold :attr:`rows` rows (:attr:`Instruction.count_form`)
     count_form: bool = False
+    #: every case of a vmapped batch has the same mask and repeat (run_batch's shared
+    #: parameters): min / max take the blocked trees, faster there and slower under
+    #: per-case masks (:func:`ascend_ref.numerics.select_extreme_tree`); same bits
+    shared_lanes: bool = False
 
     @property
     def rows(self) -> int:
@@ -675,7 +679,9 @@ def compact_undefined(undefined: Sequence, ok) -> tuple:
 def arithmetic(cls: Any, spec: Spec, p: Params) -> Any:
     """The arithmetic ``cls`` (:class:`ascend_ref.numerics.Exact` or a subclass) of one call:
     its dtype, product behaviour, saturate flag and path."""
-    return cls(spec.dtype, Product(p), False if p.saturate is None else p.saturate, spec.path)
+    arith = cls(spec.dtype, Product(p), False if p.saturate is None else p.saturate, spec.path)
+    arith.blocked = spec.shared_lanes
+    return arith
 
 
 def _evaluate(ins: Instruction, spec: Spec, p: Params, x, active, lane_mask, blk, arith):

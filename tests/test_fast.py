@@ -53,11 +53,13 @@ def adversarial_bits(rng, shape, dtype):
     return x
 
 
+@pytest.mark.parametrize("blocked", [False, True])
 @pytest.mark.parametrize("dtype", ["float16", "float32", "int16", "uint16", "int32", "uint32"])
-def test_minmax_tree_equals_general_path(dtype):
+def test_minmax_tree_equals_general_path(dtype, blocked):
     rng = np.random.default_rng(11)
     general = jax.jit(numerics.select_extreme, static_argnums=(2, 3))
-    tree = jax.jit(numerics.select_extreme_tree, static_argnums=(2, 3))
+    tree = jax.jit(lambda b, a, k, d: numerics.select_extreme_tree(b, a, k, d, blocked),
+                   static_argnums=(2, 3))
     for n in (8, 16, 64, 128, 255, 511):
         bits = jnp.asarray(adversarial_bits(rng, (24, n), dtype))
         active = rng.random((24, n)) < 0.6
@@ -656,10 +658,10 @@ def test_run_batch_block_sums_equal_the_general_path_and_the_oracle(chip, dtype)
 # width up to two blocks and a ragged one, the first lane among equal keys (and the first
 # NaN) sitting in a later block at a smaller place, and in a block of its own.
 
-def _first_lane_rows(rng, n, dtype, kind):
+def _first_lane_rows(rng, n, dtype, kind, w=numerics._FOLD_WIDTH):
     """Rows whose extreme (or first NaN) appears twice: once at a lane in block 0, place
-    p1 and once at block 1, place p0 < p1 (and the reverse), plus NaN rows of both signs."""
-    w = numerics._FOLD_WIDTH
+    p1 and once at block 1, place p0 < p1 (and the reverse), plus NaN rows of both signs
+    (blocks of ``w`` lanes)."""
     x = adversarial_bits(rng, (16, n), dtype)
     ut = x.dtype.type
     if dtype.startswith("float"):         # -inf / +inf: the best non-NaN value
@@ -678,28 +680,41 @@ def _first_lane_rows(rng, n, dtype, kind):
     return x
 
 
+@pytest.mark.parametrize("blocked", [False, True])
 @pytest.mark.parametrize("dtype", ["float16", "float32", "int16", "uint16"])
-def test_minmax_tree_blocks_first_lane_equals_general_path(dtype):
+def test_minmax_tree_blocks_first_lane_equals_general_path(dtype, blocked):
     rng = np.random.default_rng(23)
     general = jax.jit(numerics.select_extreme, static_argnums=(2, 3))
-    tree = jax.jit(numerics.select_extreme_tree, static_argnums=(2, 3))
-    for n in (3, 8, 9, 17):
+    tree = jax.jit(numerics.select_extreme_tree, static_argnums=(2, 3, 4))
+    w = numerics._BLOCK_WIDTH if blocked else numerics._FOLD_WIDTH
+    for n in (3, 4, 8, 9, 16, 17, 33):
         for kind in ("min", "max"):
-            bits = _first_lane_rows(rng, n, dtype, kind)
+            bits = _first_lane_rows(rng, n, dtype, kind, w)
             active = rng.random(bits.shape) < 0.7
             active[6:14] = True                         # the planted rows: every lane
             active[14] = np.arange(n) < max(n // 2, 1)  # a count mask
             active[15] = False                          # nothing active
             active[0, :] = np.arange(n) == n - 1        # only the last lane
             want = general(jnp.asarray(bits), jnp.asarray(active), kind, dtype)
-            got = tree(jnp.asarray(bits), jnp.asarray(active), kind, dtype)
+            got = tree(jnp.asarray(bits), jnp.asarray(active), kind, dtype, blocked)
             for a, b in zip(want, got):
                 np.testing.assert_array_equal(np.asarray(a), np.asarray(b),
                                               err_msg=f"{dtype} {kind} n={n}")
+            # under vmap: the mask batched (run_cases) and shared by the batch (run_batch)
+            for k in (7, 14):
+                one = jax.jit(jax.vmap(lambda x, a: numerics.select_extreme_tree(
+                    x, a, kind, dtype, blocked), in_axes=(0, None)))(
+                    jnp.asarray(bits), jnp.asarray(active[k]))
+                ref = general(jnp.asarray(bits), jnp.asarray(np.broadcast_to(
+                    active[k], bits.shape)), kind, dtype)
+                for a, b in zip(ref, one):
+                    np.testing.assert_array_equal(np.asarray(a), np.asarray(b),
+                                                  err_msg=f"{dtype} {kind} n={n} shared {k}")
 
 
+@pytest.mark.parametrize("blocked", [False, True])
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
-def test_minmax_tree_block_shapes_of_reduce_data_block_equal_general_path(dtype):
+def test_minmax_tree_block_shapes_of_reduce_data_block_equal_general_path(dtype, blocked):
     """ReduceDataBlock's shape: ``(repeats, 8 blocks, lanes)`` with a mask shared by the
     blocks (16 half lanes: one fold of two blocks; 8 float lanes: two blocks of four)."""
     rng = np.random.default_rng(29)
@@ -710,8 +725,8 @@ def test_minmax_tree_block_shapes_of_reduce_data_block_equal_general_path(dtype)
     active[3] = False
     for kind in ("min", "max"):
         want = numerics.select_extreme(jnp.asarray(bits), jnp.asarray(active), kind, dtype)
-        got = jax.jit(numerics.select_extreme_tree, static_argnums=(2, 3))(
-            jnp.asarray(bits), jnp.asarray(active), kind, dtype)
+        got = jax.jit(numerics.select_extreme_tree, static_argnums=(2, 3, 4))(
+            jnp.asarray(bits), jnp.asarray(active), kind, dtype, blocked)
         for a, b in zip(want, got):
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=kind)
 
@@ -805,3 +820,30 @@ def test_run_batch_vec_reduce_add_tall_tables_equal_the_general_path_and_the_ora
                 assert o.code is None
                 keep = ~np.asarray(o.undefined, bool)
                 np.testing.assert_array_equal(out[k][keep], np.asarray(o.ub)[keep])
+
+
+def test_run_batch_takes_the_blocked_trees_only_for_shared_lanes(monkeypatch):
+    """run_batch with a mask and repeat every case shares traces the blocked min / max trees
+    (``Spec.shared_lanes``), with per-case masks the plain ones, run_cases the plain ones;
+    the bits are the general path's in every case (adversarial data)."""
+    from ascend_ref import batch
+
+    calls = []
+    real = numerics._fold_blocks
+    monkeypatch.setattr(numerics, "_fold_blocks", lambda *a, **k: calls.append(1) or real(*a, **k))
+    rng = np.random.default_rng(47)
+    api, chip, dtype, option = "whole_reduce_max", "atlas_a2", "float16", "ORDER_INDEX_VALUE"
+    b, lanes = 9, 128
+    tensors, width = _batch_layout(api, dtype, option)
+    ubs = _batch_data(rng, b, width, dtype, benign=False)
+    base = dict(tensors, max_repeat=_R, repeat=_R, src_rep_stride=8, src_blk_stride=1,
+                dst_rep_stride=1, order=option)
+    for mask, blocked in ((lanes, True), (rng.integers(1, lanes + 1, b), False)):
+        batch._array_fn.cache_clear()
+        calls.clear()
+        out, status = ar.run_batch(api, ubs, chip=chip, dtype=dtype, mask=mask, **base)
+        assert bool(calls) == blocked
+        with engine.use_path("general"):
+            want, wstatus = ar.run_batch(api, ubs, chip=chip, dtype=dtype, mask=mask, **base)
+        np.testing.assert_array_equal(status, wstatus)
+        np.testing.assert_array_equal(out, want)
