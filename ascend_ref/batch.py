@@ -432,6 +432,13 @@ def _aligned_copy(a: np.ndarray, align: int = 64) -> np.ndarray:
     return out
 
 
+def _aligned_empty(a: np.ndarray, align: int = 64) -> np.ndarray:
+    """An uninitialised array like ``a`` starting at an ``align``-byte boundary."""
+    buf = np.empty(a.nbytes + align, np.uint8)
+    off = (-buf.ctypes.data) % align
+    return buf[off:off + a.nbytes].view(a.dtype).reshape(a.shape)
+
+
 def _max_table(api: str, option, max_repeat: Optional[int], dtype: str) -> int:
     """The repeat-table height a batch compiles (the API's range unless ``max_repeat``)."""
     if max_repeat is not None:
@@ -618,9 +625,9 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
     fn = _array_fn(api, chip if isinstance(chip, str) else chip.id, dtype, option, mask_mode,
                    max_repeat, has_sat, path, static, columns, bool(return_undefined))
     engine.release_if_needed()
-    # the result starts as a copy of the input; the kernel reads its rows (in place on CPU)
-    # before the chunk's words are merged into them
-    out = _aligned_copy(ubs)
+    # the result starts as a copy of the input, chunk by chunk (see below); the kernel reads
+    # its rows (in place on CPU) before the chunk's words are merged into them
+    out = _aligned_copy(ubs) if not PIPELINE else _aligned_empty(ubs)
     status = np.zeros(b, np.int32)
     undef = np.zeros(ubs.shape, bool) if return_undefined else None
     if b == 0:
@@ -630,8 +637,22 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
     # one device: chunks of equal shape (one compile); several: one sharded call (SPMD)
     c = _chunk(b, _max_table(api, option, max_repeat, dtype), _BATCH_CHUNK_BYTES) \
         if one_device else b
+
+    def finish(start: int, stop: int, res) -> None:
+        res = jax.device_get(res)
+        writes, st = res[0], res[1]
+        status[start:stop] = np.asarray(st)[:stop - start]
+        _merge(out, start, writes)
+        if undef is not None:
+            _mark_undefined(undef, start, res[2])
+
+    # pipelined: chunk k's kernel is dispatched (it runs asynchronously) before chunk k - 1
+    # is read back and merged, and chunk k + 1's rows are copied while it runs
+    pending: Optional[tuple] = None
     for start in range(0, b, c):
         stop = min(start + c, b)
+        if PIPELINE:
+            np.copyto(out[start:stop], ubs[start:stop])
         xs, qs = out[start:stop], rows[start:stop]
         if stop - start < c:                      # same shape as every chunk: no recompile
             fill = c - (stop - start)
@@ -644,17 +665,23 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
             args = (xs, qs, shared)
             if devs[0] != jax.devices()[0]:      # numpy arguments go to the default device
                 args = tuple(jax.device_put(a, devs[0]) for a in args)
-            res = jax.device_get(_jitted(fn)(*args))
+            res = _jitted(fn)(*args)
         else:
             res = scale.run_rows(_unshared(fn), xs, qs, devices=devs)
-        writes, st = res[0], res[1]
-        status[start:stop] = np.asarray(st)[:stop - start]
-        _merge(out, start, writes)
-        if undef is not None:
-            _mark_undefined(undef, start, res[2])
+        if not PIPELINE:
+            finish(start, stop, res)
+            continue
+        if pending is not None:
+            finish(*pending)
+        pending = (start, stop, res)
+    if pending is not None:
+        finish(*pending)
     return (out, status, undef) if undef is not None else (out, status)
 
 
+#: False: run_batch copies the whole input first and runs its chunks one after the other
+#: (A/B measurements, tests)
+PIPELINE = True
 #: False: run_batch never takes the blocked min / max trees (A/B measurements, tests)
 BLOCKED = True
 

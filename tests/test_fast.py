@@ -504,6 +504,37 @@ def test_run_batch_in_padded_chunks_equals_one_call_and_the_general_path(monkeyp
         np.testing.assert_array_equal(got[0], want[0])
 
 
+@pytest.mark.parametrize("api,chip,dtype,option", [BATCH_CONFIGS[0], BATCH_CONFIGS[-2]])
+def test_run_batch_pipelined_chunks_equal_the_serial_loop(monkeypatch, api, chip, dtype, option):
+    """The pipelined loop (chunk k dispatched before chunk k - 1 is merged, each chunk's rows
+    copied just before its kernel) against the serial one (the whole input copied first) and
+    the general path: four chunks, the last padded, a guard failure in one, per-case
+    parameters, the undefined-byte masks; the caller's array unchanged."""
+    from ascend_ref import batch
+
+    rng = np.random.default_rng(53)
+    b, lanes = 100, 256 // np.dtype(dtype).itemsize
+    tensors, width = _batch_layout(api, dtype, option)
+    ubs = _batch_data(rng, b, width, dtype, benign=True)
+    ubs[40:47] = _batch_data(rng, 7, width, dtype, benign=False)   # the second chunk falls back
+    before = ubs.copy()
+    monkeypatch.setattr(batch, "_BATCH_CHUNK_BYTES", 1)          # chunks of 32 cases
+    assert batch._chunk(b, _R, batch._BATCH_CHUNK_BYTES) == 32
+    for per_case in (False, True):
+        kw = _batch_kwargs(api, option, tensors, per_case, rng, b, lanes)
+        got = {}
+        for pipe in (True, False):
+            monkeypatch.setattr(batch, "PIPELINE", pipe)
+            got[pipe] = ar.run_batch(api, ubs, chip=chip, dtype=dtype, return_undefined=True,
+                                     **kw)
+        with engine.use_path("general"):
+            want = ar.run_batch(api, ubs, chip=chip, dtype=dtype, return_undefined=True, **kw)
+        for pipe in (True, False):
+            for a, w in zip(got[pipe], want):
+                np.testing.assert_array_equal(a, w, err_msg=f"{pipe} {per_case}")
+        np.testing.assert_array_equal(ubs, before)
+
+
 # ------------------------------------------------ sums: short lane trees (engineer `sums`) -----
 #
 # numerics.lane_tree: the fast tree of ReduceDataBlock SUM. Half: the first level adds the two
