@@ -268,8 +268,9 @@ def _replicas(case, n, rng, ub_size=None):
     return out
 
 
-_ONE_CALL_QUICK = ("whole_reduce_min", "whole_reduce_sum", "reduce_data_block", "vcgmax",
-                   "reduce_min_count")
+#: the APIs of the default run (the others: -m slow): an Ascend C whole reduce, a block
+#: reduce, a TIK-style vc* reduce and a count-form level-2 reduce
+_ONE_CALL_QUICK = ("whole_reduce_min", "reduce_data_block", "vcgmax", "reduce_min_count")
 
 
 @pytest.mark.parametrize("api", [pytest.param(a, marks=() if a in _ONE_CALL_QUICK else

@@ -809,7 +809,8 @@ def test_stored_tree_sum_equals_the_tree(saturate):
                                   np.asarray(numerics.tree_sum(x, exact.add)))
 
 
-@pytest.mark.parametrize("dtype", ["float16", "float32"])
+@pytest.mark.parametrize("dtype", ["float16",       # the stored stage-1 tree (float: -m slow)
+                                   pytest.param("float32", marks=pytest.mark.slow)])
 def test_run_batch_vec_reduce_add_tall_tables_equal_the_general_path_and_the_oracle(dtype):
     """vec_reduce_add through run_batch with R up to 130 (the second-level tree over more
     than L stage-1 sums) on adversarial and benign data, shared and per-case repeats and
