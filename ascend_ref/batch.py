@@ -432,13 +432,6 @@ def _aligned_copy(a: np.ndarray, align: int = 64) -> np.ndarray:
     return out
 
 
-def _aligned_empty(a: np.ndarray, align: int = 64) -> np.ndarray:
-    """An uninitialised array like ``a`` starting at an ``align``-byte boundary."""
-    buf = np.empty(a.nbytes + align, np.uint8)
-    off = (-buf.ctypes.data) % align
-    return buf[off:off + a.nbytes].view(a.dtype).reshape(a.shape)
-
-
 def _max_table(api: str, option, max_repeat: Optional[int], dtype: str) -> int:
     """The repeat-table height a batch compiles (the API's range unless ``max_repeat``)."""
     if max_repeat is not None:
@@ -494,19 +487,15 @@ def _chunk(b: int, r_max: int, nbytes: Optional[int] = None) -> int:
 
 def _dense_store(out: np.ndarray, start: int, addr: np.ndarray, bits: np.ndarray,
                  valid: np.ndarray) -> bool:
-    """Store a write table as one 2-D slice when it is one: every word valid, and every
-    row's words at the same consecutive addresses (``a0, a0 + s, ...``; the common case,
-    e.g. ``dst_rep_stride`` 1 with a fixed dst). Returns False (nothing stored) otherwise."""
-    n, size = addr.shape[0], bits.dtype.itemsize
-    if n == 0 or addr.size == 0 or not valid.all():
+    """Store a write table as one 2-D slice when it is one (:func:`batch_prep._dense_span`:
+    every word valid, and every row's words at the same consecutive addresses; the common
+    case, e.g. ``dst_rep_stride`` 1 with a fixed dst). Returns False (nothing stored)
+    otherwise."""
+    n = addr.shape[0]
+    span = batch_prep._dense_span(addr, valid, bits.dtype.itemsize, out.shape[1]) if n else None
+    if span is None:
         return False
-    a = addr.reshape(n, -1)
-    k, a0 = a.shape[1], int(a[0, 0])
-    if a0 < 0 or a0 + k * size > out.shape[1]:
-        return False
-    if not (np.all(a[:, :1] == a0) and np.all(a[:, 1:] - a[:, :-1] == size)):
-        return False
-    out[start:start + n, a0:a0 + k * size].view(bits.dtype)[...] = bits.reshape(n, k)
+    out[start:start + n, span[0]:span[1]].view(bits.dtype)[...] = bits.reshape(n, -1)
     return True
 
 
@@ -627,7 +616,7 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
     engine.release_if_needed()
     # the result starts as a copy of the input, chunk by chunk (see below); the kernel reads
     # its rows (in place on CPU) before the chunk's words are merged into them
-    out = _aligned_copy(ubs) if not PIPELINE else _aligned_empty(ubs)
+    out = _aligned_copy(ubs) if not PIPELINE else batch_prep._aligned_empty(ubs.shape)
     status = np.zeros(b, np.int32)
     undef = np.zeros(ubs.shape, bool) if return_undefined else None
     if b == 0:
