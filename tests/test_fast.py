@@ -605,7 +605,12 @@ def test_lane_tree_equals_the_exact_tree(dtype, saturate):
             np.testing.assert_array_equal(batch[finite], exact[finite], err_msg=f"{n}")
             assert bool(ok) == bool(finite.all()) and not finite.all() and finite.any()
             if dtype == "float32":                   # same float32 ops: every bit the same
-                np.testing.assert_array_equal(new.view(np.uint32), old.view(np.uint32))
+                # but a NaN's payload: which operand's payload an add keeps depends on how
+                # XLA orders and vectorises it (seen on an Intel Xeon host); a NaN never
+                # leaves the fast tree (the guard sends its case to the exact adder)
+                num = ~np.isnan(old)
+                np.testing.assert_array_equal(np.isnan(new), ~num)
+                np.testing.assert_array_equal(new[num].view(np.uint32), old[num].view(np.uint32))
         # under vmap: a batched mask (the cond becomes a select) and an unbatched one
         one = jax.jit(jax.vmap(lambda b, a: numerics.lane_tree(fast, b, a), in_axes=(0, 0)))
         shared = jax.jit(jax.vmap(lambda b, a: numerics.lane_tree(fast, b, a), in_axes=(0, None)))
