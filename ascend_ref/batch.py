@@ -45,6 +45,8 @@ hosts, start every process with ``jax.distributed.initialize()`` and pass
 from __future__ import annotations
 
 import collections
+import contextlib
+import contextvars
 import dataclasses
 import functools
 from typing import Any, Iterable, List, Optional, Sequence
@@ -616,7 +618,10 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
     engine.release_if_needed()
     # the result starts as a copy of the input, chunk by chunk (see below); the kernel reads
     # its rows (in place on CPU) before the chunk's words are merged into them
-    out = _aligned_copy(ubs) if not PIPELINE else batch_prep._aligned_empty(ubs.shape)
+    # (or, under overwrite_input(), is ubs itself when the kernel can read it in place)
+    inplace = PIPELINE and _OVERWRITE.get() and _writable_in_place(ubs)
+    out = ubs if inplace else _aligned_copy(ubs) if not PIPELINE else \
+        batch_prep.result_empty(ubs.shape)
     status = np.zeros(b, np.int32)
     undef = np.zeros(ubs.shape, bool) if return_undefined else None
     if b == 0:
@@ -640,7 +645,7 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
     pending: Optional[tuple] = None
     for start in range(0, b, c):
         stop = min(start + c, b)
-        if PIPELINE:
+        if PIPELINE and not inplace:
             np.copyto(out[start:stop], ubs[start:stop])
         xs, qs = out[start:stop], rows[start:stop]
         if stop - start < c:                      # same shape as every chunk: no recompile
@@ -666,6 +671,28 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
     if pending is not None:
         finish(*pending)
     return (out, status, undef) if undef is not None else (out, status)
+
+
+_OVERWRITE: contextvars.ContextVar = contextvars.ContextVar("ascend_ref_overwrite", default=False)
+
+
+@contextlib.contextmanager
+def overwrite_input():
+    """Within this block, :func:`run_batch` may return its input array itself, updated, as
+    its result (no copy of the batch), where the input is a writable, C-contiguous,
+    64-byte-aligned numpy ``uint8`` array (e.g. :func:`ascend_ref.batch_prep.aligned_zeros`);
+    any other input is copied as always. For callers that built the input only for this
+    call (``ascend-ref verify``'s windows); each chunk's kernel reads its rows before its
+    words are stored into them, and no chunk reads another's rows."""
+    token = _OVERWRITE.set(True)
+    try:
+        yield
+    finally:
+        _OVERWRITE.reset(token)
+
+
+def _writable_in_place(ubs: np.ndarray) -> bool:
+    return bool(ubs.flags.c_contiguous and ubs.flags.writeable and ubs.ctypes.data % 64 == 0)
 
 
 #: False: run_batch copies the whole input first and runs its chunks one after the other

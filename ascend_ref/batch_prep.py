@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import sys
 import threading
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
@@ -168,6 +169,67 @@ def _aligned_empty(shape: Tuple[int, int], align: int = 64) -> np.ndarray:
     buf = np.empty(n + align, np.uint8)
     off = (-buf.ctypes.data) % align
     return buf[off:off + n].reshape(shape)
+
+
+#: large result buffers are recycled by :func:`result_empty` (False: never; A/B, tests)
+RECYCLE = True
+#: recycled: buffers of at least _RECYCLE_MIN and at most _RECYCLE_MAX bytes, the last
+#: _RECYCLE_KEEP of them (smaller ones come from malloc's free lists without faults)
+_RECYCLE_MIN, _RECYCLE_MAX, _RECYCLE_KEEP = 1 << 20, 1 << 28, 2
+_RECYCLED: List[np.ndarray] = []
+_RECYCLE_LOCK = threading.Lock()
+
+
+def _refcount_works() -> bool:
+    """Whether ``sys.getrefcount`` counts references as :func:`result_empty` needs (one per
+    holder; not so where counts are deferred or immortal)."""
+    held = [np.empty(8, np.uint8)]
+    free = sys.getrefcount(held[0]) == 2
+    view = held[0][2:]
+    used = sys.getrefcount(held[0]) == 3
+    del view
+    return free and used and sys.getrefcount(held[0]) == 2
+
+
+_REFCOUNTS = _refcount_works()
+
+
+def result_empty(shape: Tuple[int, int], align: int = 64, zero: bool = False) -> np.ndarray:
+    """An ``align``-byte aligned ``uint8[shape]`` (uninitialised, or zeros when ``zero``) for
+    a result the caller fills: :func:`ascend_ref.batch.run_batch`'s output, ``verify``'s
+    windows.
+
+    Fresh memory from the OS costs a page fault and a zero fill per page on its first write
+    (on a young VM, writing a fresh 17 MB took 10 ms against 1.3 ms into reused memory). So
+    the owning arrays of the last few results are kept, and one is handed out again once
+    nothing else refers to it: every numpy view (and every JAX array made from one without a
+    copy) holds its owner, so an owner that only this list refers to is one whose earlier
+    result the caller has dropped entirely. A result the caller still holds never changes.
+
+    >>> a = result_empty((4, 1 << 18)); p = a.ctypes.data; del a
+    >>> result_empty((4, 1 << 18)).ctypes.data == p or not RECYCLE or not _REFCOUNTS
+    True
+    """
+    n = int(shape[0]) * int(shape[1])
+    need = n + align
+    if not (RECYCLE and _REFCOUNTS and _RECYCLE_MIN <= need <= _RECYCLE_MAX):
+        return (aligned_zeros if zero else _aligned_empty)(shape, align)
+    buf = None
+    with _RECYCLE_LOCK:
+        for k in range(len(_RECYCLED)):
+            # referred to by the list and by getrefcount's argument only: free
+            if _RECYCLED[k].nbytes == need and sys.getrefcount(_RECYCLED[k]) == 2:
+                buf = _RECYCLED.pop(k)
+                break
+        if buf is None:
+            buf = np.empty(need, np.uint8)
+        _RECYCLED.append(buf)
+        del _RECYCLED[:-_RECYCLE_KEEP]
+    off = (-buf.ctypes.data) % align
+    out = buf[off:off + n].reshape(shape)
+    if zero:
+        out.fill(0)
+    return out
 
 
 def aligned_zeros(shape: Tuple[int, int], align: int = 64) -> np.ndarray:

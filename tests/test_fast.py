@@ -884,3 +884,82 @@ def test_run_batch_takes_the_blocked_trees_only_for_shared_lanes(monkeypatch):
             want, wstatus = ar.run_batch(api, ubs, chip=chip, dtype=dtype, mask=mask, **base)
         np.testing.assert_array_equal(status, wstatus)
         np.testing.assert_array_equal(out, want)
+
+
+# ------------------------------------------ result buffers: recycled, or the input itself -----
+
+def test_run_batch_recycles_a_result_only_once_the_caller_dropped_it(monkeypatch):
+    """batch_prep.result_empty hands a result's memory out again only when nothing refers to
+    it any more: a held result, a held row view of one, or a JAX array made from one never
+    changes; a dropped one's memory is reused. Every result equals the general path's."""
+    from ascend_ref import batch_prep
+
+    if not batch_prep._REFCOUNTS:
+        pytest.skip("sys.getrefcount does not count holders here: recycling is off")
+    monkeypatch.setattr(batch_prep, "RECYCLE", True)
+    monkeypatch.setattr(batch_prep, "_RECYCLE_MIN", 0)        # small test batches recycle too
+    rng = np.random.default_rng(71)
+    api, chip, dtype, option = BATCH_CONFIGS[0]
+    b, lanes = 40, 256 // np.dtype(dtype).itemsize
+    tensors, width = _batch_layout(api, dtype, option)
+    kw = _batch_kwargs(api, option, tensors, True, rng, b, lanes)
+    inputs = [_batch_data(rng, b, width, dtype, benign=k % 2 == 0) for k in range(6)]
+    with engine.use_path("general"):
+        want = [ar.run_batch(api, u, chip=chip, dtype=dtype, **kw)[0] for u in inputs]
+
+    def run(k):
+        out, status = ar.run_batch(api, inputs[k], chip=chip, dtype=dtype, **kw)
+        np.testing.assert_array_equal(out, want[k], err_msg=str(k))
+        return out
+
+    held = run(0)                          # held whole
+    row = run(1)[7]                        # only a row view of the result is held
+    as_jax = jnp.asarray(run(2))           # a JAX array made from it (no copy on CPU)
+    addr = run(3).ctypes.data              # dropped at once
+    reused = [run(k).ctypes.data for k in (4, 5)]
+    assert addr in reused                  # the dropped result's memory came back
+    np.testing.assert_array_equal(held, want[0])
+    np.testing.assert_array_equal(row, want[1][7])
+    np.testing.assert_array_equal(np.asarray(as_jax), want[2])
+    for other in (held, row):
+        assert other.ctypes.data not in reused
+
+
+@pytest.mark.parametrize("api,chip,dtype,option", [BATCH_CONFIGS[0], BATCH_CONFIGS[-2]])
+def test_run_batch_overwrite_input_writes_the_result_over_an_aligned_input(monkeypatch, api,
+                                                                           chip, dtype, option):
+    """Under batch.overwrite_input() the result is the input array itself when it is
+    writable, contiguous and 64-byte aligned (four chunks, the last padded, one falling
+    back, per-case parameters), with the bits of an ordinary call; any other input (a
+    misaligned or a read-only one) is copied and left unchanged, as always."""
+    from ascend_ref import batch, batch_prep
+
+    rng = np.random.default_rng(59)
+    b, lanes = 100, 256 // np.dtype(dtype).itemsize
+    tensors, width = _batch_layout(api, dtype, option)
+    data = _batch_data(rng, b, width, dtype, benign=True)
+    data[40:47] = _batch_data(rng, 7, width, dtype, benign=False)
+    kw = _batch_kwargs(api, option, tensors, True, rng, b, lanes)
+    monkeypatch.setattr(batch, "_BATCH_CHUNK_BYTES", 1)          # chunks of 32 cases
+    want = ar.run_batch(api, data, chip=chip, dtype=dtype, return_undefined=True, **kw)
+    aligned = batch_prep.aligned_zeros(data.shape)
+    aligned[...] = data
+    with batch.overwrite_input():
+        got = ar.run_batch(api, aligned, chip=chip, dtype=dtype, return_undefined=True, **kw)
+    assert got[0] is aligned
+    for a, w in zip(got, want):
+        np.testing.assert_array_equal(a, w)
+    shifted = np.zeros(data.size + 1, np.uint8)[1:].reshape(data.shape)   # not aligned
+    shifted[...] = data
+    frozen = aligned.copy()
+    frozen[...] = data
+    frozen.flags.writeable = False
+    for other in (shifted, frozen):
+        with batch.overwrite_input():
+            got = ar.run_batch(api, other, chip=chip, dtype=dtype, return_undefined=True, **kw)
+        assert got[0] is not other and not np.shares_memory(got[0], other)
+        np.testing.assert_array_equal(other, data)
+        for a, w in zip(got, want):
+            np.testing.assert_array_equal(a, w)
+    got = ar.run_batch(api, aligned, chip=chip, dtype=dtype, **kw)     # outside: a copy
+    assert not np.shares_memory(got[0], aligned)

@@ -147,7 +147,7 @@ def _mask_words(rep_mask: Any, g: Group, rows: np.ndarray, lanes: int, word_orde
 def _group(v: "Verifier", f: DumpFile, g: Group, rows: np.ndarray) -> np.ndarray:
     """Verify ``rows`` of group ``g`` as one batch; returns the rows left for the per-case
     path. Counts go to ``v.report`` only once nothing can fail any more."""
-    from ..batch import run_batch
+    from ..batch import overwrite_input, run_batch
 
     d0 = None
     for r in rows[:4].tolist():          # the shared fields, by the version-1 rules
@@ -202,7 +202,7 @@ def _group(v: "Verifier", f: DumpFile, g: Group, rows: np.ndarray) -> np.ndarray
     # dropped): groups of many sizes share a few compiled shapes, for at most a quarter more
     # rows of work
     big = _bucket(m)
-    wins = np.zeros((big, width), np.uint8)
+    wins = batch_prep.result_empty((big, width), zero=True)   # run_batch's result, in place
     _windows(base, length, g, grow, "before", wins[:m], np.ones(m, bool))
     wins[m:] = wins[0]
 
@@ -220,10 +220,11 @@ def _group(v: "Verifier", f: DumpFile, g: Group, rows: np.ndarray) -> np.ndarray
         kw[ins.option.key] = case.option
     mode = "count" if g.mask_words == 0 else "bits"
     mask = pad(masks[sel, 0].astype(np.int64) if mode == "count" else masks[sel])
-    out, status, undef = run_batch(case.api, wins, chip=prof.id, dtype=case.dtype, mask=mask,
-                                   mask_mode=mode, saturate=case.saturate,
-                                   ub_base=int(base[0]) if (base == base[0]).all() else pad(base),
-                                   max_repeat=height, return_undefined=True, **kw)
+    with overwrite_input():
+        out, status, undef = run_batch(
+            case.api, wins, chip=prof.id, dtype=case.dtype, mask=mask, mask_mode=mode,
+            saturate=case.saturate, ub_base=int(base[0]) if (base == base[0]).all() else pad(base),
+            max_repeat=height, return_undefined=True, **kw)
     out, status, undef = out[:m], status[:m], undef[:m]
     err = g.error[grow]
     ran = (status == 0) & (err == 0)
