@@ -782,8 +782,9 @@ class Sink:
         for n, items in by.items():
             ks = [k for k, _ in items]
             # 64-byte aligned (a chunk may read its rows in place: :meth:`rows_of`); not
-            # padded to the compiled width: half-touched rows cost twice the page faults
-            ub = _aligned_empty((len(items), n))
+            # padded to the compiled width: half-touched rows cost twice the page faults;
+            # recycled once the caller dropped every outcome of an earlier call
+            ub = result_empty((len(items), n))
             for j, (_, u) in enumerate(items):
                 ub[j] = u
             self.stacks[n] = Stacked(np.zeros(len(items), np.int32), ub,

@@ -963,3 +963,33 @@ def test_run_batch_overwrite_input_writes_the_result_over_an_aligned_input(monke
             np.testing.assert_array_equal(a, w)
     got = ar.run_batch(api, aligned, chip=chip, dtype=dtype, **kw)     # outside: a copy
     assert not np.shares_memory(got[0], aligned)
+
+
+def test_run_cases_outcomes_keep_their_bytes_while_later_calls_recycle(monkeypatch):
+    """run_cases' outcome stack comes from batch_prep.result_empty: an outcome still held
+    keeps its bytes through later calls on other data, and each call's outcomes equal those
+    of a call with recycling off."""
+    from ascend_ref import batch_prep
+
+    monkeypatch.setattr(batch_prep, "_RECYCLE_MIN", 0)
+    rng = np.random.default_rng(73)
+    api, chip, dtype, option = BATCH_CONFIGS[3]
+    b, lanes = 24, 256 // np.dtype(dtype).itemsize
+    tensors, width = _batch_layout(api, dtype, option)
+    from ascend_ref.case import Case
+
+    params = dict(repeat=_R, dst_rep_stride=1, src_blk_stride=1, src_rep_stride=8)
+    runs = []
+    for k in range(4):
+        ubs = _batch_data(rng, b, width, dtype, benign=k % 2 == 0)
+        cases = [Case(api, chip, dtype, option, lanes, params, dict(tensors), ubs[j].copy())
+                 for j in range(b)]
+        monkeypatch.setattr(batch_prep, "RECYCLE", False)
+        want = [o.ub.copy() for o in run_cases(cases)]
+        monkeypatch.setattr(batch_prep, "RECYCLE", True)
+        runs.append((run_cases(cases), want))
+        if k == 1:
+            del runs[0]                  # the first call's outcomes dropped: reusable
+    for got, want in runs:
+        for o, w in zip(got, want):
+            np.testing.assert_array_equal(o.ub, w)
