@@ -541,7 +541,8 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
     anything else is a BAD_ARGUMENT error naming the parameter (:mod:`ascend_ref.batch_args`).
     ``max_repeat`` (static) shortens the compiled repeat table (cases above it get
     ``REPEAT_RANGE``). Returns numpy ``(ubs, status)``; the caller's ``ubs`` (numpy or JAX,
-    on one device or sharded over several) is never modified, donated or deleted.
+    on one device or sharded over several) is never modified, donated or deleted (unless the
+    caller asks for exactly that with :func:`overwrite_input`).
 
     Fast path: the kernel reads the rows in place (no copy on CPU), returns only the words
     each case writes, and the host merges them into one copy of ``ubs``; batches run in
