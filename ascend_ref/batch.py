@@ -424,16 +424,6 @@ def _pack(q: dict, b: int, share: bool) -> tuple:
     return tuple(columns), np.ascontiguousarray(rows), shared
 
 
-def _aligned_copy(a: np.ndarray, align: int = 64) -> np.ndarray:
-    """A copy of ``a`` starting at an ``align``-byte boundary (the CPU backend then reads
-    slices of it in place, without a copy)."""
-    buf = np.empty(a.nbytes + align, np.uint8)
-    off = (-buf.ctypes.data) % align
-    out = buf[off:off + a.nbytes].view(a.dtype).reshape(a.shape)
-    np.copyto(out, a)
-    return out
-
-
 def _max_table(api: str, option, max_repeat: Optional[int], dtype: str) -> int:
     """The repeat-table height a batch compiles (the API's range unless ``max_repeat``)."""
     if max_repeat is not None:
@@ -619,10 +609,15 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
     engine.release_if_needed()
     # the result starts as a copy of the input, chunk by chunk (see below); the kernel reads
     # its rows (in place on CPU) before the chunk's words are merged into them
-    # (or, under overwrite_input(), is ubs itself when the kernel can read it in place)
+    # (or, under overwrite_input(), is ubs itself when the kernel can read it in place);
+    # aligned, so the CPU backend reads its slices without a copy
     inplace = PIPELINE and _OVERWRITE.get() and _writable_in_place(ubs)
-    out = ubs if inplace else _aligned_copy(ubs) if not PIPELINE else \
-        batch_prep.result_empty(ubs.shape)
+    if inplace:
+        out = ubs
+    else:
+        out = batch_prep.result_empty(ubs.shape)
+        if not PIPELINE:
+            np.copyto(out, ubs)
     status = np.zeros(b, np.int32)
     undef = np.zeros(ubs.shape, bool) if return_undefined else None
     if b == 0:

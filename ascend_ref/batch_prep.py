@@ -163,12 +163,18 @@ def _buffer(b: int, width: int) -> Tuple[np.ndarray, np.ndarray]:
     return got
 
 
-def _aligned_empty(shape: Tuple[int, int], align: int = 64) -> np.ndarray:
-    """Uninitialised ``uint8`` of ``shape`` starting at an ``align``-byte boundary."""
+def _aligned_part(buf: np.ndarray, shape: Tuple[int, int], align: int) -> np.ndarray:
+    """The ``uint8[shape]`` view of ``buf`` (at least ``align`` bytes longer) that starts
+    at its first ``align``-byte boundary."""
     n = int(shape[0]) * int(shape[1])
-    buf = np.empty(n + align, np.uint8)
     off = (-buf.ctypes.data) % align
     return buf[off:off + n].reshape(shape)
+
+
+def _aligned_empty(shape: Tuple[int, int], align: int = 64) -> np.ndarray:
+    """Uninitialised ``uint8`` of ``shape`` starting at an ``align``-byte boundary."""
+    return _aligned_part(np.empty(int(shape[0]) * int(shape[1]) + align, np.uint8), shape,
+                         align)
 
 
 #: large result buffers are recycled by :func:`result_empty` (False: never; A/B, tests)
@@ -210,8 +216,7 @@ def result_empty(shape: Tuple[int, int], align: int = 64, zero: bool = False) ->
     >>> result_empty((4, 1 << 18)).ctypes.data == p or not RECYCLE or not _REFCOUNTS
     True
     """
-    n = int(shape[0]) * int(shape[1])
-    need = n + align
+    need = int(shape[0]) * int(shape[1]) + align
     if not (RECYCLE and _REFCOUNTS and _RECYCLE_MIN <= need <= _RECYCLE_MAX):
         return (aligned_zeros if zero else _aligned_empty)(shape, align)
     buf = None
@@ -225,8 +230,7 @@ def result_empty(shape: Tuple[int, int], align: int = 64, zero: bool = False) ->
             buf = np.empty(need, np.uint8)
         _RECYCLED.append(buf)
         del _RECYCLED[:-_RECYCLE_KEEP]
-    off = (-buf.ctypes.data) % align
-    out = buf[off:off + n].reshape(shape)
+    out = _aligned_part(buf, shape, align)
     if zero:
         out.fill(0)
     return out
@@ -235,10 +239,8 @@ def result_empty(shape: Tuple[int, int], align: int = 64, zero: bool = False) ->
 def aligned_zeros(shape: Tuple[int, int], align: int = 64) -> np.ndarray:
     """``uint8`` zeros starting at an ``align``-byte boundary: the CPU backend reads such an
     array in place (``np.zeros`` of a large array is 16-byte aligned and gets copied)."""
-    n = int(shape[0]) * int(shape[1])
-    buf = np.zeros(n + align, np.uint8)
-    off = (-buf.ctypes.data) % align
-    return buf[off:off + n].reshape(shape)
+    return _aligned_part(np.zeros(int(shape[0]) * int(shape[1]) + align, np.uint8), shape,
+                         align)
 
 
 # ------------------------------------------------------------------ preparation ------------
