@@ -88,18 +88,29 @@ def _compiled(fn: Callable, devs: Tuple, donate: Tuple[int, ...]):
     return jax.jit(fn, in_shardings=rows, out_shardings=rows, donate_argnums=donate), rows
 
 
-def _pad_rows(tree: Any, n: int, total: int) -> Any:
-    """Pad every leaf's leading axis from ``n`` to ``total`` rows (copies of row 0, or zeros)."""
-    if total == n:
-        return tree
+def pad_rows(tree: Any, total: int) -> Any:
+    """Every leaf (numpy) of ``tree`` with its leading axis padded to ``total`` rows with
+    copies of row 0 (zeros where it has no rows): a batch of fixed shape, so one compile
+    serves every chunk; the padding rows' results are dropped.
 
+    >>> pad_rows({"a": np.array([3, 4])}, 4)["a"].tolist()
+    [3, 4, 3, 3]
+    """
     def pad(x):
         x = np.asarray(x)
+        n = x.shape[0]
+        if n == total:
+            return x
         if n == 0:
             return np.zeros((total,) + x.shape[1:], x.dtype)
         return np.concatenate([x, np.repeat(x[:1], total - n, axis=0)])
 
     return jax.tree_util.tree_map(pad, tree)
+
+
+def _pad_rows(tree: Any, n: int, total: int) -> Any:
+    """Pad every leaf's leading axis from ``n`` to ``total`` rows (:func:`pad_rows`)."""
+    return tree if total == n else pad_rows(tree, total)
 
 
 def _rows(tree: Any) -> int:
