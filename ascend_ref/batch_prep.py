@@ -43,7 +43,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import jax
 import numpy as np
 
-from . import engine, registry
+from . import engine, registry, scale
 from .case import Case, Outcome
 from .constraints import Code, ConstraintError
 
@@ -138,8 +138,7 @@ class Rows:
         m = len(self)
         if m == b:
             return self.p
-        return jax.tree_util.tree_map(
-            lambda x: np.concatenate([x, np.repeat(x[:1], b - m, axis=0)]), self.p)
+        return scale.pad_rows(self.p, b)
 
 
 _BUFFERS = threading.local()
@@ -180,8 +179,10 @@ def _aligned_empty(shape: Tuple[int, int], align: int = 64) -> np.ndarray:
 #: large result buffers are recycled by :func:`result_empty` (False: never; A/B, tests)
 RECYCLE = True
 #: recycled: buffers of at least _RECYCLE_MIN and at most _RECYCLE_MAX bytes, the last
-#: _RECYCLE_KEEP of them (smaller ones come from malloc's free lists without faults)
-_RECYCLE_MIN, _RECYCLE_MAX, _RECYCLE_KEEP = 1 << 20, 1 << 28, 2
+#: _RECYCLE_KEEP of them and no more than _RECYCLE_TOTAL bytes in all (smaller ones come
+#: from malloc's free lists without faults). Four: a verify group holds its before and
+#: after columns, its windows (run_batch's result, in place) and the next call's result
+_RECYCLE_MIN, _RECYCLE_MAX, _RECYCLE_KEEP, _RECYCLE_TOTAL = 1 << 20, 1 << 28, 4, 1 << 29
 _RECYCLED: List[np.ndarray] = []
 _RECYCLE_LOCK = threading.Lock()
 
@@ -230,9 +231,26 @@ def result_empty(shape: Tuple[int, int], align: int = 64, zero: bool = False) ->
             buf = np.empty(need, np.uint8)
         _RECYCLED.append(buf)
         del _RECYCLED[:-_RECYCLE_KEEP]
+        while len(_RECYCLED) > 1 and sum(a.nbytes for a in _RECYCLED) > _RECYCLE_TOTAL:
+            del _RECYCLED[0]                 # the oldest goes first, never the one handed out
     out = _aligned_part(buf, shape, align)
     if zero:
         out.fill(0)
+    return out
+
+
+def column_of(parts: Sequence[np.ndarray]) -> np.ndarray:
+    """``np.concatenate(parts)`` of 1-D ``uint8`` arrays, written into a
+    :func:`result_empty` buffer (a large column reuses dropped memory instead of faulting in
+    fresh pages: ``verify`` stacks a file's region bytes this way).
+
+    >>> column_of([np.arange(3, dtype=np.uint8), np.arange(2, dtype=np.uint8)]).tolist()
+    [0, 1, 2, 0, 1]
+    """
+    n = sum(int(p.size) for p in parts)
+    out = result_empty((1, n))[0]
+    if parts:
+        np.concatenate(parts, out=out)
     return out
 
 
@@ -854,22 +872,37 @@ def outcomes(rows: Rows, cases: Optional[Sequence[Case]], writes: Any, status: n
                words)
 
 
-def _dense_span(a: np.ndarray, valid: np.ndarray, size: int,
-                n: int) -> Optional[Tuple[int, int]]:
-    """``(lo, hi)`` when a write table (byte addresses ``a``, one row per case) is one run of
-    consecutive ``size``-byte words at the same bytes ``[lo, hi)`` of every row, each valid
-    and inside ``[0, n)`` (then a 2-D slice stores it); else None."""
+def _dense_span(a: np.ndarray, valid: np.ndarray, size: int, n: int,
+                offset: int = 0) -> Optional[Tuple[int, int]]:
+    """``(lo, hi)`` when a write table (byte addresses ``a + offset``, one row per case) is
+    one run of consecutive ``size``-byte words at the same bytes ``[lo, hi)`` of every row,
+    each valid and inside ``[0, n)`` (then a 2-D slice stores it); else None.
+
+    Every row is then the same run, so row 0 is checked against the run and every row
+    against row 0: no temporary wider than a bool per word (an ``int64`` difference table
+    of a chunk is larger than malloc's mmap threshold, and faulted in on every call)."""
     m = a.shape[0]
     if a.size == 0 or not valid.all():
         return None
     a = a.reshape(m, -1)
-    lo = int(a[0, 0])
-    hi = lo + a.shape[1] * size
+    row = a[0]
+    first = int(row[0])
+    lo = first + offset
+    hi = lo + row.size * size
     if lo < 0 or hi > n or lo % size:
         return None
-    if not (np.all(a[:, :1] == lo) and np.all(a[:, 1:] - a[:, :-1] == size)):
+    if not np.array_equal(row, np.arange(first, first + row.size * size, size)):
+        return None
+    if m > 1 and not (a == row).all():
         return None
     return lo, hi
+
+
+def _rows(x: Any, sel: np.ndarray, full: bool) -> np.ndarray:
+    """Rows ``sel`` of a kernel output: a view of its first rows when ``full`` (``sel`` is
+    ``0 .. len(sel) - 1``), else a gathered copy."""
+    x = np.asarray(x)
+    return x[:sel.size] if full else x[sel]
 
 
 def _merge(rows: Rows, sel: np.ndarray, into: Stacked, at: np.ndarray, writes: Any,
@@ -879,13 +912,14 @@ def _merge(rows: Rows, sel: np.ndarray, into: Stacked, at: np.ndarray, writes: A
 
     Positions are flat byte indices into ``into``'s ``[*, n]`` arrays."""
     m = sel.size
+    full = m > 0 and int(sel[-1]) == m - 1         # sel is ascending: every row 0 .. m - 1
     out, undef, written = into.ub, into.undefined, into.written
     n = out.shape[1]
     uf, wf = undef.reshape(-1), written.reshape(-1)
     base = rows.base[sel]
     any_undef = False
     for start, nbytes, when in regions:
-        start, nbytes, when = np.asarray(start)[sel], np.asarray(nbytes)[sel], np.asarray(when)[sel]
+        start, nbytes, when = (_rows(x, sel, full) for x in (start, nbytes, when))
         on = np.flatnonzero(when)
         lo = np.maximum(base[on] + start[on], 0).tolist()
         hi = np.minimum(base[on] + start[on] + nbytes[on], n).tolist()
@@ -895,7 +929,7 @@ def _merge(rows: Rows, sel: np.ndarray, into: Stacked, at: np.ndarray, writes: A
                 any_undef = True
     row0 = at * n
     for addr, when in words:
-        addr, when = np.asarray(addr)[sel], np.asarray(when)[sel]
+        addr, when = _rows(addr, sel, full), _rows(when, sel, full)
         shape = (m,) + (1,) * (addr.ndim - 1)
         a = addr.astype(np.int64) + base.reshape(shape)
         keep = when & (a >= 0) & (a < n)
@@ -905,12 +939,13 @@ def _merge(rows: Rows, sel: np.ndarray, into: Stacked, at: np.ndarray, writes: A
     marked = []
     at0 = int(at[0]) if m else 0
     rows_run = m > 0 and bool(np.all(at == np.arange(at0, at0 + m)))
+    one_base = m > 0 and bool(np.all(base == base[0]))
     for addr, bits, valid in writes:
-        addr, bits, valid = np.asarray(addr)[sel], np.asarray(bits)[sel], np.asarray(valid)[sel]
+        addr, bits, valid = _rows(addr, sel, full), _rows(bits, sel, full), _rows(valid, sel, full)
         size = bits.dtype.itemsize
         shape = (m,) + (1,) * (addr.ndim - 1)
-        a = addr.astype(np.int64) + base.reshape(shape)
-        span = _dense_span(a, valid, size, n) if rows_run and DENSE_MERGE else None
+        span = _dense_span(addr, valid, size, n, int(base[0])) \
+            if rows_run and one_base and DENSE_MERGE else None
         if span is not None:          # one 2-D slice: every case writes the same run of words
             lo, hi = span
             out[at0:at0 + m, lo:hi].view(bits.dtype)[...] = bits.reshape(m, -1)
@@ -919,6 +954,7 @@ def _merge(rows: Rows, sel: np.ndarray, into: Stacked, at: np.ndarray, writes: A
             if any_undef:
                 w &= ~undef[at0:at0 + m, lo:hi]
             continue
+        a = addr.astype(np.int64) + base.reshape(shape)
         keep = valid & (a >= 0) & (a + size <= n)      # never false for a case that passed
         flat = (a + row0.reshape(shape))[keep]
         _scatter_flat(out, flat, bits[keep])

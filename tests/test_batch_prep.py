@@ -193,3 +193,76 @@ def test_vectorised_outcomes_equal_the_public_functions():
     cases = [c for c in _cases(30, 8)][::10]
     for c, got in zip(cases, ar.run_cases(cases)):
         assert diff(got, run_jax(c)) is None, c.describe()
+
+
+# ------------------------------------------ host merge helpers (the dense 2-D store) -------
+
+def _span_by_words(a, valid, size, n, offset=0):
+    """What batch_prep._dense_span decides, written out word by word: every word valid, each
+    row the same run ``lo, lo + size, ...`` of absolute addresses ``a + offset``, aligned
+    to ``size`` and inside ``[0, n)``."""
+    a = np.asarray(a, np.int64).reshape(a.shape[0], -1) + offset
+    if a.size == 0 or not np.asarray(valid).all():
+        return None
+    lo = int(a[0, 0])
+    for row in a:
+        for j, x in enumerate(row.tolist()):
+            if x != lo + j * size:
+                return None
+    hi = lo + a.shape[1] * size
+    return (lo, hi) if lo >= 0 and hi <= n and lo % size == 0 else None
+
+
+def test_dense_span_is_the_word_by_word_rule():
+    """_dense_span (row 0 against the run, every row against row 0, an address offset) gives
+    the span exactly where the word-by-word rule does, over dense tables, shifted rows,
+    one word out of place, an invalid word, misaligned and out-of-range runs and offsets."""
+    rng = np.random.default_rng(97)
+    seen = {True: 0, False: 0}
+    for trial in range(400):
+        m, k, size = int(rng.integers(1, 6)), int(rng.integers(1, 9)), int(rng.choice([2, 4]))
+        lo = int(rng.choice([0, size, 3 * size, 1, -size, 96]))
+        a = np.tile(lo + size * np.arange(k, dtype=np.int32), (m, 1)).reshape(m, k, 1)
+        a = np.repeat(a, 1, axis=2)
+        valid = np.ones(a.shape, bool)
+        kind = trial % 6
+        if kind == 1:
+            a[int(rng.integers(m))] += size                     # one row shifted
+        elif kind == 2:
+            a[int(rng.integers(m)), int(rng.integers(k))] += 1  # one word out of place
+        elif kind == 3:
+            valid[int(rng.integers(m)), int(rng.integers(k))] = False
+        n = int(rng.choice([64, lo + k * size, lo + k * size - 1, 4096]))
+        offset = int(rng.choice([0, 0, 32, -lo, 2]))
+        want = _span_by_words(a, valid, size, n, offset)
+        assert batch_prep._dense_span(a, valid, size, n, offset) == want, (trial, kind)
+        seen[want is not None] += 1
+    assert seen[True] > 40 and seen[False] > 40
+
+
+def test_column_of_recycles_only_dropped_columns(monkeypatch):
+    """column_of (verify's stacked region columns) is np.concatenate's result in recycled
+    memory: a held column keeps its bytes while later columns of the same size reuse the
+    memory of a dropped one, and the pool keeps no more than _RECYCLE_TOTAL bytes."""
+    if not batch_prep._REFCOUNTS:
+        pytest.skip("sys.getrefcount does not count holders here: recycling is off")
+    monkeypatch.setattr(batch_prep, "RECYCLE", True)
+    monkeypatch.setattr(batch_prep, "_RECYCLE_MIN", 0)
+    monkeypatch.setattr(batch_prep, "_RECYCLED", [])
+    rng = np.random.default_rng(3)
+    parts = [[rng.integers(0, 256, int(rng.integers(0, 300)), np.uint8) for _ in range(5)]
+             for _ in range(4)]
+    for p in parts:                                 # the same total size: one pool size
+        p.append(np.zeros(2000 - sum(x.size for x in p), np.uint8))
+    held = batch_prep.column_of(parts[0])
+    gone = batch_prep.column_of(parts[1]).ctypes.data
+    again = batch_prep.column_of(parts[2])
+    assert again.ctypes.data == gone != held.ctypes.data
+    np.testing.assert_array_equal(held, np.concatenate(parts[0]))
+    np.testing.assert_array_equal(again, np.concatenate(parts[2]))
+    assert batch_prep.column_of([]).size == 0
+    monkeypatch.setattr(batch_prep, "_RECYCLE_TOTAL", 5000)   # two 2064-byte buffers fit
+    keep = [batch_prep.column_of(p) for p in parts]
+    assert sum(a.nbytes for a in batch_prep._RECYCLED) <= 5000
+    for k, p in zip(keep, parts):
+        np.testing.assert_array_equal(k, np.concatenate(p))
