@@ -363,3 +363,42 @@ def test_run_cases_one_call_reads_exact_ubs_in_place(api, dtype, option, monkeyp
         assert diff(a, b) is None, c.describe()
     for k in (0, 3, 63):                       # 3: an all-tie / all-NaN UB
         assert diff(run_oracle(cases[k]), got[k]) is None
+
+
+def test_run_cases_one_call_groups_take_run_batch_sized_chunks(monkeypatch):
+    """A group whose cases share every parameter (batch._shares_call) runs in chunks as
+    large as run_batch's (128 cases at R = 255 instead of 64), the last one padded; the
+    outcomes are the row-wise kernel's in chunks of 64 and, for a sample, the oracle's. One
+    case with another repeat count makes the group mixed: chunks of 64 again."""
+    from ascend_ref import batch, batch_prep
+    from ascend_ref.case import run_oracle
+
+    rng = np.random.default_rng(29)
+    api, dtype, r = "whole_reduce_sum", "float32", 255
+    n = r * 256 + 1024
+    tensors = {"src": (0, r * 64), "dst": (r * 256, 256)}
+    params = {"repeat": r, "dst_rep_stride": 1, "src_blk_stride": 1, "src_rep_stride": 8}
+    base = Case(api, "atlas_a2", dtype, None, 64, params, tensors, np.zeros(n, np.uint8))
+    cases = _replicas(base, 150, rng)
+    assert batch._shares_call(batch_prep.Rows.concat(batch_prep.prepare(cases, [None] * 150,
+                                                                        batch.TABLE_HEIGHTS)))
+    batch.EXECUTABLES.clear()
+    got = ar.run_cases(cases)
+    sizes = sorted({k[3][1] for k in batch.EXECUTABLES if isinstance(k[3], tuple)})
+    assert sizes == [128], batch.EXECUTABLES        # 150 = 128 + 22: two chunks of 128
+    monkeypatch.setattr(batch, "SHARED_ROWS", False)
+    batch.EXECUTABLES.clear()
+    want = ar.run_cases(cases)
+    assert {k[3] for k in batch.EXECUTABLES} <= {64, 8}, batch.EXECUTABLES
+    assert {o.code for o in got} == {None}
+    for c, a, b in zip(cases, got, want):
+        assert diff(a, b) is None, c.describe()
+    for k in (0, 3, 149):                       # 3: an all-tie / all-NaN UB
+        assert diff(run_oracle(cases[k]), got[k]) is None
+    monkeypatch.setattr(batch, "SHARED_ROWS", True)
+    cases[7].params = dict(params, repeat=r - 1)
+    batch.EXECUTABLES.clear()
+    mixed = ar.run_cases(cases)
+    assert not any(isinstance(k[3], tuple) and k[3][1] == 128 for k in batch.EXECUTABLES)
+    for k in (0, 7, 100):
+        assert diff(run_oracle(cases[k]), mixed[k]) is None
