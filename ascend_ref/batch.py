@@ -639,7 +639,7 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
         if not PIPELINE:
             np.copyto(out, ubs)
     status = np.zeros(b, np.int32)
-    undef = np.zeros(ubs.shape, bool) if return_undefined else None
+    undef = batch_prep.sparse_zeros(ubs.shape) if return_undefined else None
     if b == 0:
         return (out, status, undef) if undef is not None else (out, status)
     size = np.dtype(dtype).itemsize

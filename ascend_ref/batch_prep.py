@@ -36,6 +36,9 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import itertools
+import mmap
+import operator
 import sys
 import threading
 from typing import Any, Dict, List, Optional, Sequence, Tuple
@@ -261,6 +264,45 @@ def aligned_zeros(shape: Tuple[int, int], align: int = 64) -> np.ndarray:
                          align)
 
 
+#: large byte masks come from :func:`sparse_zeros`' anonymous mappings (False: ``np.zeros``;
+#: A/B, tests); at least this many bytes (smaller ones come from malloc without faults)
+SPARSE_MMAP, _SPARSE_MIN = True, 1 << 22
+#: private (copy-on-write after a fork, plain anonymous memory), not the default shared
+#: mapping; Windows has no flags (its anonymous mappings are private to the process)
+_PRIVATE = {"flags": mmap.MAP_PRIVATE} if hasattr(mmap, "MAP_PRIVATE") else {}
+
+
+def sparse_zeros(shape: Tuple[int, ...]) -> np.ndarray:
+    """``bool`` zeros of ``shape`` for a table that is mostly never written: the
+    ``written`` / ``undefined`` byte masks of a batch's outcomes (a result touches a few
+    hundred bytes of each case's UB).
+
+    A large one is an anonymous memory mapping: its pages are the OS's zero page until
+    written, then faulted in 4 KiB at a time, only where written, and given back when the
+    last view goes. ``np.zeros`` of the same size either clears every byte (malloc's
+    reused memory) or, fresh from the OS, is marked for 2 MiB pages (numpy advises huge
+    pages above 4 MiB), so that one written byte a row zero-fills the whole table; on the
+    development VM such a fault sometimes stalled for tens of milliseconds (measured: 256
+    rows of 65,792 bytes, two tables, one 512-byte run set a row, best of 12 calls holding
+    the last two results: ``np.zeros`` 1.3--2 ms with calls of 17--44 ms; shared mappings
+    0.8--1.2 ms, private ones 0.5--0.8 ms, with one call of 5 ms in 24). Smaller tables,
+    and any platform where the mapping fails, get ``np.zeros``.
+
+    >>> t = sparse_zeros((256, 1 << 16)); t[:, 100] = True
+    >>> int(t.sum()), t.dtype.name, t.flags.writeable
+    (256, 'bool', True)
+    """
+    n = 1
+    for d in shape:
+        n *= int(d)
+    if SPARSE_MMAP and n >= _SPARSE_MIN:
+        try:
+            return np.frombuffer(mmap.mmap(-1, n, **_PRIVATE), np.bool_).reshape(shape)
+        except (OSError, ValueError):   # no anonymous mapping here (or none left): plain zeros
+            pass
+    return np.zeros(shape, bool)
+
+
 # ------------------------------------------------------------------ preparation ------------
 
 def _stack(p: Any, m: int) -> Any:
@@ -323,25 +365,45 @@ def _static(api: str, dtype: str) -> Optional[tuple]:
     return got
 
 
-_INTS = {int}
+_INTS, _TUPLES, _PAIRS = {int}, {tuple}, {2}
+_GETTERS: Dict[Tuple[Tuple[str, ...], Tuple[str, ...]], Tuple[Any, Any]] = {}
+
+
+def _getter(keys: Sequence[str]) -> Any:
+    """``d -> tuple(d[k] for k in keys)`` in C (:func:`operator.itemgetter`; one key gives a
+    1-tuple too)."""
+    if len(keys) == 1:
+        one = operator.itemgetter(keys[0])
+        return lambda d: (one(d),)
+    return operator.itemgetter(*keys) if keys else (lambda d: ())
 
 
 def _case_values(tensors: Any, operands: Sequence[str], params: Any,
                  names: Sequence[str]) -> Optional[List[int]]:
     """A plain case's ints -- ``addr, size`` of every operand (non-negative), then every
     parameter -- each below ``_PLAIN`` in size; None when one is missing, not an integer
-    (Python or numpy; not a bool) or too large (the per-case path decides then)."""
+    (Python or numpy; not a bool) or too large (the per-case path decides then).
+
+    The common case (every pair a tuple of two Python ints, every parameter a Python int)
+    is read and checked by C loops (item getters, ``map``, ``min`` / ``max``: ~2.5 us a
+    case against ~3.5 us with list comprehensions, measured); anything else takes the
+    value-by-value loop below, which decides every case alone."""
+    key = (tuple(operands), tuple(names))       # tuples already (:func:`_static`): no copy
+    got = _GETTERS.get(key)
+    if got is None:
+        got = _GETTERS[key] = (_getter(operands), _getter(names))
     try:
-        pairs = [tensors[t] for t in operands]
-        pv = [params[k] for k in names]
+        pairs = got[0](tensors)
+        pv = got[1](params)
     except (KeyError, TypeError):
         return None
-    if all(type(pr) is tuple and len(pr) == 2 for pr in pairs):     # the common case: one
-        tv = [x for pr in pairs for x in pr]                         # pass in C, no per-value
-        if (set(map(type, tv)) | set(map(type, pv))) <= _INTS and \
+    if _TUPLES.issuperset(map(type, pairs)) and _PAIRS.issuperset(map(len, pairs)):
+        tv = list(itertools.chain.from_iterable(pairs))
+        if _INTS.issuperset(map(type, tv)) and _INTS.issuperset(map(type, pv)) and \
                 (not tv or (min(tv) >= 0 and max(tv) < _PLAIN)) and \
-                (not pv or (min(pv) >= -_PLAIN and max(pv) < _PLAIN)):   # Python work
-            return tv + pv
+                (not pv or (min(pv) >= -_PLAIN and max(pv) < _PLAIN)):
+            tv.extend(pv)
+            return tv
     vals: List[int] = []
     try:
         for pr in pairs:
@@ -758,7 +820,7 @@ class Stacked:
     def start(ubs: np.ndarray) -> "Stacked":
         b, n = ubs.shape
         return Stacked(np.zeros(b, np.int32), np.array(ubs, np.uint8, copy=True, order="C"),
-                       np.zeros((b, n), bool), np.zeros((b, n), bool))
+                       sparse_zeros((b, n)), sparse_zeros((b, n)))
 
     def __len__(self) -> int:
         return int(self.code.size)
@@ -808,8 +870,8 @@ class Sink:
             for j, (_, u) in enumerate(items):
                 ub[j] = u
             self.stacks[n] = Stacked(np.zeros(len(items), np.int32), ub,
-                                     np.zeros((len(items), n), bool),
-                                     np.zeros((len(items), n), bool))
+                                     sparse_zeros((len(items), n)),
+                                     sparse_zeros((len(items), n)))
             self.rowpos[ks] = np.arange(len(items))
             self.ks.extend(ks)
             for k in ks:

@@ -266,3 +266,114 @@ def test_column_of_recycles_only_dropped_columns(monkeypatch):
     assert sum(a.nbytes for a in batch_prep._RECYCLED) <= 5000
     for k, p in zip(keep, parts):
         np.testing.assert_array_equal(k, np.concatenate(p))
+
+
+# ------------------------------------------ plain values and sparse byte masks --------------
+
+def _values_by_rule(tensors, operands, params, names):
+    """What batch_prep._case_values decides, value by value (its docstring's rule): every
+    operand's pair unpacks into ``addr, size``, integers (Python or numpy, not bool) in
+    ``[0, _PLAIN)``; every parameter an integer in ``[-_PLAIN, _PLAIN)``."""
+    plain = batch_prep._PLAIN
+
+    def integer(v):
+        return type(v) is int or isinstance(v, np.integer)
+
+    try:
+        pairs = [tensors[t] for t in operands]
+        pv = [params[k] for k in names]
+    except (KeyError, TypeError):
+        return None
+    out = []
+    for pr in pairs:
+        try:
+            a, n = pr
+        except (TypeError, ValueError):
+            return None
+        for v in (a, n):
+            if not (integer(v) and 0 <= v < plain):
+                return None
+            out.append(int(v))
+    for v in pv:
+        if not (integer(v) and -plain <= v < plain):
+            return None
+        out.append(int(v))
+    return out
+
+
+def test_case_values_is_the_value_by_value_rule():
+    """_case_values (C item getters and map checks for tuples of Python ints, a loop for the
+    rest) returns exactly what the value-by-value rule does, as the same Python ints, over
+    pairs that are tuples, lists, arrays, 1- and 3-tuples and strings, and values that are
+    ints at and past the range ends, numpy ints, bools, floats and None, with missing keys."""
+    rng = np.random.default_rng(11)
+    plain = batch_prep._PLAIN
+    values = [0, 1, 32, 2**31, plain - 1, plain, -1, -plain, -plain - 1, np.int64(64),
+              np.uint64(2**63), np.int32(-5), True, np.bool_(False), 3.0, None, "7"]
+    shapes = ["tuple", "tuple", "tuple", "list", "array", "one", "three", "str"]
+    seen = {True: 0, False: 0}
+    for trial in range(3000):
+        operands = ("dst", "src", "work")[:int(rng.integers(1, 4))]
+        names = ("repeat", "dst_rep_stride", "src_rep_stride")[:int(rng.integers(1, 4))]
+        pick = lambda: values[int(rng.integers(len(values)))] if rng.random() < 0.3 else \
+            int(rng.integers(0, 4096))  # noqa: E731
+        tensors = {}
+        for t in operands:
+            a, n, shape = pick(), pick(), shapes[int(rng.integers(len(shapes)))]
+            tensors[t] = {"tuple": (a, n), "list": [a, n], "one": (a,), "three": (a, n, 1),
+                          "str": "ab", "array": np.array([7, 9])}[shape]
+        params = {k: pick() for k in names}
+        if rng.random() < 0.05:
+            del tensors[operands[0]]
+        if rng.random() < 0.05:
+            del params[names[-1]]
+        want = _values_by_rule(tensors, operands, params, names)
+        got = batch_prep._case_values(tensors, operands, params, names)
+        assert got == want, (trial, tensors, params)
+        assert got is None or all(type(v) is int for v in got)
+        seen[want is not None] += 1
+    assert seen[True] > 300 and seen[False] > 300, seen
+
+
+def test_sparse_masks_give_the_same_outcomes(monkeypatch):
+    """run_cases' written / undefined byte masks from anonymous mappings (sparse_zeros, here
+    for every table size) are the same bits as from np.zeros, each outcome's rows writable
+    and its own; where no mapping can be made, sparse_zeros falls back to np.zeros."""
+    cases = _cases(6, 7)
+    monkeypatch.setattr(batch_prep, "SPARSE_MMAP", False)
+    plain = ar.run_cases(cases)
+    monkeypatch.setattr(batch_prep, "SPARSE_MMAP", True)
+    monkeypatch.setattr(batch_prep, "_SPARSE_MIN", 0)
+    mapped = ar.run_cases(cases)
+    ok, undefined = [], 0
+    for k, (a, b) in enumerate(zip(plain, mapped)):
+        assert a.code == b.code, k
+        if a.code is None:
+            for x, y in ((a.ub, b.ub), (a.written, b.written), (a.undefined, b.undefined)):
+                np.testing.assert_array_equal(x, y, err_msg=f"case {k}")
+            assert b.written.flags.writeable and b.undefined.flags.writeable
+            ok.append(b)
+            undefined += int(b.undefined.any())
+    assert len(ok) > 10 and undefined > 0, (len(ok), undefined)
+    first, other = ok[0], ok[1]
+    before = other.written.copy()
+    first.written[:] = True
+    np.testing.assert_array_equal(other.written, before)        # rows do not share bytes
+    t = batch_prep.sparse_zeros((3, 5000))
+    assert t.dtype == bool and t.shape == (3, 5000) and not t.any()
+    mapping = batch_prep.mmap.mmap
+    assert isinstance(_owner(t), mapping)
+
+    def no_map(*args, **kw):
+        raise OSError("no mapping")
+
+    monkeypatch.setattr(batch_prep.mmap, "mmap", no_map)
+    t = batch_prep.sparse_zeros((3, 5000))
+    assert t.dtype == bool and t.shape == (3, 5000) and not t.any() and t.flags.writeable
+    assert not isinstance(_owner(t), mapping)
+
+
+def _owner(a):
+    while isinstance(a, np.ndarray) and a.base is not None:
+        a = a.base
+    return a.obj if isinstance(a, memoryview) else a
