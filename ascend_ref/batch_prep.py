@@ -36,7 +36,9 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import functools
 import itertools
+import math
 import mmap
 import operator
 import sys
@@ -292,9 +294,7 @@ def sparse_zeros(shape: Tuple[int, ...]) -> np.ndarray:
     >>> int(t.sum()), t.dtype.name, t.flags.writeable
     (256, 'bool', True)
     """
-    n = 1
-    for d in shape:
-        n *= int(d)
+    n = math.prod(int(d) for d in shape)
     if SPARSE_MMAP and n >= _SPARSE_MIN:
         try:
             return np.frombuffer(mmap.mmap(-1, n, **_PRIVATE), np.bool_).reshape(shape)
@@ -366,7 +366,6 @@ def _static(api: str, dtype: str) -> Optional[tuple]:
 
 
 _INTS, _TUPLES, _PAIRS = {int}, {tuple}, {2}
-_GETTERS: Dict[Tuple[Tuple[str, ...], Tuple[str, ...]], Tuple[Any, Any]] = {}
 
 
 def _getter(keys: Sequence[str]) -> Any:
@@ -376,6 +375,12 @@ def _getter(keys: Sequence[str]) -> Any:
         one = operator.itemgetter(keys[0])
         return lambda d: (one(d),)
     return operator.itemgetter(*keys) if keys else (lambda d: ())
+
+
+@functools.lru_cache(maxsize=None)
+def _getters(operands: Tuple[str, ...], names: Tuple[str, ...]) -> Tuple[Any, Any]:
+    """The item getters of an instruction's operands and parameters (made once each)."""
+    return _getter(operands), _getter(names)
 
 
 def _case_values(tensors: Any, operands: Sequence[str], params: Any,
@@ -388,13 +393,10 @@ def _case_values(tensors: Any, operands: Sequence[str], params: Any,
     is read and checked by C loops (item getters, ``map``, ``min`` / ``max``: ~2.5 us a
     case against ~3.5 us with list comprehensions, measured); anything else takes the
     value-by-value loop below, which decides every case alone."""
-    key = (tuple(operands), tuple(names))       # tuples already (:func:`_static`): no copy
-    got = _GETTERS.get(key)
-    if got is None:
-        got = _GETTERS[key] = (_getter(operands), _getter(names))
+    of_tensors, of_params = _getters(tuple(operands), tuple(names))  # tuples already: no copy
     try:
-        pairs = got[0](tensors)
-        pv = got[1](params)
+        pairs = of_tensors(tensors)
+        pv = of_params(params)
     except (KeyError, TypeError):
         return None
     if _TUPLES.issuperset(map(type, pairs)) and _PAIRS.issuperset(map(len, pairs)):
@@ -818,9 +820,15 @@ class Stacked:
 
     @staticmethod
     def start(ubs: np.ndarray) -> "Stacked":
-        b, n = ubs.shape
-        return Stacked(np.zeros(b, np.int32), np.array(ubs, np.uint8, copy=True, order="C"),
-                       sparse_zeros((b, n)), sparse_zeros((b, n)))
+        """Every case ok so far, on a copy of ``ubs``."""
+        return Stacked.holding(np.array(ubs, np.uint8, copy=True, order="C"))
+
+    @staticmethod
+    def holding(ub: np.ndarray) -> "Stacked":
+        """Every case ok so far, on ``ub`` itself (``uint8[B, N]``, the UBs before the
+        call), with nothing written or undefined yet (:func:`sparse_zeros`)."""
+        return Stacked(np.zeros(ub.shape[0], np.int32), ub, sparse_zeros(ub.shape),
+                       sparse_zeros(ub.shape))
 
     def __len__(self) -> int:
         return int(self.code.size)
@@ -869,9 +877,7 @@ class Sink:
             ub = result_empty((len(items), n))
             for j, (_, u) in enumerate(items):
                 ub[j] = u
-            self.stacks[n] = Stacked(np.zeros(len(items), np.int32), ub,
-                                     sparse_zeros((len(items), n)),
-                                     sparse_zeros((len(items), n)))
+            self.stacks[n] = Stacked.holding(ub)
             self.rowpos[ks] = np.arange(len(items))
             self.ks.extend(ks)
             for k in ks:
