@@ -308,7 +308,7 @@ def _run_group(ins, spec, width, rows, b, cases, outcomes, states=None) -> None:
                        spec.path, spec.static_src, columns, True)
         EXECUTABLES.add((ins.api, spec, width, ("shared", b)))
         scale.CALLS[1] += 1
-        writes, status, undefined = jax.device_get(_jitted(fn)(ubs, qrows, shared))
+        writes, status, undefined = scale.to_host(_jitted(fn)(ubs, qrows, shared))
         state = None
     else:
         EXECUTABLES.add((ins.api, spec, width, b))
@@ -500,14 +500,15 @@ def _chunk(b: int, r_max: int, nbytes: Optional[int] = None) -> int:
 def _dense_store(out: np.ndarray, start: int, addr: np.ndarray, bits: np.ndarray,
                  valid: np.ndarray) -> bool:
     """Store a write table as one 2-D slice when it is one (:func:`batch_prep._dense_span`:
-    every word valid, and every row's words at the same consecutive addresses; the common
-    case, e.g. ``dst_rep_stride`` 1 with a fixed dst). Returns False (nothing stored)
-    otherwise."""
+    the same words of every row valid, and every row's valid words at the same consecutive
+    addresses; the common case, e.g. ``dst_rep_stride`` 1 with a fixed dst). Returns False
+    (nothing stored) otherwise."""
     n = addr.shape[0]
     span = batch_prep._dense_span(addr, valid, bits.dtype.itemsize, out.shape[1]) if n else None
     if span is None:
         return False
-    out[start:start + n, span[0]:span[1]].view(bits.dtype)[...] = bits.reshape(n, -1)
+    lo, hi, cols = span
+    out[start:start + n, lo:hi].view(bits.dtype)[...] = bits.reshape(n, -1)[:, cols]
     return True
 
 
@@ -649,7 +650,7 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
         if one_device else b
 
     def finish(start: int, stop: int, res) -> None:
-        res = jax.device_get(res)
+        res = scale.to_host(res)
         writes, st = res[0], res[1]
         status[start:stop] = np.asarray(st)[:stop - start]
         _merge(out, start, writes)

@@ -795,9 +795,14 @@ def _scatter_words(out: np.ndarray, rows: np.ndarray, addr: np.ndarray, bits: np
 
 def _scatter_flat(out: np.ndarray, flat: np.ndarray, bits: np.ndarray) -> None:
     """Write ``bits`` (little-endian words) at the flat byte positions ``flat`` of the
-    C-contiguous ``out``."""
+    ``uint8[B, N]`` ``out`` (row ``flat // N``, byte ``flat % N``): C-contiguous, or rows of
+    contiguous bytes further apart (:class:`Sink`'s padded stacks)."""
     size = bits.dtype.itemsize
-    if out.size % size == 0 and not np.any(flat % size):
+    if not out.flags.c_contiguous:      # a reshape would copy: store by (row, byte)
+        r, c = np.divmod(flat, out.shape[1])
+        for k in range(size):
+            out[r, c + k] = (bits >> (8 * k)).astype(np.uint8)
+    elif out.size % size == 0 and not np.any(flat % size):
         out.reshape(-1).view(bits.dtype)[flat // size] = bits
     else:
         o = out.reshape(-1)
@@ -866,18 +871,25 @@ class Sink:
             for k, ub in zip(part.idx.tolist(), part.ubs):
                 by[int(ub.size)].append((k, ub))
         self.stacks: Dict[int, Stacked] = {}
+        #: per UB size, the stack's storage: rows padded to a multiple of 64 bytes (zeros)
+        self.padded: Dict[int, np.ndarray] = {}
         self.rowpos = np.full(len(outcomes), -1, np.int64)
         self.ubsize = [0] * len(outcomes)
         self.ks: List[int] = []
         for n, items in by.items():
             ks = [k for k, _ in items]
-            # 64-byte aligned (a chunk may read its rows in place: :meth:`rows_of`); not
-            # padded to the compiled width: half-touched rows cost twice the page faults;
-            # recycled once the caller dropped every outcome of an earlier call
-            ub = result_empty((len(items), n))
+            # rows 64-byte aligned (a chunk may read its rows in place: :meth:`rows_of`),
+            # padded to 64 bytes but not to the compiled width: half-touched rows cost
+            # twice the page faults; recycled once the caller dropped every outcome of an
+            # earlier call
+            width = -(-n // 64) * 64
+            padded = result_empty((len(items), width))
+            padded[:, n:] = 0
+            ub = padded[:, :n]
             for j, (_, u) in enumerate(items):
                 ub[j] = u
             self.stacks[n] = Stacked.holding(ub)
+            self.padded[n] = padded
             self.rowpos[ks] = np.arange(len(items))
             self.ks.extend(ks)
             for k in ks:
@@ -887,26 +899,27 @@ class Sink:
         self.outcomes[k] = outcome
 
     def rows_of(self, rows: Rows, b: int) -> Optional[np.ndarray]:
-        """The kernel's ``uint8[b, n]`` input for ``rows`` as a view of the stack (no copy),
-        or None: when the chunk is full (``b`` cases), every case's window starts at its
-        UB's byte 0, every UB has the same ``n`` bytes, a multiple of 64 (the rows are then
-        64-byte aligned: read in place on CPU), and the cases sit in consecutive stack rows.
-        The rows hold the UBs before the call until :func:`outcomes` merges the chunk's
-        results into them (after the kernel ran). Bytes past a window's length hold the
-        UB's own bytes instead of :meth:`Rows.windows`' zeros; the kernel never reads them
-        (the bounds rules use the window's length, ``p.ub_len``)."""
+        """The kernel's ``uint8[b, w]`` input for ``rows`` as a view of the stack's storage
+        (no copy; ``w``: the UBs' ``n`` bytes padded to a multiple of 64, so the rows are
+        64-byte aligned: read in place on CPU), or None: when the chunk is full (``b``
+        cases), every case's window starts at its UB's byte 0, every UB has the same ``n``
+        bytes, and the cases sit in consecutive stack rows. The rows hold the UBs before
+        the call until :func:`outcomes` merges the chunk's results into them (after the
+        kernel ran). Bytes past a window's length hold the UB's own bytes (and the padding
+        zeros) instead of :meth:`Rows.windows`' zeros; the kernel never reads them (the
+        bounds rules use the window's length, ``p.ub_len``)."""
         m = len(rows)
         if not IN_PLACE or m != b or m == 0:
             return None
         n = rows.ubs[0].size
-        if n % 64 or n not in self.stacks or np.any(rows.base != 0) or \
+        if n not in self.stacks or np.any(rows.base != 0) or \
                 any(u.size != n for u in rows.ubs):
             return None
         pos = self.rowpos[rows.idx]
         j0 = int(pos[0])
         if j0 < 0 or np.any(pos != np.arange(j0, j0 + m)):
             return None
-        return self.stacks[n].ub[j0:j0 + m]
+        return self.padded[n][j0:j0 + m]
 
     def finish(self) -> None:
         out, pos = self.outcomes, self.rowpos.tolist()
@@ -941,19 +954,39 @@ def outcomes(rows: Rows, cases: Optional[Sequence[Case]], writes: Any, status: n
 
 
 def _dense_span(a: np.ndarray, valid: np.ndarray, size: int, n: int,
-                offset: int = 0) -> Optional[Tuple[int, int]]:
-    """``(lo, hi)`` when a write table (byte addresses ``a + offset``, one row per case) is
-    one run of consecutive ``size``-byte words at the same bytes ``[lo, hi)`` of every row,
-    each valid and inside ``[0, n)`` (then a 2-D slice stores it); else None.
+                offset: int = 0) -> Optional[Tuple[int, int, Any]]:
+    """``(lo, hi, cols)`` when a write table (byte addresses ``a + offset``, one row per
+    case) stores one run of consecutive ``size``-byte words at the same bytes ``[lo, hi)`` of
+    every row, inside ``[0, n)`` and aligned to ``size``: the same words of every row valid
+    (``cols`` selects them from a row of the table: ``slice(None)`` when all are, a slice
+    when they are one run of columns, else an index array), and the valid words of each row,
+    in order, at ``lo, lo + size, ...`` (then a 2-D slice stores it); else None.
 
     Every row is then the same run, so row 0 is checked against the run and every row
     against row 0: no temporary wider than a bool per word (an ``int64`` difference table
-    of a chunk is larger than malloc's mmap threshold, and faulted in on every call)."""
+    of a chunk is larger than malloc's mmap threshold, and faulted in on every call).
+    Partly valid tables are the value-only slots of an index-writing layout (every other
+    word) and work tensors one word short of their table (vec_reduce_*).
+
+    >>> a = np.array([[[64], [68], [68], [72]]] * 2)        # a value-only pair table
+    >>> _dense_span(a, np.array([[[1], [0], [1], [0]]] * 2, bool), 4, 128)
+    (64, 72, array([0, 2]))
+    """
     m = a.shape[0]
-    if a.size == 0 or not valid.all():
+    if a.size == 0:
         return None
-    a = a.reshape(m, -1)
+    a, v = a.reshape(m, -1), valid.reshape(m, -1)
+    v0 = v[0]
+    cols: Any = slice(None)
     row = a[0]
+    every = bool(v0.all())
+    if (m > 1 and not (v.all() if every else (v == v0).all())) or not v0.any():
+        return None
+    if not every:
+        idx = np.flatnonzero(v0)
+        c0, c1 = int(idx[0]), int(idx[-1]) + 1
+        cols = slice(c0, c1) if c1 - c0 == idx.size else idx
+        row = row[cols]
     first = int(row[0])
     lo = first + offset
     hi = lo + row.size * size
@@ -961,9 +994,11 @@ def _dense_span(a: np.ndarray, valid: np.ndarray, size: int, n: int,
         return None
     if not np.array_equal(row, np.arange(first, first + row.size * size, size)):
         return None
-    if m > 1 and not (a == row).all():
-        return None
-    return lo, hi
+    if m > 1:
+        same = a == a[0]
+        if not (same.all() if every else (same | ~v0).all()):
+            return None
+    return lo, hi, cols
 
 
 def _rows(x: Any, sel: np.ndarray, full: bool) -> np.ndarray:
@@ -989,15 +1024,24 @@ def _merge(rows: Rows, sel: np.ndarray, into: Stacked, at: np.ndarray, writes: A
     for start, nbytes, when in regions:
         start, nbytes, when = (_rows(x, sel, full) for x in (start, nbytes, when))
         on = np.flatnonzero(when)
-        lo = np.maximum(base[on] + start[on], 0).tolist()
-        hi = np.minimum(base[on] + start[on] + nbytes[on], n).tolist()
-        for j, a, b in zip(at[on].tolist(), lo, hi):
+        if not on.size:
+            continue
+        lo = np.maximum(base[on] + start[on], 0)
+        hi = np.minimum(base[on] + start[on] + nbytes[on], n)
+        l0, h0 = int(lo[0]), int(hi[0])
+        if h0 > l0 and (lo == l0).all() and (hi == h0).all():  # one span: one 2-D store
+            undef[at[on], l0:h0] = True
+            any_undef = True
+            continue
+        for j, a, b in zip(at[on].tolist(), lo.tolist(), hi.tolist()):
             if b > a:
                 undef[j, a:b] = True
                 any_undef = True
     row0 = at * n
     for addr, when in words:
         addr, when = _rows(addr, sel, full), _rows(when, sel, full)
+        if not when.any():           # the common case: no undefined word (no int64 table)
+            continue
         shape = (m,) + (1,) * (addr.ndim - 1)
         a = addr.astype(np.int64) + base.reshape(shape)
         keep = when & (a >= 0) & (a < n)
@@ -1015,8 +1059,8 @@ def _merge(rows: Rows, sel: np.ndarray, into: Stacked, at: np.ndarray, writes: A
         span = _dense_span(addr, valid, size, n, int(base[0])) \
             if rows_run and one_base and DENSE_MERGE else None
         if span is not None:          # one 2-D slice: every case writes the same run of words
-            lo, hi = span
-            out[at0:at0 + m, lo:hi].view(bits.dtype)[...] = bits.reshape(m, -1)
+            lo, hi, cols = span
+            out[at0:at0 + m, lo:hi].view(bits.dtype)[...] = bits.reshape(m, -1)[:, cols]
             w = written[at0:at0 + m, lo:hi]
             w[...] = True
             if any_undef:

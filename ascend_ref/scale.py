@@ -124,6 +124,26 @@ def _rows(tree: Any) -> int:
     return n
 
 
+def to_host(tree: Any) -> Any:
+    """``jax.device_get(tree)``: the leaves of ``tree`` as (read-only) numpy arrays.
+
+    On CPU each leaf is read with ``np.asarray``: ``device_get`` first starts an
+    asynchronous host copy of every leaf, which on CPU costs more than the read itself
+    (measured, 19 outputs of one run_cases kernel: ~0.7 ms against ~0.2 ms). On other
+    backends (and for anything but JAX arrays) it is ``device_get``, whose batched copies
+    overlap there.
+
+    >>> import jax.numpy as jnp
+    >>> to_host({"a": jnp.arange(3), "b": (jnp.ones(2, bool),)})["a"].tolist()
+    [0, 1, 2]
+    """
+    leaves, treedef = jax.tree_util.tree_flatten(tree)
+    if not leaves or not all(isinstance(x, jax.Array) for x in leaves) or \
+            any(d.platform != "cpu" for d in leaves[0].devices()):
+        return jax.device_get(tree)
+    return jax.tree_util.tree_unflatten(treedef, [np.asarray(x) for x in leaves])
+
+
 def run_rows(fn: Callable, *args: Any, devices: Optional[Sequence] = None,
              donate_argnums: Tuple[int, ...] = ()) -> Any:
     """``fn(*args)`` with the case (leading) axis of every leaf sharded over ``devices``.
@@ -153,10 +173,10 @@ def run_rows(fn: Callable, *args: Any, devices: Optional[Sequence] = None,
             args = jax.device_put(args, dev)          # one batched transfer of every leaf
         # else numpy goes to the call as it is: the default device, no per-leaf transfer
         # (64-byte-aligned numpy is read in place on CPU)
-        return jax.device_get(call(*args))
+        return to_host(call(*args))
     total = -(-max(n, 1) // len(devs)) * len(devs)
     args = jax.device_put(_pad_rows(args, n, total), rows)
-    out = jax.device_get(call(*args))
+    out = to_host(call(*args))
     return jax.tree_util.tree_map(lambda x: x[:n], out)
 
 

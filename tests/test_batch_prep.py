@@ -6,6 +6,7 @@ odd and traced UBs, both mask modes, every instruction -- the vectorised groups 
 the same kernel inputs (up to the window shift of the addresses) and the same outcomes.
 """
 
+import collections
 import copy
 
 import jax
@@ -198,46 +199,79 @@ def test_vectorised_outcomes_equal_the_public_functions():
 # ------------------------------------------ host merge helpers (the dense 2-D store) -------
 
 def _span_by_words(a, valid, size, n, offset=0):
-    """What batch_prep._dense_span decides, written out word by word: every word valid, each
-    row the same run ``lo, lo + size, ...`` of absolute addresses ``a + offset``, aligned
-    to ``size`` and inside ``[0, n)``."""
-    a = np.asarray(a, np.int64).reshape(a.shape[0], -1) + offset
-    if a.size == 0 or not np.asarray(valid).all():
+    """What batch_prep._dense_span decides, written out word by word: the same words valid
+    in every row (at least one), the valid words of each row the same run ``lo, lo + size,
+    ...`` of absolute addresses ``a + offset``, aligned to ``size`` and inside ``[0, n)``;
+    ``(lo, hi, the valid columns as a list)``."""
+    m = a.shape[0]
+    a = np.asarray(a, np.int64).reshape(m, -1) + offset
+    v = np.asarray(valid).reshape(m, -1)
+    if a.size == 0:
         return None
-    lo = int(a[0, 0])
-    for row in a:
-        for j, x in enumerate(row.tolist()):
-            if x != lo + j * size:
+    cols = [j for j, ok in enumerate(v[0].tolist()) if ok]
+    if not cols or any(v[i].tolist() != v[0].tolist() for i in range(m)):
+        return None
+    lo = int(a[0, cols[0]])
+    for row in a.tolist():
+        for i, j in enumerate(cols):
+            if row[j] != lo + i * size:
                 return None
-    hi = lo + a.shape[1] * size
-    return (lo, hi) if lo >= 0 and hi <= n and lo % size == 0 else None
+    hi = lo + len(cols) * size
+    return (lo, hi, cols) if lo >= 0 and hi <= n and lo % size == 0 else None
 
 
 def test_dense_span_is_the_word_by_word_rule():
-    """_dense_span (row 0 against the run, every row against row 0, an address offset) gives
-    the span exactly where the word-by-word rule does, over dense tables, shifted rows,
-    one word out of place, an invalid word, misaligned and out-of-range runs and offsets."""
+    """_dense_span (row 0 against the run, every row against row 0, an address offset, the
+    valid columns) gives the span exactly where the word-by-word rule does, over dense
+    tables, shifted rows, one word out of place, one invalid word, value-only pair tables
+    (every other word valid), a last word invalid in every row, a word out of place where it
+    is invalid, misaligned and out-of-range runs and offsets; the columns it returns select
+    the valid words."""
     rng = np.random.default_rng(97)
     seen = {True: 0, False: 0}
-    for trial in range(400):
+    kinds = collections.Counter()
+    for trial in range(900):
         m, k, size = int(rng.integers(1, 6)), int(rng.integers(1, 9)), int(rng.choice([2, 4]))
         lo = int(rng.choice([0, size, 3 * size, 1, -size, 96]))
         a = np.tile(lo + size * np.arange(k, dtype=np.int32), (m, 1)).reshape(m, k, 1)
-        a = np.repeat(a, 1, axis=2)
         valid = np.ones(a.shape, bool)
-        kind = trial % 6
+        kind = trial % 9
         if kind == 1:
             a[int(rng.integers(m))] += size                     # one row shifted
         elif kind == 2:
             a[int(rng.integers(m)), int(rng.integers(k))] += 1  # one word out of place
         elif kind == 3:
             valid[int(rng.integers(m)), int(rng.integers(k))] = False
+        elif kind in (4, 7):                 # value-only pairs: each address twice, one valid
+            a = np.repeat(a, 2, axis=1)
+            valid = np.zeros(a.shape, bool)
+            valid[:, ::2] = True
+            if kind == 7:                    # the invalid twin moved: still the same span
+                a[:, 1::2] += 3 * size
+        elif kind == 5:                      # one more word, invalid in every row
+            a = np.concatenate([a, a[:, -1:] + size], axis=1)
+            valid = np.ones(a.shape, bool)
+            valid[:, -1] = False
+        elif kind == 6:                      # invalid in one row only where others are valid
+            valid[:, 0] = False
+            if m > 1:
+                valid[int(rng.integers(m)), 0] = True
+        elif kind == 8:                      # nothing valid
+            valid[:] = False
         n = int(rng.choice([64, lo + k * size, lo + k * size - 1, 4096]))
         offset = int(rng.choice([0, 0, 32, -lo, 2]))
         want = _span_by_words(a, valid, size, n, offset)
-        assert batch_prep._dense_span(a, valid, size, n, offset) == want, (trial, kind)
+        got = batch_prep._dense_span(a, valid, size, n, offset)
+        if want is None:
+            assert got is None, (trial, kind)
+        else:
+            assert got is not None and got[:2] == want[:2], (trial, kind)
+            assert np.arange(a[0].size)[got[2]].tolist() == want[2], (trial, kind)
         seen[want is not None] += 1
-    assert seen[True] > 40 and seen[False] > 40
+        kinds[kind, want is not None] += 1
+    assert seen[True] > 100 and seen[False] > 100
+    for kind in (0, 4, 5, 7):        # the partly valid kinds do give spans
+        assert kinds[kind, True] > 10, kinds
 
 
 def test_column_of_recycles_only_dropped_columns(monkeypatch):
@@ -377,3 +411,29 @@ def _owner(a):
     while isinstance(a, np.ndarray) and a.base is not None:
         a = a.base
     return a.obj if isinstance(a, memoryview) else a
+
+
+def test_scatter_flat_stores_into_padded_rows():
+    """_scatter_flat into rows of contiguous bytes further apart (Sink's stacks, padded to 64
+    bytes) stores each word's little-endian bytes at its (row, byte), as written out byte by
+    byte here, and nothing into the padding; words aligned or not, into a C-contiguous
+    array too."""
+    rng = np.random.default_rng(5)
+    for n, dtype in ((100, np.uint32), (96, np.uint32), (70, np.uint16), (64, np.uint16)):
+        size = np.dtype(dtype).itemsize
+        for aligned in (True, False):
+            cols = np.arange(0, n - size + 1, size if aligned else size + 1)
+            pos = np.array([r * n + c for r in range(4) for c in cols.tolist()])
+            pos = rng.choice(pos, min(30, pos.size), replace=False)
+            bits = rng.integers(0, 2**31, pos.size).astype(dtype)
+            width = -(-n // 64) * 64
+            want = np.full((4, width), 7, np.uint8)
+            for f, v in zip(pos.tolist(), bits.tolist()):
+                for k in range(size):
+                    want[f // n, f % n + k] = (v >> (8 * k)) & 0xFF
+            store = np.full((4, width), 7, np.uint8)
+            batch_prep._scatter_flat(store[:, :n], pos, bits)
+            np.testing.assert_array_equal(store, want)
+            dense = np.full((4, n), 7, np.uint8)
+            batch_prep._scatter_flat(dense, pos, bits)
+            np.testing.assert_array_equal(dense, want[:, :n])
