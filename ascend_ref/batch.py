@@ -49,7 +49,7 @@ import contextlib
 import contextvars
 import dataclasses
 import functools
-from typing import Any, Iterable, List, Optional, Sequence
+from typing import Any, Callable, Iterable, List, Optional, Sequence
 
 import jax
 import jax.numpy as jnp
@@ -235,7 +235,12 @@ def _run_parts(parts, cases, outcomes, states: Optional[dict] = None) -> None:
     groups = collections.defaultdict(list)
     for part in parts:
         groups[(part.ins, part.spec)].append(part)
+    pending: Optional[Callable[[], None]] = None
+    calls = 0
     for (ins, spec), same in groups.items():
+        if pending is not None:       # before caches may be dropped: nothing in flight
+            pending()
+            pending = None
         engine.release_if_needed()
         width = engine.ub_bucket(max(int(p.length.max()) for p in same))
         rows = batch_prep.Rows.concat(same)
@@ -246,7 +251,24 @@ def _run_parts(parts, cases, outcomes, states: Optional[dict] = None) -> None:
         if shared and big > BATCH_SIZES[-1]:   # full chunks only: they read UBs in place
             big = max(BATCH_SIZES[-1], min(big, 1 << (len(rows).bit_length() - 1)))
         for start, stop, b in _batches(len(rows), big):
-            _run_group(ins, spec, width, rows.take(start, stop), b, cases, outcomes, states)
+            # pipelined: this chunk's kernel runs (asynchronously) while the previous one's
+            # results are read back and merged and, for the next, the UBs are copied
+            done = _run_group(ins, spec, width, rows.take(start, stop), b, cases, outcomes,
+                              states, calls % 2)
+            calls += 1
+            if pending is not None:
+                pending()
+                pending = None
+            if PIPELINE_CASES:
+                pending = done
+            else:
+                done()
+    if pending is not None:
+        pending()
+
+
+#: False: run_cases finishes each chunk before it starts the next (A/B measurements, tests)
+PIPELINE_CASES = True
 
 
 def _shares_call(rows) -> bool:
@@ -283,7 +305,12 @@ def _rows_static_src(spec, rows, width: int, b: int) -> Optional[tuple]:
 STATIC_ROWS = True
 
 
-def _run_group(ins, spec, width, rows, b, cases, outcomes, states=None) -> None:
+def _run_group(ins, spec, width, rows, b, cases, outcomes, states=None,
+               slot: int = 0) -> Callable[[], None]:
+    """Start one chunk's kernel; returns what finishes it (reads the results back and
+    fills ``outcomes`` and ``states``). ``slot``: the window buffer it may fill
+    (:meth:`~ascend_ref.batch_prep.Rows.windows`); consecutive chunks take turns, so a
+    chunk's windows are not refilled while its kernel may still read them."""
     static = _rows_static_src(spec, rows, width, b)
     one = _one_call(spec, rows, b) if static is not None else None
     ubs = outcomes.rows_of(rows, b) if isinstance(outcomes, batch_prep.Sink) else None
@@ -298,7 +325,7 @@ def _run_group(ins, spec, width, rows, b, cases, outcomes, states=None) -> None:
     if static is not None:
         spec = dataclasses.replace(spec, static_src=static)
     if ubs is None:
-        ubs = rows.windows(width, b, reuse=True)    # the call below is done with it on return
+        ubs = rows.windows(width, b, reuse=True, slot=slot)
     if static is not None:                      # the element type: no byte assembly
         ubs = ubs.view(f"uint{8 * min(spec.size, 4)}")
     if one is not None:
@@ -308,18 +335,25 @@ def _run_group(ins, spec, width, rows, b, cases, outcomes, states=None) -> None:
                        spec.path, spec.static_src, columns, True)
         EXECUTABLES.add((ins.api, spec, width, ("shared", b)))
         scale.CALLS[1] += 1
-        writes, status, undefined = scale.to_host(_jitted(fn)(ubs, qrows, shared))
-        state = None
-    else:
-        EXECUTABLES.add((ins.api, spec, width, b))
-        ps = rows.params(b)
-        fn = _vmapped_spr(ins, spec) if spec.spr else _vmapped(ins, spec)
-        writes, status, state, _, undefined = scale.run_rows(fn, ubs, ps)
-    batch_prep.outcomes(rows, cases, writes, np.asarray(status), undefined, outcomes)
-    if spec.spr and states is not None:
-        leaves, tree = jax.tree_util.tree_flatten(state)
-        for j, k in enumerate(rows.idx.tolist()):
-            states[k] = jax.tree_util.tree_unflatten(tree, [np.asarray(x[j]) for x in leaves])
+        running = _jitted(fn)(ubs, qrows, shared)          # dispatched: runs asynchronously
+
+        def done() -> None:
+            writes, status, undefined = scale.to_host(running)
+            batch_prep.outcomes(rows, cases, writes, np.asarray(status), undefined, outcomes)
+        return done
+    EXECUTABLES.add((ins.api, spec, width, b))
+    ps = rows.params(b)
+    fn = _vmapped_spr(ins, spec) if spec.spr else _vmapped(ins, spec)
+    writes, status, state, _, undefined = scale.run_rows(fn, ubs, ps)   # synchronous
+
+    def merged() -> None:
+        batch_prep.outcomes(rows, cases, writes, np.asarray(status), undefined, outcomes)
+        if spec.spr and states is not None:
+            leaves, tree = jax.tree_util.tree_flatten(state)
+            for j, k in enumerate(rows.idx.tolist()):
+                states[k] = jax.tree_util.tree_unflatten(tree,
+                                                         [np.asarray(x[j]) for x in leaves])
+    return merged
 
 
 #: False: run_cases never runs a chunk on run_batch's kernel (A/B measurements, tests)

@@ -110,15 +110,16 @@ class Rows:
                     None if self.q is None else {k: v[start:stop] for k, v in self.q.items()},
                     self.call)
 
-    def windows(self, width: int, b: int, reuse: bool = False) -> np.ndarray:
+    def windows(self, width: int, b: int, reuse: bool = False, slot: int = 0) -> np.ndarray:
         """``uint8[b, width]``: each case's window from byte 0, zeros after, rows past the
         cases copies of the first (a fixed batch shape); 64-byte aligned.
 
-        ``reuse``: fill this thread's buffer of that shape (kept from the last call; only
-        bytes that may be non-zero are cleared), so no fresh pages are faulted in per call:
-        the array is valid until the next ``reuse`` call of the same shape on the thread."""
+        ``reuse``: fill this thread's buffer ``slot`` of that shape (kept from the last
+        call; only bytes that may be non-zero are cleared), so no fresh pages are faulted in
+        per call: the array is valid until the next ``reuse`` call of the same shape and
+        slot on the thread."""
         if reuse:
-            out, dirty = _buffer(b, width)
+            out, dirty = _buffer(b, width, slot)
         else:
             out, dirty = aligned_zeros((b, width)), np.zeros(b, np.int64)
         m = len(self)
@@ -147,17 +148,17 @@ class Rows:
 
 
 _BUFFERS = threading.local()
-#: window buffers kept per thread (the most recently used shapes)
-_KEEP = 2
+#: window buffers kept per thread (the most recently used shapes and slots)
+_KEEP = 4
 
 
-def _buffer(b: int, width: int) -> Tuple[np.ndarray, np.ndarray]:
-    """This thread's reusable ``uint8[b, width]`` window buffer and, per row, the end of the
-    bytes that may be non-zero (zeros past it)."""
+def _buffer(b: int, width: int, slot: int = 0) -> Tuple[np.ndarray, np.ndarray]:
+    """This thread's reusable ``uint8[b, width]`` window buffer ``slot`` and, per row, the
+    end of the bytes that may be non-zero (zeros past it)."""
     cache = getattr(_BUFFERS, "cache", None)
     if cache is None:
         cache = _BUFFERS.cache = collections.OrderedDict()
-    key = (b, width)
+    key = (b, width, slot)
     got = cache.pop(key, None)
     if got is None:
         got = (aligned_zeros((b, width)), np.zeros(b, np.int64))
@@ -873,6 +874,11 @@ class Sink:
         self.stacks: Dict[int, Stacked] = {}
         #: per UB size, the stack's storage: rows padded to a multiple of 64 bytes (zeros)
         self.padded: Dict[int, np.ndarray] = {}
+        #: per UB size, the cases' UBs by stack row, and which rows hold them yet: a row is
+        #: copied when its chunk first needs it (:meth:`fill`), so the copies of one chunk
+        #: run while the kernel of the one before it does
+        self.sources: Dict[int, List[np.ndarray]] = {}
+        self.filled: Dict[int, np.ndarray] = {}
         self.rowpos = np.full(len(outcomes), -1, np.int64)
         self.ubsize = [0] * len(outcomes)
         self.ks: List[int] = []
@@ -885,11 +891,10 @@ class Sink:
             width = -(-n // 64) * 64
             padded = result_empty((len(items), width))
             padded[:, n:] = 0
-            ub = padded[:, :n]
-            for j, (_, u) in enumerate(items):
-                ub[j] = u
-            self.stacks[n] = Stacked.holding(ub)
+            self.stacks[n] = Stacked.holding(padded[:, :n])
             self.padded[n] = padded
+            self.sources[n] = [u for _, u in items]
+            self.filled[n] = np.zeros(len(items), bool)
             self.rowpos[ks] = np.arange(len(items))
             self.ks.extend(ks)
             for k in ks:
@@ -897,6 +902,16 @@ class Sink:
 
     def __setitem__(self, k: int, outcome: Outcome) -> None:
         self.outcomes[k] = outcome
+
+    def fill(self, n: int, js: np.ndarray) -> None:
+        """Copy the UBs of stack ``n``'s rows ``js`` into them, where not done yet."""
+        done = self.filled[n]
+        todo = js[~done[js]]
+        if todo.size:
+            ub, src = self.stacks[n].ub, self.sources[n]
+            for j in todo.tolist():
+                ub[j] = src[j]
+            done[todo] = True
 
     def rows_of(self, rows: Rows, b: int) -> Optional[np.ndarray]:
         """The kernel's ``uint8[b, w]`` input for ``rows`` as a view of the stack's storage
@@ -919,13 +934,17 @@ class Sink:
         j0 = int(pos[0])
         if j0 < 0 or np.any(pos != np.arange(j0, j0 + m)):
             return None
+        self.fill(n, pos)
         return self.padded[n][j0:j0 + m]
 
     def finish(self) -> None:
         out, pos = self.outcomes, self.rowpos.tolist()
         for k in self.ks:
             if out[k] is None:
-                st, r = self.stacks[self.ubsize[k]], pos[k]
+                n, r = self.ubsize[k], pos[k]
+                st = self.stacks[n]
+                if not self.filled[n][r]:        # merged rows are; this keeps it exact
+                    self.fill(n, np.array([r]))
                 out[k] = Outcome(None, st.ub[r], st.written[r], st.undefined[r])
 
 
@@ -949,8 +968,9 @@ def outcomes(rows: Rows, cases: Optional[Sequence[Case]], writes: Any, status: n
     sizes = np.fromiter((u.size for u in rows.ubs), np.int64, m)
     for n in np.unique(sizes[good]).tolist():
         sel = good[sizes[good] == n]
-        _merge(rows, sel, into.stacks[int(n)], into.rowpos[rows.idx[sel]], writes, regions,
-               words)
+        at = into.rowpos[rows.idx[sel]]
+        into.fill(int(n), at)
+        _merge(rows, sel, into.stacks[int(n)], at, writes, regions, words)
 
 
 def _dense_span(a: np.ndarray, valid: np.ndarray, size: int, n: int,

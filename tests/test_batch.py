@@ -280,8 +280,9 @@ def test_run_cases_chunks_of_one_call_run_on_run_batch_kernel(api, monkeypatch):
     """Chunks of cases that differ only in their UB bytes (one call over many data: golden
     data, verify of one call's dumps) run on run_batch's kernel with the shared values
     unbatched (batch._one_call), read the outcome stack in place when their windows start
-    at byte 0 (Sink.rows_of; whole UBs of a power-of-two size with ``heights=()``) and
-    merge dense write tables as 2-D slices: for calls drawn over the whole parameter space of every API
+    at byte 0 (Sink.rows_of; whole UBs of a power-of-two size with ``heights=()``), merge
+    dense write tables as 2-D slices and run pipelined (a chunk's kernel while the one before
+    it is merged): for calls drawn over the whole parameter space of every API
     (valid and invalid, products, options, masks, strides; one draw with source strides
     whose table fits the window), every outcome (code, bytes, written, undefined) is the
     row-wise kernel's, word by word, and a sample is the oracle's."""
@@ -299,6 +300,7 @@ def test_run_cases_chunks_of_one_call_run_on_run_batch_kernel(api, monkeypatch):
 
     def fast(on: bool) -> None:
         monkeypatch.setattr(batch, "SHARED_ROWS", on)
+        monkeypatch.setattr(batch, "PIPELINE_CASES", on)
         monkeypatch.setattr(batch_prep, "IN_PLACE", on)
         monkeypatch.setattr(batch_prep, "DENSE_MERGE", on)
 
