@@ -765,13 +765,22 @@ def _mark_undefined(out: np.ndarray, start: int, tables) -> None:
         rows = np.broadcast_to(np.arange(n).reshape(n, 1), lo.shape)
         lo, hi = np.clip(lo, 0, width), np.clip(hi, 0, width)
         keep = when & (hi > lo)
+        if not keep.any():
+            continue
+        r, lo, hi = rows[keep] + start, lo[keep], hi[keep]
+        l0, h0 = int(lo[0]), int(hi[0])
+        if (lo == l0).all() and (hi == h0).all():     # the same bytes of every row: one store
+            out[r, l0:h0] = True
+            continue
         # one slice per (case, region): a memset each, no pass over the whole rows
-        for r, a, z in zip((rows[keep] + start).tolist(), lo[keep].tolist(), hi[keep].tolist()):
-            out[r, a:z] = True
-    for addr, when in words:
+        for j, a, z in zip(r.tolist(), lo.tolist(), hi.tolist()):
+            out[j, a:z] = True
+    for size, addr, when in batch_prep.word_tables(words):
         addr, when = np.asarray(addr), np.asarray(when)
         n = min(addr.shape[0], b - start)
-        addr, when = addr[:n].astype(np.int64), when[:n]
+        if not when[:n].any():           # nothing undefined: no int64 address table
+            continue
+        addr, when = batch_prep.word_bytes(addr[:n], when[:n], size)
         rows = np.broadcast_to(np.arange(start, start + n).reshape((n,) + (1,) * (addr.ndim - 1)),
                                addr.shape)
         keep = when & (addr >= 0) & (addr < width)

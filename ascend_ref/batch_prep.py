@@ -1021,6 +1021,24 @@ def _dense_span(a: np.ndarray, valid: np.ndarray, size: int, n: int,
     return lo, hi, cols
 
 
+def word_tables(words: Any) -> List[Tuple[int, Any, Any]]:
+    """``(size, addr, when)`` of every undefined-word table of a compact kernel's
+    :func:`ascend_ref.engine.compact_undefined` ``words`` (``{size: ((addr, when), ...)}``)."""
+    return [(int(size), addr, when) for size, tables in words.items() for addr, when in tables]
+
+
+def word_bytes(addr: np.ndarray, when: np.ndarray, size: int) -> Tuple[np.ndarray, np.ndarray]:
+    """An undefined-word table as bytes: ``int64`` byte addresses ``addr + 0 .. size - 1``
+    (a new last axis) and ``when`` for each.
+
+    >>> a, w = word_bytes(np.array([[8, 12]]), np.array([[True, False]]), 2)
+    >>> a.tolist(), w.tolist()
+    ([[[8, 9], [12, 13]]], [[[True, True], [False, False]]])
+    """
+    a = addr.astype(np.int64)[..., None] + np.arange(size, dtype=np.int64)
+    return a, np.broadcast_to(np.asarray(when)[..., None], a.shape)
+
+
 def _rows(x: Any, sel: np.ndarray, full: bool) -> np.ndarray:
     """Rows ``sel`` of a kernel output: a view of its first rows when ``full`` (``sel`` is
     ``0 .. len(sel) - 1``), else a gathered copy."""
@@ -1058,12 +1076,13 @@ def _merge(rows: Rows, sel: np.ndarray, into: Stacked, at: np.ndarray, writes: A
                 undef[j, a:b] = True
                 any_undef = True
     row0 = at * n
-    for addr, when in words:
+    for size, addr, when in word_tables(words):
         addr, when = _rows(addr, sel, full), _rows(when, sel, full)
         if not when.any():           # the common case: no undefined word (no int64 table)
             continue
+        addr, when = word_bytes(addr, when, size)
         shape = (m,) + (1,) * (addr.ndim - 1)
-        a = addr.astype(np.int64) + base.reshape(shape)
+        a = addr + base.reshape(shape)
         keep = when & (a >= 0) & (a < n)
         if keep.any():
             uf[(a + row0.reshape(shape))[keep]] = True

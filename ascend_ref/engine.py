@@ -496,8 +496,15 @@ def note_compile() -> None:
 def release_if_needed() -> None:
     """Drop JAX's compilation caches when too many executables are alive (see above)."""
     if _compiles[0] >= COMPILE_LIMIT:
-        _compiles[0] = 0
-        jax.clear_caches()
+        release()
+
+
+def release() -> None:
+    """Drop JAX's compilation caches now and start the count of :data:`COMPILE_LIMIT`
+    again (``bench/bench.py`` does it before each row, so that no row's timed calls
+    recompile what a release inside them dropped)."""
+    _compiles[0] = 0
+    jax.clear_caches()
 
 
 def _lanes(ins: Instruction, spec: Spec, p: Params):
@@ -660,20 +667,22 @@ def kernel(ins: Instruction, spec: Spec, ub, p: Params):
 
 def compact_undefined(undefined: Sequence, ok) -> tuple:
     """A compact kernel's undefined bytes: ``(regions, words)`` with ``regions`` a tuple of
-    ``(start, nbytes, when)`` (:class:`Region`) and ``words`` a tuple of ``(byte_addr,
-    when)`` (:class:`UndefinedWords`, one entry per byte), ``when`` already and-ed with the
-    call's ``ok``; the host turns them into the byte mask the full kernel returns
-    (positions outside the UB dropped)."""
-    regions, words = [], []
+    ``(start, nbytes, when)`` (:class:`Region`) and ``words`` a dict ``{size: ((addr,
+    when), ...)}`` (:class:`UndefinedWords` of ``size``-byte words: one entry per word, the
+    host expands the bytes of those it marks: a byte table was 4 x the int32 addresses of
+    float words for the kernel to write out), ``when`` already and-ed with the call's
+    ``ok``; the host turns them into the byte mask the full kernel returns (positions
+    outside the UB dropped)."""
+    regions: list = []
+    words: Dict[int, list] = {}
     for r in undefined:
         if isinstance(r, UndefinedWords):
-            byte_addr = r.addr[..., None] + jnp.arange(r.size, dtype=jnp.int32)
-            words.append((byte_addr, jnp.broadcast_to((r.when & ok)[..., None],
-                                                      byte_addr.shape)))
+            words.setdefault(int(r.size), []).append(
+                (jnp.asarray(r.addr, jnp.int32), jnp.broadcast_to(r.when & ok, jnp.shape(r.addr))))
         else:
             regions.append((jnp.asarray(r.start, jnp.int32), jnp.asarray(r.nbytes, jnp.int32),
                             jnp.asarray(r.when & ok, bool)))
-    return tuple(regions), tuple(words)
+    return tuple(regions), {size: tuple(t) for size, t in words.items()}
 
 
 def arithmetic(cls: Any, spec: Spec, p: Params) -> Any:

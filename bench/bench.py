@@ -27,6 +27,8 @@ realistic strides (block stride 1, repeat stride 8) and full masks, one run meas
 * peak resident memory of the process at the end.
 
 Every ratio compares two figures measured in the same run (the machine may be shared).
+Each row starts from fresh compile caches (``ascend_ref.engine.release``), so a release
+after ``COMPILE_LIMIT`` compiles never falls inside a row's timed calls.
 
 Usage: ``python bench/bench.py [--quick] [--json PATH] [--only API[:DTYPE]] [--repeats 1,16,255]``.
 Prints a table and writes JSON.
@@ -47,7 +49,7 @@ import jax
 import numpy as np
 
 import ascend_ref as ar
-from ascend_ref import Tensor, registry
+from ascend_ref import Tensor, engine, registry
 from ascend_ref.tik.vec_reduce_minmax import formula_need
 
 CONFIGS = [  # (api, chip, dtype, option)
@@ -157,6 +159,10 @@ def run(quick: bool, only=None, repeats=(1, 16, 255)):
         if only and not any(f"{api}:{dtype}".startswith(o) for o in only):
             continue
         for r in repeats:
+            # each row from fresh caches: the library drops them after COMPILE_LIMIT
+            # compiles, which a whole bench run passes (its last rows' timed calls then
+            # recompiled everything: vec_reduce_add float read 0.09 cases / batch)
+            engine.release()
             tensors, window = layout(api, dtype, r)
             b = CASES[r] // (4 if quick and r != 255 else 1)
             s = np.dtype(dtype).itemsize

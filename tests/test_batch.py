@@ -5,6 +5,7 @@ import subprocess
 import sys
 import textwrap
 
+import jax
 import numpy as np
 import pytest
 
@@ -404,3 +405,33 @@ def test_run_cases_one_call_groups_take_run_batch_sized_chunks(monkeypatch):
     assert not any(isinstance(k[3], tuple) and k[3][1] == 128 for k in batch.EXECUTABLES)
     for k in (0, 7, 100):
         assert diff(run_oracle(cases[k]), mixed[k]) is None
+
+
+def test_release_restarts_the_compile_count(monkeypatch):
+    """engine.release_if_needed drops the caches only once COMPILE_LIMIT compiles were
+    counted (then the count starts again); engine.release drops them at once; a kernel
+    compiled again after a release gives the same bits."""
+    from ascend_ref import engine
+
+    ubs = np.zeros((2, 1024), np.uint8)
+    ubs[:, :256] = np.arange(128, dtype=np.float16).view(np.uint8)
+    kw = dict(chip="atlas_a2", dtype="float16", mask=128, repeat=1, dst_rep_stride=1,
+              src_blk_stride=1, src_rep_stride=8, dst=(512, 16), src=(0, 128))
+    before, _ = ar.run_batch("whole_reduce_sum", ubs, **kw)
+    dropped = []
+    monkeypatch.setattr(jax, "clear_caches", lambda: dropped.append(True))
+    monkeypatch.setattr(engine, "COMPILE_LIMIT", 3)
+    monkeypatch.setattr(engine, "_compiles", [2])
+    engine.release_if_needed()
+    assert engine._compiles == [2] and not dropped
+    engine.note_compile()
+    engine.release_if_needed()
+    assert engine._compiles == [0] and dropped == [True]
+    engine._compiles[0] = 1
+    engine.release()
+    assert engine._compiles == [0] and dropped == [True, True]
+    monkeypatch.undo()
+    engine.release()                       # the real caches: the kernel compiles again
+    after, _ = ar.run_batch("whole_reduce_sum", ubs, **kw)
+    np.testing.assert_array_equal(after, before)
+    assert after[0, 512:514].copy().view(np.float16)[0] == 8128.0
