@@ -213,6 +213,25 @@ class Product:
     def add_order_is(self, order: str):
         return self._is(self.c.add_order, ADD_ORDERS, order)
 
+    def add_order_choose(self, branches: Sequence[Tuple[str, Callable[[], Any]]]) -> Any:
+        """The value of the branch ``(order, thunk)`` whose ``add_order`` this is: a
+        ``jnp.where`` chain over the branches (the last where none of the others is),
+        computing only those whose test is not concretely False. A kernel compiled for one
+        product (run_batch, run_cases' one-call chunks: the profile is a constant) then
+        holds one order instead of all three (vec_reduce_add: the in-order scans of the
+        others); a traced profile (one kernel for every product) keeps them all."""
+        live = []
+        for order, thunk in branches:
+            test = self.add_order_is(order)
+            if isinstance(test, jax.core.Tracer) or bool(np.asarray(test)):
+                live.append((test, thunk))
+        if not live:                      # no branch for this order: the where chain
+            live = [(self.add_order_is(o), t) for o, t in branches]
+        out = live[-1][1]()
+        for test, thunk in reversed(live[:-1]):
+            out = jnp.where(test, thunk(), out)
+        return out
+
     @property
     def dst_rep_stride_zero(self):
         return self.c.dst_rep_stride_zero

@@ -211,3 +211,31 @@ def test_float32_and_int16_index_width():
                              T(0, "int16", 512), T(1056, "int16", 64), 256, 0, True,
                              chip="atlas_inference_vector_core")
         assert e.value.code == ar.Code.REPEAT_RANGE
+
+
+def test_add_order_choose_computes_only_a_constant_products_order():
+    """Product.add_order_choose: with a constant profile only that product's order is
+    computed (one branch, its value); with a traced profile every order is, and the where
+    chain picks each product's value."""
+    import jax
+    import jax.numpy as jnp
+
+    from ascend_ref.chips import ADD_ORDERS
+    from ascend_ref.engine import Product
+
+    class P:
+        def __init__(self, order):
+            self.chip = type("C", (), {"add_order": order})()
+
+    def branches(ran):
+        return [(o, (lambda o=o: ran.append(o) or jnp.float32(ADD_ORDERS.index(o) + 10)))
+                for o in ADD_ORDERS]
+
+    for k, order in enumerate(ADD_ORDERS):
+        ran: list = []
+        got = Product(P(np.int32(k))).add_order_choose(branches(ran))
+        assert ran == [order] and float(got) == k + 10
+    ran = []
+    f = jax.jit(lambda a: Product(P(a)).add_order_choose(branches(ran)))
+    assert [float(f(np.int32(k))) for k in range(len(ADD_ORDERS))] == [10.0, 11.0, 12.0]
+    assert sorted(ran) == sorted(ADD_ORDERS)             # traced: all three, once

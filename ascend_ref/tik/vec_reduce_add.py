@@ -102,17 +102,17 @@ def _odd_even_order(spec, p, vectors, add, zero):
 
 
 def _effects(spec, p, bits, active, arith):
-    chip = Product(p)                                # the order is data: every one is computed
+    chip = Product(p)        # the order is data: every one a traced profile may take is computed
     tree = chip.add_order_is("tree")
 
     def compute(s):                                  # in the summation's domain (fast / exact)
         add, zero = s.add, s.zero
         vectors = s.enter(bits, active)              # masked lanes are +0
         stage1 = numerics.stored_tree_sum(s, vectors)
-        total = jnp.where(tree, _tree_order(spec, p, stage1, add, zero),
-                          jnp.where(chip.add_order_is("group255"),
-                                    _group255_order(spec, p, stage1, add, zero),
-                                    _odd_even_order(spec, p, vectors, add, zero)))
+        total = chip.add_order_choose((
+            ("tree", lambda: _tree_order(spec, p, stage1, add, zero)),
+            ("group255", lambda: _group255_order(spec, p, stage1, add, zero)),
+            ("odd_even", lambda: _odd_even_order(spec, p, vectors, add, zero))))
         return stage1, total
 
     (stage1, total), ok = arith.sums(compute)
