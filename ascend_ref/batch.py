@@ -764,17 +764,7 @@ def _mark_undefined(out: np.ndarray, start: int, tables) -> None:
         when = np.broadcast_to(when[:n].reshape(n, -1), lo.shape)
         rows = np.broadcast_to(np.arange(n).reshape(n, 1), lo.shape)
         lo, hi = np.clip(lo, 0, width), np.clip(hi, 0, width)
-        keep = when & (hi > lo)
-        if not keep.any():
-            continue
-        r, lo, hi = rows[keep] + start, lo[keep], hi[keep]
-        l0, h0 = int(lo[0]), int(hi[0])
-        if (lo == l0).all() and (hi == h0).all():     # the same bytes of every row: one store
-            out[r, l0:h0] = True
-            continue
-        # one slice per (case, region): a memset each, no pass over the whole rows
-        for j, a, z in zip(r.tolist(), lo.tolist(), hi.tolist()):
-            out[j, a:z] = True
+        batch_prep.mark_spans(out, rows[when] + start, lo[when], hi[when])
     for size, addr, when in batch_prep.word_tables(words):
         addr, when = np.asarray(addr), np.asarray(when)
         n = min(addr.shape[0], b - start)

@@ -1021,6 +1021,28 @@ def _dense_span(a: np.ndarray, valid: np.ndarray, size: int, n: int,
     return lo, hi, cols
 
 
+def mark_spans(out: np.ndarray, rows: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> bool:
+    """Set ``out[rows[i], lo[i]:hi[i]]`` (spans already inside the row; empty ones
+    skipped): one 2-D store when every span is the same bytes, else one slice each (a memset
+    each, no pass over the whole rows). Returns whether anything was marked.
+
+    >>> out = np.zeros((3, 8), bool)
+    >>> mark_spans(out, np.array([0, 2]), np.array([2, 2]), np.array([5, 5])), int(out.sum())
+    (True, 6)
+    """
+    keep = hi > lo
+    if not keep.any():
+        return False
+    rows, lo, hi = rows[keep], lo[keep], hi[keep]
+    l0, h0 = int(lo[0]), int(hi[0])
+    if (lo == l0).all() and (hi == h0).all():
+        out[rows, l0:h0] = True
+        return True
+    for j, a, z in zip(rows.tolist(), lo.tolist(), hi.tolist()):
+        out[j, a:z] = True
+    return True
+
+
 def word_tables(words: Any) -> List[Tuple[int, Any, Any]]:
     """``(size, addr, when)`` of every undefined-word table of a compact kernel's
     :func:`ascend_ref.engine.compact_undefined` ``words`` (``{size: ((addr, when), ...)}``)."""
@@ -1066,15 +1088,7 @@ def _merge(rows: Rows, sel: np.ndarray, into: Stacked, at: np.ndarray, writes: A
             continue
         lo = np.maximum(base[on] + start[on], 0)
         hi = np.minimum(base[on] + start[on] + nbytes[on], n)
-        l0, h0 = int(lo[0]), int(hi[0])
-        if h0 > l0 and (lo == l0).all() and (hi == h0).all():  # one span: one 2-D store
-            undef[at[on], l0:h0] = True
-            any_undef = True
-            continue
-        for j, a, b in zip(at[on].tolist(), lo.tolist(), hi.tolist()):
-            if b > a:
-                undef[j, a:b] = True
-                any_undef = True
+        any_undef |= mark_spans(undef, at[on], lo, hi)
     row0 = at * n
     for size, addr, when in word_tables(words):
         addr, when = _rows(addr, sel, full), _rows(when, sel, full)

@@ -437,3 +437,25 @@ def test_scatter_flat_stores_into_padded_rows():
             dense = np.full((4, n), 7, np.uint8)
             batch_prep._scatter_flat(dense, pos, bits)
             np.testing.assert_array_equal(dense, want[:, :n])
+
+
+def test_mark_spans_is_the_slice_by_slice_rule():
+    """mark_spans (one 2-D store for equal spans, else one slice each) marks what a slice
+    per (row, span) marks, empty spans skipped, and says whether it marked anything; over
+    equal spans, mixed spans, empty ones and rows named twice."""
+    rng = np.random.default_rng(11)
+    for trial in range(300):
+        k = int(rng.integers(1, 7))
+        rows = rng.integers(0, 4, k)
+        lo = rng.integers(0, 20, k)
+        hi = lo + rng.integers(-2, 8, k)
+        if trial % 3 == 0:                                  # every span the same bytes
+            lo, hi = np.full(k, lo[0]), np.full(k, hi[0])
+        hi = np.clip(hi, 0, 24)
+        want = np.zeros((4, 24), bool)
+        for r, a, z in zip(rows.tolist(), lo.tolist(), hi.tolist()):
+            if z > a:
+                want[r, a:z] = True
+        got = np.zeros((4, 24), bool)
+        assert batch_prep.mark_spans(got, rows, lo, hi) == bool((hi > lo).any())
+        np.testing.assert_array_equal(got, want)
