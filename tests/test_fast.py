@@ -814,6 +814,66 @@ def test_stored_tree_sum_equals_the_tree(saturate):
                                   np.asarray(numerics.tree_sum(x, exact.add)))
 
 
+# numerics.row_tree: the long rows of WholeReduceSum and vec_reduce_add's stage 1. Fast half:
+# the first level from uint32 pair words, the last level stored; everything else the plain
+# tree of the entered values. The same bits as tree_sum wherever the guard passes.
+
+@pytest.mark.parametrize("dtype,saturate", [("float16", False), ("float16", True),
+                                            ("float32", False)])
+def test_row_tree_equals_the_tree(dtype, saturate):
+    rng = np.random.default_rng(47)
+    prof = _profile()
+    ut = np.uint16 if dtype == "float16" else np.uint32
+    sign = 0x8000 if dtype == "float16" else 0x80000000
+    for n in ((4, 128) if dtype == "float16" else (4, 64)):
+        rows = _lane_rows(rng, dtype, n)
+        bits = jnp.asarray(np.concatenate([rows, np.full((1, n), sign, ut)]))      # -0s
+        for act in (_lane_masks(rng, bits.shape[0], n), np.ones(bits.shape, bool)):
+            fast = numerics.Summation(dtype, prof, saturate, True)
+
+            @jax.jit
+            def run(bits, act):
+                exact, _ = numerics.guarded_sums(
+                    lambda s: (numerics.tree_sum(s.enter(bits, act), s.add),), dtype, prof,
+                    saturate, "general")
+                guarded, _ = numerics.guarded_sums(
+                    lambda s: (numerics.row_tree(s, bits, act),), dtype, prof, saturate, "fast")
+                batch, ok = numerics.guarded_sums(
+                    lambda s: (numerics.row_tree(s, bits, act),), dtype, prof, saturate, "batch")
+                new = numerics.row_tree(fast, bits, act)
+                old = numerics.tree_sum(fast.enter(bits, act), fast.add)
+                return exact[0], guarded[0], batch[0], ok, fast.leave(new), fast.leave(old)
+
+            exact, guarded, batch, ok, new, old = map(np.asarray, run(bits, jnp.asarray(act)))
+            expo = 0x7C00 if dtype == "float16" else 0x7F800000
+            finite = (old & expo) != expo
+            np.testing.assert_array_equal(guarded, exact, err_msg=f"{n}")
+            np.testing.assert_array_equal((new & expo) != expo, finite, err_msg=f"{n}")
+            np.testing.assert_array_equal(new[finite], old[finite], err_msg=f"{n}")
+            np.testing.assert_array_equal(batch[finite], exact[finite], err_msg=f"{n}")
+            assert bool(ok) == bool(finite.all()) and finite.any()
+            if act.all():                  # the -0 row sums to -0, rows of +0 and -0 to +0
+                assert new[-1] == sign and np.any(finite & (new == 0))
+        # vmapped: a batched mask and one mask shared by the batch
+        fast = numerics.Summation(dtype, prof, saturate, True)
+        act = _lane_masks(rng, bits.shape[0], n)
+        one = jax.jit(jax.vmap(lambda b, a: numerics.row_tree(fast, b, a), in_axes=(0, 0)))
+        shared = jax.jit(jax.vmap(lambda b, a: numerics.row_tree(fast, b, a), in_axes=(0, None)))
+        for got, mask in ((one(bits, jnp.asarray(act)), act),
+                          (shared(bits, jnp.asarray(act[6])), np.broadcast_to(act[6], act.shape))):
+            want = np.asarray(jax.jit(lambda b, a: fast.leave(numerics.tree_sum(
+                fast.enter(b, a), fast.add)))(bits, jnp.asarray(mask)))
+            got = np.asarray(jax.jit(fast.leave)(got))
+            finite = (want & expo) != expo
+            np.testing.assert_array_equal((got & expo) != expo, finite)
+            np.testing.assert_array_equal(got[finite], want[finite])
+    # the exact summation keeps the plain tree
+    exact = numerics.Summation(dtype, prof, saturate, False)
+    x = jnp.asarray(_lane_rows(rng, dtype, 8))
+    np.testing.assert_array_equal(np.asarray(numerics.row_tree(exact, x)),
+                                  np.asarray(numerics.tree_sum(exact.enter(x), exact.add)))
+
+
 @pytest.mark.parametrize("dtype", ["float16",       # the stored stage-1 tree (float: -m slow)
                                    pytest.param("float32", marks=pytest.mark.slow)])
 def test_run_batch_vec_reduce_add_tall_tables_equal_the_general_path_and_the_oracle(dtype):

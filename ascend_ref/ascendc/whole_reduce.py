@@ -157,7 +157,7 @@ def _sum_effects(spec, p, bits, active, arith):
     if not numerics.is_float(spec.dtype):    # Ascend 950 integer sums (exact, no arithmetic)
         total, ok = int_sums(spec, p, bits, active), jnp.bool_(True)
     else:
-        (total,), ok = arith.sums(lambda s: (numerics.tree_sum(s.enter(bits, active), s.add),))
+        (total,), ok = arith.sums(lambda s: (numerics.row_tree(s, bits, active),))
     runs, undefined = gate(spec, p)
     undefined += counter_undefined(spec, p)
     return Effects([slot_write(spec, p, total[:, None], runs)], undefined, {"exact_ok": ok})

@@ -107,12 +107,11 @@ def _effects(spec, p, bits, active, arith):
 
     def compute(s):                                  # in the summation's domain (fast / exact)
         add, zero = s.add, s.zero
-        vectors = s.enter(bits, active)              # masked lanes are +0
-        stage1 = numerics.stored_tree_sum(s, vectors)
+        stage1 = numerics.row_tree(s, bits, active)          # masked lanes +0
         total = chip.add_order_choose((
             ("tree", lambda: _tree_order(spec, p, stage1, add, zero)),
             ("group255", lambda: _group255_order(spec, p, stage1, add, zero)),
-            ("odd_even", lambda: _odd_even_order(spec, p, vectors, add, zero))))
+            ("odd_even", lambda: _odd_even_order(spec, p, s.enter(bits, active), add, zero))))
         return stage1, total
 
     (stage1, total), ok = arith.sums(compute)
