@@ -56,9 +56,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import engine, registry, scale
-from . import batch_prep
+from . import batch_prep, heap
 from .case import Case, Outcome
 from .constraints import Code, ConstraintError
+
+heap.tune()          # the kernels' buffers stay in the heap between calls (ascend_ref.heap)
 
 #: traces of the batched kernels, by static configuration (tests count recompiles with it)
 TRACES: collections.Counter = collections.Counter()
