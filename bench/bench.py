@@ -9,7 +9,9 @@ and after (ratios are taken within one run, but a loaded machine slows both side
 For each API (half and float where the product has it) and R = 1, 16, 255 repeats with
 realistic strides (block stride 1, repeat stride 8) and full masks, one run measures:
 
-* ``batch``    — cases/s of ``ascend_ref.run_batch`` (steady state, compiled);
+* ``batch``    — cases/s of ``ascend_ref.run_batch`` (steady state, compiled; measured in
+                 turns with ``copy`` and ``np.sum``, :func:`_in_turns`: the best of 7
+                 rounds each);
 * ``cases``    — cases/s of ``ascend_ref.run_cases`` on the same cases as Case objects
                  (grouping, preparation, windows, outcomes with byte masks);
 * ``oracle``   — cases/s of the package's scalar oracle on the same cases;
@@ -81,6 +83,24 @@ def _timeit(fn, repeat=3):
         t = time.perf_counter()
         fn()
         best = min(best, time.perf_counter() - t)
+    return best
+
+
+#: rounds of :func:`_in_turns` for the ratios' figures (run_batch, copy, np.sum)
+ROUNDS = 7
+
+
+def _in_turns(fns: dict, rounds: int = ROUNDS) -> dict:
+    """The best seconds of each callable in ``fns``, measured in turns: each round runs every
+    one once, so a slow spell of a shared machine falls on all of them alike instead of on
+    whichever was measured in it (best-of-3 of each, one after the other, moved the ratios by
+    up to 2x between runs on the development VM)."""
+    best = {k: float("inf") for k in fns}
+    for _ in range(rounds):
+        for k, fn in fns.items():
+            t = time.perf_counter()
+            fn()
+            best[k] = min(best[k], time.perf_counter() - t)
     return best
 
 
@@ -173,16 +193,19 @@ def run(quick: bool, only=None, repeats=(1, 16, 255)):
             out, status = ar.run_batch(api, ubs, **kw)
             first = time.perf_counter() - t0
             assert (status == 0).all(), (api, r, set(status.tolist()))
-            steady = _timeit(lambda: ar.run_batch(api, ubs, **kw))
             dest = np.empty_like(ubs)
-            copy_t = _timeit(lambda: np.copyto(dest, ubs))
             lanes = ubs[:, :r * 256].view(dtype).reshape(b, r, -1)
-            sum_t = _timeit(lambda: np.sum(lanes, axis=2))
             cases = make_cases(api, chip, dtype, option, r, tensors, ubs)
             outcomes = ar.run_cases(cases)
             assert all(o.code is None for o in outcomes)
             assert np.array_equal(outcomes[0].ub, out[0]), f"{api} R={r}: run_cases differs"
-            cases_t = _timeit(lambda: ar.run_cases(cases), repeat=2)
+            turns = _in_turns({"batch": lambda: ar.run_batch(api, ubs, **kw),
+                               "copy": lambda: np.copyto(dest, ubs),
+                               "sum": lambda: np.sum(lanes, axis=2)})
+            steady, copy_t, sum_t = (turns[k] for k in ("batch", "copy", "sum"))
+            # apart: in turns, each run_cases call's outcome stack took the memory run_batch
+            # would have reused, and run_batch faulted in fresh pages
+            cases_t = _timeit(lambda: ar.run_cases(cases), repeat=3)
             verify_t = _verify_time(cases, outcomes)
             stacked_t = _verify_time(cases, outcomes, stacked=True)
             jax_cps = b / steady
