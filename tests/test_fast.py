@@ -572,6 +572,30 @@ def _lane_masks(rng, rows, n):
     return act
 
 
+def _tree_paths(tree, dtype, prof, saturate, leave=False):
+    """A jitted ``run(bits, act) -> (exact, guarded, batch, ok, new, old)`` for a fast tree
+    ``tree(summation, bits, act)``: the general path's exact tree; the guarded "fast" and
+    "batch" paths of ``tree`` (and the batch guard ``ok``); ``tree`` and the plain
+    ``tree_sum`` on the fast arithmetic, as its values or (``leave``) as bits."""
+    fast = numerics.Summation(dtype, prof, saturate, True)
+    out = fast.leave if leave else (lambda v: v)
+
+    @jax.jit
+    def run(bits, act):
+        exact, _ = numerics.guarded_sums(
+            lambda s: (numerics.tree_sum(s.enter(bits, act), s.add),), dtype, prof,
+            saturate, "general")
+        guarded, _ = numerics.guarded_sums(lambda s: (tree(s, bits, act),), dtype, prof,
+                                           saturate, "fast")
+        batch, ok = numerics.guarded_sums(lambda s: (tree(s, bits, act),), dtype, prof,
+                                          saturate, "batch")
+        new = tree(fast, bits, act)
+        old = numerics.tree_sum(fast.enter(bits, act), fast.add)
+        return exact[0], guarded[0], batch[0], ok, out(new), out(old)
+
+    return run
+
+
 @pytest.mark.parametrize("dtype,saturate", [("float16", False), ("float16", True),
                                             ("float32", False)])
 def test_lane_tree_equals_the_exact_tree(dtype, saturate):
@@ -582,19 +606,7 @@ def test_lane_tree_equals_the_exact_tree(dtype, saturate):
         act = _lane_masks(rng, bits.shape[0], n)
         full = np.ones_like(act)
         fast = numerics.Summation(dtype, prof, saturate, True)
-
-        @jax.jit
-        def run(bits, act):
-            exact, _ = numerics.guarded_sums(
-                lambda s: (numerics.tree_sum(s.enter(bits, act), s.add),), dtype, prof,
-                saturate, "general")
-            guarded, _ = numerics.guarded_sums(
-                lambda s: (numerics.lane_tree(s, bits, act),), dtype, prof, saturate, "fast")
-            batch, ok = numerics.guarded_sums(
-                lambda s: (numerics.lane_tree(s, bits, act),), dtype, prof, saturate, "batch")
-            new = numerics.lane_tree(fast, bits, act)
-            old = numerics.tree_sum(fast.enter(bits, act), fast.add)
-            return exact[0], guarded[0], batch[0], ok, new, old
+        run = _tree_paths(numerics.lane_tree, dtype, prof, saturate)
 
         for mask in (act, full):                     # partial; all active (the cond)
             exact, guarded, batch, ok, new, old = map(np.asarray, run(bits, jnp.asarray(mask)))
@@ -782,22 +794,8 @@ def test_stored_tree_sum_equals_the_tree(saturate):
         rows = _lane_rows(rng, "float16", n)
         bits = jnp.asarray(np.concatenate([rows, np.full((1, n), 0x8000, np.uint16)]))  # -0s
         for act in (_lane_masks(rng, bits.shape[0], n), np.ones(bits.shape, bool)):
-            fast = numerics.Summation("float16", prof, saturate, True)
-
-            @jax.jit
-            def run(bits, act):
-                exact, _ = numerics.guarded_sums(
-                    lambda s: (numerics.tree_sum(s.enter(bits, act), s.add),), "float16",
-                    prof, saturate, "general")
-                guarded, _ = numerics.guarded_sums(
-                    lambda s: (numerics.stored_tree_sum(s, s.enter(bits, act)),), "float16",
-                    prof, saturate, "fast")
-                batch, ok = numerics.guarded_sums(
-                    lambda s: (numerics.stored_tree_sum(s, s.enter(bits, act)),), "float16",
-                    prof, saturate, "batch")
-                new = numerics.stored_tree_sum(fast, fast.enter(bits, act))
-                old = numerics.tree_sum(fast.enter(bits, act), fast.add)
-                return exact[0], guarded[0], batch[0], ok, fast.leave(new), fast.leave(old)
+            run = _tree_paths(lambda s, b, a: numerics.stored_tree_sum(s, s.enter(b, a)),
+                              "float16", prof, saturate, leave=True)
 
             exact, guarded, batch, ok, new, old = map(np.asarray, run(bits, jnp.asarray(act)))
             finite = (old & 0x7C00) != 0x7C00
@@ -829,20 +827,7 @@ def test_row_tree_equals_the_tree(dtype, saturate):
         rows = _lane_rows(rng, dtype, n)
         bits = jnp.asarray(np.concatenate([rows, np.full((1, n), sign, ut)]))      # -0s
         for act in (_lane_masks(rng, bits.shape[0], n), np.ones(bits.shape, bool)):
-            fast = numerics.Summation(dtype, prof, saturate, True)
-
-            @jax.jit
-            def run(bits, act):
-                exact, _ = numerics.guarded_sums(
-                    lambda s: (numerics.tree_sum(s.enter(bits, act), s.add),), dtype, prof,
-                    saturate, "general")
-                guarded, _ = numerics.guarded_sums(
-                    lambda s: (numerics.row_tree(s, bits, act),), dtype, prof, saturate, "fast")
-                batch, ok = numerics.guarded_sums(
-                    lambda s: (numerics.row_tree(s, bits, act),), dtype, prof, saturate, "batch")
-                new = numerics.row_tree(fast, bits, act)
-                old = numerics.tree_sum(fast.enter(bits, act), fast.add)
-                return exact[0], guarded[0], batch[0], ok, fast.leave(new), fast.leave(old)
+            run = _tree_paths(numerics.row_tree, dtype, prof, saturate, leave=True)
 
             exact, guarded, batch, ok, new, old = map(np.asarray, run(bits, jnp.asarray(act)))
             expo = 0x7C00 if dtype == "float16" else 0x7F800000
