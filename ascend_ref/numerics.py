@@ -552,8 +552,8 @@ def lane_tree(s: "SummationLike", bits: jax.Array,
       with per-case masks (a batched predicate) both run and a select picks.
 
     The long rows of WholeReduceSum and vec_reduce_add (64 / 128 lanes) take
-    :func:`row_tree`: the same word level, no cond for float (their float trees measured
-    faster unmasked-and-selected as :func:`tree_sum` fuses them), and a stored last level.
+    :func:`row_tree`: the same word level for half and a stored last level; their float
+    trees keep the plain tree of the entered values (this cond was not tried there).
     Every other summation (the exact one, :mod:`ascend_ref.grad`'s) takes :func:`tree_sum`."""
     n = bits.shape[-1]
     if not (isinstance(s, Summation) and s.fast and n >= 1 and n & (n - 1) == 0):
