@@ -943,6 +943,7 @@ def test_run_batch_recycles_a_result_only_once_the_caller_dropped_it(monkeypatch
         pytest.skip("sys.getrefcount does not count holders here: recycling is off")
     monkeypatch.setattr(batch_prep, "RECYCLE", True)
     monkeypatch.setattr(batch_prep, "_RECYCLE_MIN", 0)        # small test batches recycle too
+    monkeypatch.setattr(batch_prep, "_RECYCLE_KEEP", 16)      # none leaves the list here
     rng = np.random.default_rng(71)
     api, chip, dtype, option = BATCH_CONFIGS[0]
     b, lanes = 40, 256 // np.dtype(dtype).itemsize
@@ -961,8 +962,13 @@ def test_run_batch_recycles_a_result_only_once_the_caller_dropped_it(monkeypatch
     row = run(1)[7]                        # only a row view of the result is held
     as_jax = jnp.asarray(run(2))           # a JAX array made from it (no copy on CPU)
     addr = run(3).ctypes.data              # dropped at once
-    reused = [run(k).ctypes.data for k in (4, 5)]
-    assert addr in reused                  # the dropped result's memory came back
+    # the dropped result's memory comes back once JAX releases the kernel's input views of
+    # it (the rows it read in place): usually by the second call after, under load the third
+    # (seen in 4 of 60 loaded runs; the list kept only 4 buffers then and this read 2 calls)
+    reused: list = []
+    while addr not in reused and len(reused) < 6:
+        reused.append(run(4 + len(reused) % 2).ctypes.data)
+    assert addr in reused
     np.testing.assert_array_equal(held, want[0])
     np.testing.assert_array_equal(row, want[1][7])
     np.testing.assert_array_equal(np.asarray(as_jax), want[2])
