@@ -525,8 +525,11 @@ def test_run_batch_pipelined_chunks_equal_the_serial_loop(monkeypatch, api, chip
         got = {}
         for pipe in (True, False):
             monkeypatch.setattr(batch, "PIPELINE", pipe)
-            got[pipe] = ar.run_batch(api, ubs, chip=chip, dtype=dtype, return_undefined=True,
-                                     **kw)
+            with batch.undefined_rows() as marked:
+                got[pipe] = ar.run_batch(api, ubs, chip=chip, dtype=dtype,
+                                         return_undefined=True, **kw)
+            # the rows each chunk marked, at the chunk's rows
+            np.testing.assert_array_equal(marked[0], got[pipe][2].any(axis=1))
         with engine.use_path("general"):
             want = ar.run_batch(api, ubs, chip=chip, dtype=dtype, return_undefined=True, **kw)
         for pipe in (True, False):

@@ -16,6 +16,7 @@ import zipfile
 import numpy as np
 import pytest
 
+from ascend_ref import batch
 from ascend_ref.batch import run_cases
 from ascend_ref.case import Case
 from ascend_ref.cli import main as cli_main
@@ -166,6 +167,45 @@ def test_stacked_report_equals_per_case_and_version_1(tmp_path, adversarial, bat
     assert vfast.STATS["per_case"] == len(cases) - decided
 
 
+def test_stacked_windows_are_the_same_over_uncleared_memory(tmp_path, adversarial,
+                                                           monkeypatch):
+    """The vectorised verifier builds run_batch's input windows in memory it does not clear
+    first (only the columns no region's block copy writes are zeroed): with every such
+    buffer filled with garbage, the windows handed to run_batch and the report equal those
+    built in cleared memory."""
+    from ascend_ref import batch, batch_prep
+
+    cases, afters, errors, _ = adversarial
+    _write(tmp_path / "v2", cases, afters, errors, stacked=True)
+    real_empty, real_run = batch_prep.result_empty, batch.run_batch
+    seen: dict = {}
+
+    def spy(api, ubs, **kw):
+        seen[fill].append((api, np.array(ubs)))
+        return real_run(api, ubs, **kw)
+
+    def empty(shape, align=64, zero=False):
+        out = real_empty(shape, align, zero)
+        if not zero:
+            out.fill(fill)
+        return out
+
+    monkeypatch.setattr(batch, "run_batch", spy)
+    monkeypatch.setattr(batch_prep, "result_empty", empty)
+    reports = {}
+    for fill in (0, 0xA5):
+        seen[fill] = []
+        reports[fill] = _norm(verify(tmp_path / "v2", progress=False), tmp_path / "v2")
+    assert reports[0] == reports[0xA5]
+    assert len(seen[0]) == len(seen[0xA5]) >= 3
+    gaps = 0
+    for (a0, w0), (a1, w1) in zip(seen[0], seen[0xA5]):
+        assert a0 == a1
+        np.testing.assert_array_equal(w1, w0, err_msg=a0)
+        gaps += int((w0 == 0).sum())
+    assert gaps       # the windows have bytes no region writes (else nothing was tested)
+
+
 def test_stacked_explain_and_cli(tmp_path, adversarial, capsys):
     cases, afters, errors, expect = adversarial
     _write(tmp_path / "v2", cases, afters, errors, stacked=True, per_file=len(cases))
@@ -294,6 +334,22 @@ def test_run_batch_undefined_mask_equals_run_cases():
         src=cs[0].tensors["src"], dst=cs[0].tensors["dst"],
         work_tensor=cs[0].tensors["work_tensor"], return_undefined=True)
     assert (status == 0).all() and undef.shape == ubs.shape
+    # undefined_rows says which rows hold an undefined byte, here all of them, and none
+    # in a call whose outcomes have none
+    with batch.undefined_rows() as marked:
+        again = ar.run_batch(
+            "vec_reduce_add", ubs, chip="atlas_training", dtype="float16", mask=[128] * 4,
+            repeat=np.array([c.params["repeat"] for c in cs]), src_rep_stride=8,
+            src=cs[0].tensors["src"], dst=cs[0].tensors["dst"],
+            work_tensor=cs[0].tensors["work_tensor"], return_undefined=True)
+        min_ub = np.stack([mk("whole_reduce_min", "float16", "ORDER_VALUE_INDEX", 128, 2,
+                              seed=k).ub for k in range(3)])
+        _, _, none = ar.run_batch(
+            "whole_reduce_min", min_ub, chip="atlas_a2", dtype="float16", mask=[128] * 3,
+            order="ORDER_VALUE_INDEX", repeat=2, dst_rep_stride=1, src_blk_stride=1,
+            src_rep_stride=8, src=(0, 1024), dst=(2048, 512), return_undefined=True)
+    np.testing.assert_array_equal(again[2], undef)
+    assert [m.tolist() for m in marked] == [[True] * 4, [False] * 3] and not none.any()
     for k, o in enumerate(outs):
         assert o.undefined.any()
         np.testing.assert_array_equal(undef[k], o.undefined)

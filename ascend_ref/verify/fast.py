@@ -147,7 +147,7 @@ def _mask_words(rep_mask: Any, g: Group, rows: np.ndarray, lanes: int, word_orde
 def _group(v: "Verifier", f: DumpFile, g: Group, rows: np.ndarray) -> np.ndarray:
     """Verify ``rows`` of group ``g`` as one batch; returns the rows left for the per-case
     path. Counts go to ``v.report`` only once nothing can fail any more."""
-    from ..batch import overwrite_input, run_batch
+    from ..batch import overwrite_input, run_batch, undefined_rows
 
     d0 = None
     for r in rows[:4].tolist():          # the shared fields, by the version-1 rules
@@ -202,8 +202,8 @@ def _group(v: "Verifier", f: DumpFile, g: Group, rows: np.ndarray) -> np.ndarray
     # dropped): groups of many sizes share a few compiled shapes, for at most a quarter more
     # rows of work
     big = _bucket(m)
-    wins = batch_prep.result_empty((big, width), zero=True)   # run_batch's result, in place
-    _windows(base, length, g, grow, "before", wins[:m], np.ones(m, bool))
+    wins = batch_prep.result_empty((big, width))   # run_batch's result, in place
+    _windows(base, length, g, grow, "before", wins[:m], np.ones(m, bool), fresh=True)
     wins[m:] = wins[0]
 
     def pad(a: np.ndarray) -> np.ndarray:
@@ -220,15 +220,15 @@ def _group(v: "Verifier", f: DumpFile, g: Group, rows: np.ndarray) -> np.ndarray
         kw[ins.option.key] = case.option
     mode = "count" if g.mask_words == 0 else "bits"
     mask = pad(masks[sel, 0].astype(np.int64) if mode == "count" else masks[sel])
-    with overwrite_input():
+    with overwrite_input(), undefined_rows() as marked:
         out, status, undef = run_batch(
             case.api, wins, chip=prof.id, dtype=case.dtype, mask=mask, mask_mode=mode,
             saturate=case.saturate, ub_base=int(base[0]) if (base == base[0]).all() else pad(base),
             max_repeat=height, return_undefined=True, **kw)
-    out, status, undef = out[:m], status[:m], undef[:m]
+    out, status, undef, touched = out[:m], status[:m], undef[:m], marked[0][:m]
     err = g.error[grow]
     ran = (status == 0) & (err == 0)
-    differ, und, fits = _compare(out, undef, base, length, g, grow, ran)
+    differ, und, fits = _compare(out, undef, touched, base, length, g, grow, ran)
     agree = ran & fits & ~differ
     decided = _device_errors(v, g, grow, status, err != 0)
     rep = v.report
@@ -270,12 +270,13 @@ def _device_errors(v: "Verifier", g: Group, rows: np.ndarray, status: np.ndarray
     return done
 
 
-def _compare(out: np.ndarray, undef: np.ndarray, base: np.ndarray, length: np.ndarray,
-             g: Group, grow: np.ndarray, ran: np.ndarray):
+def _compare(out: np.ndarray, undef: np.ndarray, touched: np.ndarray, base: np.ndarray,
+             length: np.ndarray, g: Group, grow: np.ndarray, ran: np.ndarray):
     """``(differ, undefined, fits)`` per row: a recorded after byte differs from the
     reference's where it is defined; the number of recorded bytes the reference leaves
     undefined; every after region lies inside the row's window (else the row is not
-    decided here). Rows where ``ran`` is false are not compared."""
+    decided here). Rows where ``ran`` is false are not compared. ``undef`` is read only in
+    the rows ``touched`` says hold an undefined byte (:func:`ascend_ref.batch.undefined_rows`)."""
     m = grow.size
     differ = np.zeros(m, bool)
     und = np.zeros(m, np.int64)
@@ -301,7 +302,7 @@ def _compare(out: np.ndarray, undef: np.ndarray, base: np.ndarray, length: np.nd
                 neq |= (dev[:, :w].view(np.uint64) != ref[:, :w].view(np.uint64)).any(axis=1)
             if w < k:
                 neq |= (dev[:, w:] != ref[:, w:]).any(axis=1)
-            look = np.flatnonzero(neq | u.any(axis=1))        # undefined bytes of this region
+            look = np.flatnonzero(neq | touched)              # undefined bytes of this region
             if look.size == m:
                 differ |= ((dev != ref) & ~u).any(axis=1)
                 und += np.count_nonzero(u, axis=1)
@@ -312,20 +313,27 @@ def _compare(out: np.ndarray, undef: np.ndarray, base: np.ndarray, length: np.nd
             continue
         for r in np.flatnonzero(use).tolist():
             c0, k, a0 = int(col[r]), int(nb[r]), int(at[r])
-            u = undef[r, c0:c0 + k]
-            differ[r] |= bool(((flat[a0:a0 + k] != out[r, c0:c0 + k]) & ~u).any())
-            und[r] += int(np.count_nonzero(u))
+            ne = flat[a0:a0 + k] != out[r, c0:c0 + k]
+            if touched[r]:
+                u = undef[r, c0:c0 + k]
+                ne &= ~u
+                und[r] += int(np.count_nonzero(u))
+            differ[r] |= bool(ne.any())
     return differ, und, fits
 
 
 def _windows(base: np.ndarray, length: np.ndarray, g: Group, grow: np.ndarray, side: str,
-             into: np.ndarray, sel: np.ndarray) -> np.ndarray:
+             into: np.ndarray, sel: np.ndarray, fresh: bool = False) -> np.ndarray:
     """Write region bytes (``side`` "before" / "after") of the group rows ``grow`` where
     ``sel`` into their windows ``into`` (``uint8[m, width]``: real UB bytes from ``base``,
-    ``length`` of them); returns bool ``[m]``: every region byte lies inside its window."""
+    ``length`` of them); returns bool ``[m]``: every region byte lies inside its window.
+    ``fresh``: ``into`` holds garbage; every byte no region writes is zeroed (only the columns
+    no block copy covers, when every region is one block copy: a region spans most of a
+    window, and clearing it first would write it twice)."""
     m = grow.size
     inside = np.ones(m, bool)
     reg = g.region_cols[grow]
+    plans = []
     for j, name in enumerate(g.regions):
         flat = (g.before if side == "before" else g.after)[name]
         at = (g.before_at if side == "before" else g.after_at)[j, grow]
@@ -333,8 +341,23 @@ def _windows(base: np.ndarray, length: np.ndarray, g: Group, grow: np.ndarray, s
         col = a - base
         within = (col >= 0) & (col + nb <= length)
         inside &= within | (nb == 0)
-        if m and sel.all() and (nb == nb[0]).all() and (col == col[0]).all() and \
-                within.all() and (at == at[0] + nb[0] * np.arange(m)).all():
+        block = bool(m and sel.all() and (nb == nb[0]).all() and (col == col[0]).all() and
+                     within.all() and (at == at[0] + nb[0] * np.arange(m)).all())
+        plans.append((flat, at, col, nb, block))
+    if fresh:
+        if all(p[4] for p in plans):
+            gap = np.ones(into.shape[1] + 2, np.int8)       # 1: no block writes the column
+            gap[0] = gap[-1] = 0                              # (guards at either end)
+            for _, _, col, nb, _ in plans:
+                gap[1 + int(col[0]):1 + int(col[0]) + int(nb[0])] = 0
+            step = np.diff(gap)                               # runs of 1: [start, end)
+            for lo, hi in zip(np.flatnonzero(step == 1).tolist(),
+                              np.flatnonzero(step == -1).tolist()):
+                into[:, lo:hi] = 0
+        else:
+            into.fill(0)
+    for flat, at, col, nb, block in plans:
+        if block:
             k, c0 = int(nb[0]), int(col[0])     # one block copy
             into[:, c0:c0 + k] = flat[int(at[0]):int(at[0]) + k * m].reshape(m, k)
             continue
