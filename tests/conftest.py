@@ -1,12 +1,36 @@
 import os
+import shutil
+import tempfile
 
-import numpy as np
-import pytest
+# One test run shares its compiled kernels between its processes (the xdist workers): JAX's
+# persistent compilation cache, in a folder the first process makes for the run (the workers
+# inherit it through the environment) and removes at its end. A subset of five test files on
+# two workers (2 cores): 14 min 7 s without, 12 min 18 s with (user CPU 26:12 -> 22:17).
+# A JAX_COMPILATION_CACHE_DIR already set wins. Subprocesses (the CLI, notebooks) do not use
+# it: a process killed while it writes an entry would leave the entry truncated.
+_RUN_CACHE = "ASCEND_REF_TEST_JAX_CACHE"
+_MADE_HERE = _RUN_CACHE not in os.environ and not os.environ.get("JAX_COMPILATION_CACHE_DIR")
+if _MADE_HERE:
+    os.environ[_RUN_CACHE] = tempfile.mkdtemp(prefix="ascend_ref_test_jax_")
 
-import ascend_ref as ar
+import jax  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
 
-# campaigns run from the CLI keep compiled kernels on disk; not from the test suite
+import ascend_ref as ar  # noqa: E402
+
+if os.environ.get(_RUN_CACHE) and not os.environ.get("JAX_COMPILATION_CACHE_DIR"):
+    jax.config.update("jax_compilation_cache_dir", os.environ[_RUN_CACHE])
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
+    jax.config.update("jax_persistent_cache_min_entry_size_bytes", -1)
+
+# campaigns run from the CLI keep compiled kernels in ~/.cache; not from the test suite
 os.environ.setdefault("ASCEND_REF_COMPILE_CACHE", "off")
+
+
+def pytest_sessionfinish(session, exitstatus):
+    if _MADE_HERE:                      # the process that made the run's cache folder
+        shutil.rmtree(os.environ[_RUN_CACHE], ignore_errors=True)
 
 
 def half_bits(x):
