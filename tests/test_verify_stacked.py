@@ -16,7 +16,7 @@ import zipfile
 import numpy as np
 import pytest
 
-from ascend_ref import batch
+from ascend_ref import batch, batch_prep
 from ascend_ref.batch import run_cases
 from ascend_ref.case import Case
 from ascend_ref.cli import main as cli_main
@@ -173,8 +173,6 @@ def test_stacked_windows_are_the_same_over_uncleared_memory(tmp_path, adversaria
     first (only the columns no region's block copy writes are zeroed): with every such
     buffer filled with garbage, the windows handed to run_batch and the report equal those
     built in cleared memory."""
-    from ascend_ref import batch, batch_prep
-
     cases, afters, errors, _ = adversarial
     _write(tmp_path / "v2", cases, afters, errors, stacked=True)
     real_empty, real_run = batch_prep.result_empty, batch.run_batch
