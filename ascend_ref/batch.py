@@ -677,7 +677,7 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
             np.copyto(out, ubs)
     status = np.zeros(b, np.int32)
     undef = batch_prep.sparse_zeros(ubs.shape) if return_undefined else None
-    touched = np.zeros(b, bool) if undef is not None else None
+    touched = UndefinedSpans.empty(b, ubs.shape[1]) if undef is not None else None
     held = _UNDEFINED_ROWS.get()
     if held is not None and touched is not None:
         held.append(touched)
@@ -752,24 +752,26 @@ _UNDEFINED_ROWS: contextvars.ContextVar = contextvars.ContextVar("ascend_ref_und
 
 
 @contextlib.contextmanager
-def undefined_rows() -> Iterator[List[np.ndarray]]:
+def undefined_rows() -> Iterator[List["UndefinedSpans"]]:
     """Within this block, every :func:`run_batch` call with ``return_undefined=True``
-    appends to the yielded list a bool ``[B]`` array: which rows of its ``undefined`` mask
-    hold any undefined byte. A caller then reads only those rows of the mask: the mask is
-    mostly never written (:func:`ascend_ref.batch_prep.sparse_zeros`), and reading a
-    never-written page of it costs a page fault (``verify``: 2.8 ms to scan 256 rows of
-    65 KiB).
+    appends to the yielded list an :class:`UndefinedSpans`: which rows of its ``undefined``
+    mask hold any undefined byte, and the columns that hold them. A caller then reads only
+    those rows and columns of the mask: the mask is mostly never written
+    (:func:`ascend_ref.batch_prep.sparse_zeros`), and reading a never-written page of it
+    costs a page fault (``verify``: 2.8 ms to scan 256 rows of 65 KiB).
 
     >>> import numpy as np
-    >>> with undefined_rows() as rows:
-    ...     _, _, und = run_batch("whole_reduce_sum", np.zeros((2, 1024), np.uint8),
-    ...                           chip="atlas_a2", dtype="float16", mask=[128, 1],
-    ...                           dst=(256, 16), src=(0, 256), repeat=1, dst_rep_stride=1,
-    ...                           src_blk_stride=1, src_rep_stride=8, return_undefined=True)
-    >>> rows[0].tolist() == und.any(axis=1).tolist()
+    >>> with undefined_rows() as rows:     # the work tensor's bytes are undefined after it
+    ...     _, _, und = run_batch("vec_reduce_add", np.zeros((2, 4096), np.uint8),
+    ...                           chip="atlas_training", dtype="float16", mask=[128, 1],
+    ...                           dst=(2048, 16), src=(0, 1024), work_tensor=(2304, 256),
+    ...                           repeat=[2, 1], src_rep_stride=8, return_undefined=True)
+    >>> rows[0].rows.tolist() == und.any(axis=1).tolist()
     True
+    >>> rows[0]
+    UndefinedSpans(2 rows, 2 with a mark, columns [2304, 2816))
     """
-    held: List[np.ndarray] = []
+    held: List[UndefinedSpans] = []
     token = _UNDEFINED_ROWS.set(held)
     try:
         yield held
@@ -788,10 +790,51 @@ PIPELINE = True
 BLOCKED = True
 
 
-def _mark_undefined(out: np.ndarray, start: int, tables, touched: np.ndarray) -> None:
+@dataclasses.dataclass
+class UndefinedSpans:
+    """Where a :func:`run_batch` result's ``undefined`` mask holds marks, per row: ``rows``
+    (bool ``[B]``) says which rows hold any; every mark of row ``k`` lies in the columns
+    ``[lo[k], hi[k])`` (``lo`` = the row width and ``hi`` = 0 in a row without one)."""
+
+    rows: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+
+    @classmethod
+    def empty(cls, b: int, width: int) -> "UndefinedSpans":
+        return cls(np.zeros(b, bool), np.full(b, width, np.int64), np.zeros(b, np.int64))
+
+    def add(self, start: int, lo: np.ndarray, hi: np.ndarray, keep: np.ndarray) -> None:
+        """Record marks ``[lo, hi)`` where ``keep`` (each ``[n, k]``) in rows ``start...``."""
+        n = keep.shape[0]
+        if not n or not keep.size:
+            return
+        some = keep.any(axis=1)
+        self.rows[start:start + n] |= some
+        big = np.iinfo(np.int64).max
+        first = np.where(keep, lo, big).min(axis=1)
+        last = np.where(keep, hi, 0).max(axis=1)
+        self.lo[start:start + n] = np.where(some, np.minimum(self.lo[start:start + n], first),
+                                            self.lo[start:start + n])
+        self.hi[start:start + n] = np.maximum(self.hi[start:start + n], last)
+
+    def __getitem__(self, rows: Any) -> "UndefinedSpans":
+        return UndefinedSpans(self.rows[rows], self.lo[rows], self.hi[rows])
+
+    def overlapping(self, lo: int, hi: int) -> np.ndarray:
+        """Rows that may hold a mark in the columns ``[lo, hi)``."""
+        return self.rows & (self.lo < hi) & (self.hi > lo)
+
+    def __repr__(self) -> str:
+        n = int(self.rows.sum())
+        cols = f", columns [{int(self.lo[self.rows].min())}, {int(self.hi.max())})" if n else ""
+        return f"UndefinedSpans({self.rows.size} rows, {n} with a mark{cols})"
+
+
+def _mark_undefined(out: np.ndarray, start: int, tables, touched: UndefinedSpans) -> None:
     """Mark a chunk's undefined bytes (:func:`ascend_ref.engine.compact_undefined` tables, row
     addresses) in ``out`` rows ``start...``, positions outside the row dropped; ``touched``
-    (bool, per row of ``out``) is set where a row got a mark."""
+    records, per row of ``out``, where the marks went."""
     b, width = out.shape
     regions, words = tables
     for lo, nbytes, when in regions:
@@ -804,7 +847,7 @@ def _mark_undefined(out: np.ndarray, start: int, tables, touched: np.ndarray) ->
         lo, hi = np.clip(lo, 0, width), np.clip(hi, 0, width)
         some = when & (hi > lo)
         batch_prep.mark_spans(out, rows[some] + start, lo[some], hi[some])
-        touched[start:start + n] |= some.any(axis=1)
+        touched.add(start, lo, hi, some)
     for size, addr, when in batch_prep.word_tables(words):
         addr, when = np.asarray(addr), np.asarray(when)
         n = min(addr.shape[0], b - start)
@@ -815,4 +858,4 @@ def _mark_undefined(out: np.ndarray, start: int, tables, touched: np.ndarray) ->
                                addr.shape)
         keep = when & (addr >= 0) & (addr < width)
         out[rows[keep], addr[keep]] = True
-        touched[start:start + n] |= keep.reshape(n, -1).any(axis=1)
+        touched.add(start, addr.reshape(n, -1), addr.reshape(n, -1) + 1, keep.reshape(n, -1))

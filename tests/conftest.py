@@ -33,6 +33,21 @@ def pytest_sessionfinish(session, exitstatus):
         shutil.rmtree(os.environ[_RUN_CACHE], ignore_errors=True)
 
 
+def undefined_spans(mask):
+    """What ``batch.undefined_rows()`` records for a run_batch ``undefined`` mask, from the
+    mask itself: ``(rows with a mark, first marked column or the width, last + 1 or 0)``."""
+    mask = np.asarray(mask, bool)
+    width = mask.shape[1]
+    rows = mask.any(axis=1)
+    lo = np.where(rows, mask.argmax(axis=1), width)
+    hi = np.where(rows, width - mask[:, ::-1].argmax(axis=1), 0)
+    return rows.tolist(), lo.tolist(), hi.tolist()
+
+
+def spans_recorded(s):
+    return s.rows.tolist(), s.lo.tolist(), s.hi.tolist()
+
+
 def half_bits(x):
     return np.asarray(x, np.float16).view(np.uint16)
 

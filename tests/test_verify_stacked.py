@@ -24,6 +24,7 @@ from ascend_ref.constraints import Code
 from ascend_ref.verify import DumpError, iter_dump_cases, open_dump, verify, write_dumps
 from ascend_ref.verify import fast as vfast
 
+from conftest import spans_recorded, undefined_spans
 from test_verify import device_afters
 
 UB = 4096
@@ -347,7 +348,9 @@ def test_run_batch_undefined_mask_equals_run_cases():
             order="ORDER_VALUE_INDEX", repeat=2, dst_rep_stride=1, src_blk_stride=1,
             src_rep_stride=8, src=(0, 1024), dst=(2048, 512), return_undefined=True)
     np.testing.assert_array_equal(again[2], undef)
-    assert [m.tolist() for m in marked] == [[True] * 4, [False] * 3] and not none.any()
+    assert [m.rows.tolist() for m in marked] == [[True] * 4, [False] * 3] and not none.any()
+    assert spans_recorded(marked[0]) == undefined_spans(undef)
+    assert spans_recorded(marked[1]) == ([False] * 3, [2048 * 2] * 3, [0] * 3)
     for k, o in enumerate(outs):
         assert o.undefined.any()
         np.testing.assert_array_equal(undef[k], o.undefined)
@@ -535,3 +538,21 @@ def test_zip_directory_equals_zipfile(mixed_v1, tmp_path):
     assert fmt._zip_directory(raw[:-1]) is None and fmt._zip_directory(b"PK") is None
     a, b = verify(p, progress=False), verify(q, progress=False)
     assert _norm(a, p.parent)[0] == _norm(b, q.parent)[0].replace("comment.npz", "mixed.npz")
+
+
+def test_count_true_is_count_nonzero():
+    """The comparator's count of undefined bytes per row (eight bytes a word) is numpy's
+    count, over row lengths around the word size, unaligned column offsets (a region's first
+    column need not be a multiple of 8), row subsets and rows that are not contiguous."""
+    rng = np.random.default_rng(5)
+    for k in [0, 1, 7, 8, 9, 15, 16, 17, 63, 64, 65, 300]:
+        for off in (0, 1, 3, 8):
+            for p in (0.0, 0.01, 0.5, 1.0):
+                full = rng.random((6, k + off + 5)) < p
+                b = full[:, off:off + k]
+                assert vfast._count_true(b).tolist() == np.count_nonzero(b, axis=1).tolist()
+                sub = b[[4, 0, 4]]
+                assert vfast._count_true(sub).tolist() == \
+                    np.count_nonzero(sub, axis=1).tolist()
+                assert vfast._count_true(full[:, ::2]).tolist() == \
+                    np.count_nonzero(full[:, ::2], axis=1).tolist()

@@ -36,6 +36,7 @@ from .format import DumpError, DumpFile
 from .stacked import Group
 
 if TYPE_CHECKING:
+    from ..batch import UndefinedSpans
     from .run import Verifier
 
 _I32 = 2**31 - 1
@@ -270,13 +271,14 @@ def _device_errors(v: "Verifier", g: Group, rows: np.ndarray, status: np.ndarray
     return done
 
 
-def _compare(out: np.ndarray, undef: np.ndarray, touched: np.ndarray, base: np.ndarray,
+def _compare(out: np.ndarray, undef: np.ndarray, touched: "UndefinedSpans", base: np.ndarray,
              length: np.ndarray, g: Group, grow: np.ndarray, ran: np.ndarray):
     """``(differ, undefined, fits)`` per row: a recorded after byte differs from the
     reference's where it is defined; the number of recorded bytes the reference leaves
     undefined; every after region lies inside the row's window (else the row is not
     decided here). Rows where ``ran`` is false are not compared. ``undef`` is read only in
-    the rows ``touched`` says hold an undefined byte (:func:`ascend_ref.batch.undefined_rows`)."""
+    the rows and columns ``touched`` says hold an undefined byte
+    (:func:`ascend_ref.batch.undefined_rows`)."""
     m = grow.size
     differ = np.zeros(m, bool)
     und = np.zeros(m, np.int64)
@@ -302,24 +304,41 @@ def _compare(out: np.ndarray, undef: np.ndarray, touched: np.ndarray, base: np.n
                 neq |= (dev[:, :w].view(np.uint64) != ref[:, :w].view(np.uint64)).any(axis=1)
             if w < k:
                 neq |= (dev[:, w:] != ref[:, w:]).any(axis=1)
-            look = np.flatnonzero(neq | touched)              # undefined bytes of this region
-            if look.size == m:
-                differ |= ((dev != ref) & ~u).any(axis=1)
-                und += np.count_nonzero(u, axis=1)
-            elif look.size:
-                ul = u[look]
-                differ[look] |= ((dev[look] != ref[look]) & ~ul).any(axis=1)
-                und[look] += np.count_nonzero(ul, axis=1)
+            # a row differs only where some raw byte does; undefined bytes are counted in
+            # the rows that hold any
+            look = np.flatnonzero(neq)
+            if look.size:
+                differ[look] |= ((dev[look] != ref[look]) & ~u[look]).any(axis=1)
+            held = np.flatnonzero(touched.overlapping(c0, c0 + k))
+            if held.size:
+                und[held] += _count_true(u if held.size == m else u[held])
             continue
         for r in np.flatnonzero(use).tolist():
             c0, k, a0 = int(col[r]), int(nb[r]), int(at[r])
             ne = flat[a0:a0 + k] != out[r, c0:c0 + k]
-            if touched[r]:
+            if touched.rows[r]:
                 u = undef[r, c0:c0 + k]
                 ne &= ~u
                 und[r] += int(np.count_nonzero(u))
             differ[r] |= bool(ne.any())
     return differ, und, fits
+
+
+def _count_true(b: np.ndarray) -> np.ndarray:
+    """``np.count_nonzero(b, axis=1)`` of a bool ``[n, k]`` array (contiguous rows), eight
+    bytes at a time: a bool is one byte 0 or 1, so the bits set in a row's uint64 words are
+    its true bytes (numpy's count along an axis sums bytes one at a time: the stacked
+    comparator of vec_reduce_min, whose work tensor is undefined in every row, spent most
+    of its time there)."""
+    n, k = b.shape
+    w = k // 8 * 8
+    popcount = getattr(np, "bitwise_count", None)
+    if not w or popcount is None or b.strides[1] != 1:
+        return np.count_nonzero(b, axis=1).astype(np.int64)
+    c = popcount(b[:, :w].view(np.uint64)).sum(axis=1, dtype=np.int64)
+    if w < k:
+        c += np.count_nonzero(b[:, w:], axis=1)
+    return c
 
 
 def _windows(base: np.ndarray, length: np.ndarray, g: Group, grow: np.ndarray, side: str,
