@@ -28,48 +28,6 @@ if os.environ.get(_RUN_CACHE) and not os.environ.get("JAX_COMPILATION_CACHE_DIR"
 os.environ.setdefault("ASCEND_REF_COMPILE_CACHE", "off")
 
 
-# The default run ("-m 'not slow'") compiles its kernels with XLA's backend optimisation off
-# (jax_disable_most_optimizations: LLVM at -O0, no expensive passes; the HLO passes, and so
-# the arithmetic and its bits, are the same): most of its time is compiling small kernels
-# that then run on a few cases (subset of test_grad, one process: 97 s -> 67 s; the whole
-# default run: 50 -> 40 min of CPU). Every result is still checked against the oracle, and
-# the test files marked ``optimized`` (test_fast: fast path against general path against the
-# oracle on adversarial data, for every API) compile as users do, from empty caches. Runs
-# that select the slow campaigns (any marker expression but "not slow"), and
-# ASCEND_REF_TEST_OPTIMIZE=1, compile everything as users do. Subprocesses (the CLI,
-# notebooks) inherit the choice through the environment.
-_QUICK_ENV = "JAX_DISABLE_MOST_OPTIMIZATIONS"
-
-
-def pytest_configure(config):
-    quick = (config.getoption("markexpr", "") or "").replace(" ", "") == "notslow" \
-        and os.environ.get("ASCEND_REF_TEST_OPTIMIZE", "") in ("", "0")
-    if quick and _QUICK_ENV not in os.environ:
-        os.environ[_QUICK_ENV] = "1"
-    jax.config.update("jax_disable_most_optimizations",
-                      os.environ.get(_QUICK_ENV, "") not in ("", "0", "false", "False"))
-
-
-@pytest.fixture(scope="module", autouse=True)
-def _optimized_module(request):
-    """A module marked ``pytestmark = pytest.mark.optimized`` compiles its kernels with full
-    optimisation in a default run too: JAX's caches are cleared before (nothing compiled
-    without it is reused) and after it (nothing compiled with it leaks into other modules)."""
-    marks = getattr(request.module, "pytestmark", [])
-    marks = marks if isinstance(marks, list) else [marks]
-    if not any(m.name == "optimized" for m in marks) or \
-            not jax.config.read("jax_disable_most_optimizations"):
-        yield
-        return
-    jax.clear_caches()
-    jax.config.update("jax_disable_most_optimizations", False)
-    try:
-        yield
-    finally:
-        jax.clear_caches()
-        jax.config.update("jax_disable_most_optimizations", True)
-
-
 def pytest_sessionfinish(session, exitstatus):
     if _MADE_HERE:                      # the process that made the run's cache folder
         shutil.rmtree(os.environ[_RUN_CACHE], ignore_errors=True)

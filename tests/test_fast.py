@@ -24,15 +24,6 @@ from ascend_ref.fuzz.compare import diff
 from ascend_ref.fuzz.generate import RngDraw, draw_case
 from conftest import spans_recorded, undefined_spans
 
-# this module's kernels compile with full optimisation, as users' do, in every run
-# (tests/conftest.py: the rest of the default run compiles without the backend's)
-pytestmark = pytest.mark.optimized
-
-
-def test_this_module_compiles_as_users_do():
-    assert jax.config.read("jax_disable_most_optimizations") is False
-
-
 F16 = np.array([0x0000, 0x8000, 0x7C00, 0xFC00, 0x7E00, 0xFE00, 0x7C01, 0xFD55, 0x0001, 0x8001,
                 0x03FF, 0x83FF, 0x0400, 0x3C00, 0xBC00, 0x7BFF, 0xFBFF, 0x3C01], np.uint16)
 F32 = np.array([0x00000000, 0x80000000, 0x7F800000, 0xFF800000, 0x7FC00000, 0xFFC00000,
