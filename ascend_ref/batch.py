@@ -811,11 +811,9 @@ class UndefinedSpans:
             return
         some = keep.any(axis=1)
         self.rows[start:start + n] |= some
-        big = np.iinfo(np.int64).max
-        first = np.where(keep, lo, big).min(axis=1)
+        first = np.where(keep, lo, np.iinfo(np.int64).max).min(axis=1)   # the most: no mark
         last = np.where(keep, hi, 0).max(axis=1)
-        self.lo[start:start + n] = np.where(some, np.minimum(self.lo[start:start + n], first),
-                                            self.lo[start:start + n])
+        self.lo[start:start + n] = np.minimum(self.lo[start:start + n], first)
         self.hi[start:start + n] = np.maximum(self.hi[start:start + n], last)
 
     def __getitem__(self, rows: Any) -> "UndefinedSpans":
