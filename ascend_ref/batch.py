@@ -792,40 +792,43 @@ BLOCKED = True
 
 @dataclasses.dataclass
 class UndefinedSpans:
-    """Where a :func:`run_batch` result's ``undefined`` mask holds marks, per row: ``rows``
-    (bool ``[B]``) says which rows hold any; every mark of row ``k`` lies in the columns
-    ``[lo[k], hi[k])`` (``lo`` = the row width and ``hi`` = 0 in a row without one)."""
+    """Where a :func:`run_batch` result's ``undefined`` mask holds marks, per row: every
+    mark of row ``k`` lies in the columns ``[lo[k], hi[k])`` (``lo`` = the row width and
+    ``hi`` = 0 in a row without one); :attr:`rows` says which rows hold any."""
 
-    rows: np.ndarray
     lo: np.ndarray
     hi: np.ndarray
 
     @classmethod
     def empty(cls, b: int, width: int) -> "UndefinedSpans":
-        return cls(np.zeros(b, bool), np.full(b, width, np.int64), np.zeros(b, np.int64))
+        return cls(np.full(b, width, np.int64), np.zeros(b, np.int64))
+
+    @property
+    def rows(self) -> np.ndarray:
+        """bool ``[B]``: the rows that hold a mark."""
+        return self.lo < self.hi
 
     def add(self, start: int, lo: np.ndarray, hi: np.ndarray, keep: np.ndarray) -> None:
         """Record marks ``[lo, hi)`` where ``keep`` (each ``[n, k]``) in rows ``start...``."""
         n = keep.shape[0]
         if not n or not keep.size:
             return
-        some = keep.any(axis=1)
-        self.rows[start:start + n] |= some
         first = np.where(keep, lo, np.iinfo(np.int64).max).min(axis=1)   # the most: no mark
         last = np.where(keep, hi, 0).max(axis=1)
         self.lo[start:start + n] = np.minimum(self.lo[start:start + n], first)
         self.hi[start:start + n] = np.maximum(self.hi[start:start + n], last)
 
     def __getitem__(self, rows: Any) -> "UndefinedSpans":
-        return UndefinedSpans(self.rows[rows], self.lo[rows], self.hi[rows])
+        return UndefinedSpans(self.lo[rows], self.hi[rows])
 
     def overlapping(self, lo: int, hi: int) -> np.ndarray:
         """Rows that may hold a mark in the columns ``[lo, hi)``."""
-        return self.rows & (self.lo < hi) & (self.hi > lo)
+        return (self.lo < hi) & (self.hi > lo) & self.rows
 
     def __repr__(self) -> str:
-        n = int(self.rows.sum())
-        cols = f", columns [{int(self.lo[self.rows].min())}, {int(self.hi.max())})" if n else ""
+        rows = self.rows
+        n = int(rows.sum())
+        cols = f", columns [{int(self.lo[rows].min())}, {int(self.hi.max())})" if n else ""
         return f"UndefinedSpans({self.rows.size} rows, {n} with a mark{cols})"
 
 

@@ -316,7 +316,7 @@ def _compare(out: np.ndarray, undef: np.ndarray, touched: "UndefinedSpans", base
         for r in np.flatnonzero(use).tolist():
             c0, k, a0 = int(col[r]), int(nb[r]), int(at[r])
             ne = flat[a0:a0 + k] != out[r, c0:c0 + k]
-            if touched.rows[r]:
+            if touched.lo[r] < touched.hi[r]:          # the row holds a mark
                 u = undef[r, c0:c0 + k]
                 ne &= ~u
                 und[r] += int(np.count_nonzero(u))
