@@ -591,10 +591,11 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
     on one device or sharded over several) is never modified, donated or deleted (unless the
     caller asks for exactly that with :func:`overwrite_input`).
 
-    Fast path: the kernel reads the rows in place (no copy on CPU), returns only the words
-    each case writes, and the host merges them into one copy of ``ubs``; batches run in
-    chunks whose buffers stay small; when every case shares its source strides the kernel
-    slices the source instead of gathering it.
+    Fast path: the kernel reads the rows in place (no copy on CPU; an input not aligned to
+    64 bytes is first copied into the result and read there), returns only the words each
+    case writes, and the host merges them into one copy of ``ubs``, made chunk by chunk
+    while the kernels run; batches run in chunks whose buffers stay small; when every case
+    shares its source strides the kernel slices the source instead of gathering it.
 
     ``return_undefined``: return ``(ubs, status, undefined)``, ``undefined`` a bool ``[B, W]``
     mask of the bytes whose value after the call the documentation does not define (as
@@ -669,6 +670,10 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
     # (or, under overwrite_input(), is ubs itself when the kernel can read it in place);
     # aligned, so the CPU backend reads its slices without a copy
     inplace = PIPELINE and _OVERWRITE.get() and _writable_in_place(ubs)
+    # an aligned input is read in place by the kernels, so each chunk's rows are copied into
+    # the result while its kernel runs (not before it is dispatched); any other input is
+    # copied first and the kernels read the copy (the CPU backend would copy it again)
+    direct = PIPELINE and READ_INPUT and not inplace and _aligned(ubs)
     if inplace:
         out = ubs
     else:
@@ -703,9 +708,9 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
     pending: Optional[tuple] = None
     for start in range(0, b, c):
         stop = min(start + c, b)
-        if PIPELINE and not inplace:
+        if PIPELINE and not inplace and not direct:
             np.copyto(out[start:stop], ubs[start:stop])
-        xs, qs = out[start:stop], rows[start:stop]
+        xs, qs = (ubs if direct else out)[start:stop], rows[start:stop]
         if stop - start < c:                      # same shape as every chunk: no recompile
             xs, qs = scale.pad_rows((xs, qs), c)
         if words:                                 # the element type: no byte assembly
@@ -718,6 +723,8 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
             res = _jitted(fn)(*args)
         else:
             res = scale.run_rows(_unshared(fn), xs, qs, devices=devs)
+        if direct:                                # while the kernel reads the input
+            np.copyto(out[start:stop], ubs[start:stop])
         if not PIPELINE:
             finish(start, stop, res)
             continue
@@ -779,13 +786,21 @@ def undefined_rows() -> Iterator[List["UndefinedSpans"]]:
         _UNDEFINED_ROWS.reset(token)
 
 
+def _aligned(ubs: np.ndarray) -> bool:
+    """C-contiguous from a 64-byte boundary: the CPU backend reads such rows in place."""
+    return bool(ubs.flags.c_contiguous and ubs.ctypes.data % 64 == 0)
+
+
 def _writable_in_place(ubs: np.ndarray) -> bool:
-    return bool(ubs.flags.c_contiguous and ubs.flags.writeable and ubs.ctypes.data % 64 == 0)
+    return bool(_aligned(ubs) and ubs.flags.writeable)
 
 
 #: False: run_batch copies the whole input first and runs its chunks one after the other
 #: (A/B measurements, tests)
 PIPELINE = True
+#: False: run_batch's kernels never read an aligned input in place (they read the copy;
+#: A/B measurements, tests)
+READ_INPUT = True
 #: False: run_batch never takes the blocked min / max trees (A/B measurements, tests)
 BLOCKED = True
 

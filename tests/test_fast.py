@@ -507,36 +507,44 @@ def test_run_batch_in_padded_chunks_equals_one_call_and_the_general_path(monkeyp
 
 @pytest.mark.parametrize("api,chip,dtype,option", [BATCH_CONFIGS[0], BATCH_CONFIGS[-2]])
 def test_run_batch_pipelined_chunks_equal_the_serial_loop(monkeypatch, api, chip, dtype, option):
-    """The pipelined loop (chunk k dispatched before chunk k - 1 is merged, each chunk's rows
-    copied just before its kernel) against the serial one (the whole input copied first) and
-    the general path: four chunks, the last padded, a guard failure in one, per-case
-    parameters, the undefined-byte masks; the caller's array unchanged."""
-    from ascend_ref import batch
+    """The pipelined loop (chunk k dispatched before chunk k - 1 is merged; an input aligned
+    to 64 bytes read in place by the kernels and copied into the result while they run, any
+    other copied just before its kernel) against the serial one (the whole input copied
+    first) and the general path: four chunks, the last padded, a guard failure in one,
+    per-case parameters, the undefined-byte masks; the caller's array unchanged."""
+    from ascend_ref import batch, batch_prep
 
     rng = np.random.default_rng(53)
     b, lanes = 100, 256 // np.dtype(dtype).itemsize
     tensors, width = _batch_layout(api, dtype, option)
-    ubs = _batch_data(rng, b, width, dtype, benign=True)
-    ubs[40:47] = _batch_data(rng, 7, width, dtype, benign=False)   # the second chunk falls back
-    before = ubs.copy()
+    data = _batch_data(rng, b, width, dtype, benign=True)
+    data[40:47] = _batch_data(rng, 7, width, dtype, benign=False)  # the second chunk falls back
+    aligned = batch_prep.aligned_zeros(data.shape)
+    aligned[...] = data
+    # the same bytes 16 bytes past a 64-byte boundary: copied before the kernels read them
+    unaligned = batch_prep.aligned_zeros((1, data.size + 16))[0, 16:].reshape(data.shape)
+    unaligned[...] = data
+    assert batch._aligned(aligned) and not batch._aligned(unaligned)
     monkeypatch.setattr(batch, "_BATCH_CHUNK_BYTES", 1)          # chunks of 32 cases
     assert batch._chunk(b, _R, batch._BATCH_CHUNK_BYTES) == 32
     for per_case in (False, True):
         kw = _batch_kwargs(api, option, tensors, per_case, rng, b, lanes)
         got = {}
-        for pipe in (True, False):
+        for key, pipe, ubs in (("aligned", True, aligned), ("unaligned", True, unaligned),
+                               ("serial", False, aligned)):
             monkeypatch.setattr(batch, "PIPELINE", pipe)
             with batch.undefined_rows() as marked:
-                got[pipe] = ar.run_batch(api, ubs, chip=chip, dtype=dtype,
-                                         return_undefined=True, **kw)
+                got[key] = ar.run_batch(api, ubs, chip=chip, dtype=dtype,
+                                        return_undefined=True, **kw)
             # the rows and columns each chunk marked, at the chunk's rows
-            assert spans_recorded(marked[0]) == undefined_spans(got[pipe][2])
+            assert spans_recorded(marked[0]) == undefined_spans(got[key][2])
+            assert got[key][0] is not ubs
+            np.testing.assert_array_equal(ubs, data)
         with engine.use_path("general"):
-            want = ar.run_batch(api, ubs, chip=chip, dtype=dtype, return_undefined=True, **kw)
-        for pipe in (True, False):
-            for a, w in zip(got[pipe], want):
-                np.testing.assert_array_equal(a, w, err_msg=f"{pipe} {per_case}")
-        np.testing.assert_array_equal(ubs, before)
+            want = ar.run_batch(api, data, chip=chip, dtype=dtype, return_undefined=True, **kw)
+        for key in got:
+            for a, w in zip(got[key], want):
+                np.testing.assert_array_equal(a, w, err_msg=f"{key} {per_case}")
 
 
 # ------------------------------------------------ sums: short lane trees (engineer `sums`) -----
