@@ -87,9 +87,10 @@ def _big_batch(r_max: int, width: int, shared: bool = False) -> int:
     """The largest chunk :func:`run_cases` runs for a table of ``r_max`` rows and windows of
     ``width`` bytes: :func:`_chunk`'s size (source bytes per chunk near 2 MiB; ``shared``,
     a group whose cases share every parameter, so its chunks run on :func:`run_batch`'s
-    kernel: near 8 MiB, as run_batch's), at least ``BATCH_SIZES[-1]``, its windows at most
-    16 MiB."""
-    big = max(BATCH_SIZES[-1], _chunk(1 << 30, r_max, _BATCH_CHUNK_BYTES if shared else None))
+    kernel: near 8 MiB, ``_CASES_SHARED_CHUNK_BYTES``), at least ``BATCH_SIZES[-1]``, its
+    windows at most 16 MiB."""
+    big = max(BATCH_SIZES[-1],
+              _chunk(1 << 30, r_max, _CASES_SHARED_CHUNK_BYTES if shared else None))
     while big > BATCH_SIZES[-1] and big * width > _CHUNK_WINDOW_BYTES:
         big //= 2
     return big
@@ -521,9 +522,18 @@ def _shared_strides(rep: np.ndarray, blk: np.ndarray, addr: np.ndarray, rows: in
 _CHUNK_BYTES = 1 << 21
 #: the same for a run_batch chunk: larger, because a call's fixed costs (dispatch, one
 #: device_get per output, the merge's per-call work) outweigh the page faults there
-#: (measured A/B in one process, R = 255, 256 cases: 2 MiB -> 8 MiB took WholeReduceMin half
-#: from 4.2 to 3.5 ms, WholeReduceSum float from 3.3 to 2.3 ms, loaded)
-_BATCH_CHUNK_BYTES = 1 << 23
+#: (measured A/B in one process, R = 255, 256 cases, before the pipelined loop: 2 MiB ->
+#: 8 MiB took WholeReduceMin half from 4.2 to 3.5 ms, WholeReduceSum float from 3.3 to
+#: 2.3 ms, loaded). With the pipelined loop 4 MiB: the copy of an unaligned input's first
+#: chunk, which no kernel overlaps, is half as long (A/B in one process, 256 cases at
+#: R = 255, best of 9 in turns, each call after 48 MB read to evict the caches; input 16
+#: bytes off a 64-byte boundary, 8 -> 4 MiB: WholeReduceMin half 3.95 -> 3.41 ms,
+#: WholeReduceSum half 5.58 -> 5.09, ReduceDataBlock SUM float 5.54 -> 4.56,
+#: vec_reduce_add float 3.48 -> 3.54; aligned, read in place: 2.72 -> 2.99, 5.01 -> 4.95,
+#: 4.58 -> 4.50, 2.78 -> 3.13, i.e. within the VM's noise)
+_BATCH_CHUNK_BYTES = 1 << 22
+#: the source bytes of a run_cases chunk that runs on run_batch's kernel (:func:`_big_batch`)
+_CASES_SHARED_CHUNK_BYTES = 1 << 23
 
 
 def _chunk(b: int, r_max: int, nbytes: Optional[int] = None) -> int:

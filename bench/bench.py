@@ -11,7 +11,11 @@ realistic strides (block stride 1, repeat stride 8) and full masks, one run meas
 
 * ``batch``    — cases/s of ``ascend_ref.run_batch`` (steady state, compiled; measured in
                  turns with ``copy`` and ``np.sum``, :func:`_in_turns`: the best of 7
-                 rounds each);
+                 rounds each) on an input that starts at a 64-byte boundary (the CPU
+                 backend reads it in place);
+* ``unaligned``— the same on the same bytes 16 bytes off such a boundary (where a large
+                 ``np.zeros`` usually starts: the first chunk is copied before any kernel
+                 can start), in the same turns, and its ratio to ``batch``;
 * ``cases``    — cases/s of ``ascend_ref.run_cases`` on the same cases as Case objects
                  (grouping, preparation, windows, outcomes with byte masks);
 * ``oracle``   — cases/s of the package's scalar oracle on the same cases;
@@ -51,7 +55,7 @@ import jax
 import numpy as np
 
 import ascend_ref as ar
-from ascend_ref import Tensor, engine, registry
+from ascend_ref import Tensor, batch_prep, engine, registry
 from ascend_ref.tik.vec_reduce_minmax import formula_need
 
 CONFIGS = [  # (api, chip, dtype, option)
@@ -186,8 +190,14 @@ def run(quick: bool, only=None, repeats=(1, 16, 255)):
             tensors, window = layout(api, dtype, r)
             b = CASES[r] // (4 if quick and r != 255 else 1)
             s = np.dtype(dtype).itemsize
-            data = rng.standard_normal((b, window // s)).astype(dtype)
-            ubs = np.ascontiguousarray(data).view(np.uint8)
+            data = rng.standard_normal((b, window // s)).astype(dtype).view(np.uint8)
+            # the input 64-byte aligned (the CPU backend reads it in place), as verify's and
+            # run_cases' windows are; the same bytes 16 bytes off such a boundary (what a
+            # large np.zeros / malloc gives three times in four) as a second run_batch figure
+            ubs = batch_prep.aligned_zeros(data.shape)
+            ubs[...] = data
+            unaligned = batch_prep.aligned_zeros((1, data.size + 16))[0, 16:].reshape(data.shape)
+            unaligned[...] = data
             kw = batch_kwargs(api, chip, dtype, option, r, tensors)
             t0 = time.perf_counter()
             out, status = ar.run_batch(api, ubs, **kw)
@@ -199,10 +209,14 @@ def run(quick: bool, only=None, repeats=(1, 16, 255)):
             outcomes = ar.run_cases(cases)
             assert all(o.code is None for o in outcomes)
             assert np.array_equal(outcomes[0].ub, out[0]), f"{api} R={r}: run_cases differs"
+            # each run_batch right after an np.sum (which evicts the batch from the caches)
             turns = _in_turns({"batch": lambda: ar.run_batch(api, ubs, **kw),
                                "copy": lambda: np.copyto(dest, ubs),
-                               "sum": lambda: np.sum(lanes, axis=2)})
-            steady, copy_t, sum_t = (turns[k] for k in ("batch", "copy", "sum"))
+                               "sum": lambda: np.sum(lanes, axis=2),
+                               "unaligned": lambda: ar.run_batch(api, unaligned, **kw),
+                               "sum2": lambda: np.sum(lanes, axis=2)})
+            steady, un_t, copy_t = (turns[k] for k in ("batch", "unaligned", "copy"))
+            sum_t = min(turns["sum"], turns["sum2"])
             # apart: in turns, each run_cases call's outcome stack took the memory run_batch
             # would have reused, and run_batch faulted in fresh pages
             cases_t = _timeit(lambda: ar.run_cases(cases), repeat=3)
@@ -218,6 +232,7 @@ def run(quick: bool, only=None, repeats=(1, 16, 255)):
             assert np.array_equal(ref.ub, out[0]), f"{api} R={r}: batch differs from oracle"
             rows.append(dict(api=api, chip=chip, dtype=dtype, option=str(option), repeat=r,
                              cases=b, jax_cases_per_s=jax_cps, cases_cases_per_s=b / cases_t,
+                             unaligned_cases_per_s=b / un_t, unaligned_vs_batch=steady / un_t,
                              numpy_cases_per_s=b / np_t,
                              copy_cases_per_s=b / copy_t, sum_cases_per_s=b / sum_t,
                              oracle_cases_per_s=1 / or_t,
@@ -234,7 +249,8 @@ def run(quick: bool, only=None, repeats=(1, 16, 255)):
     return rows, peak_mb
 
 
-HEADER = (f"{'api':<18} {'dtype':<8} {'R':>4} {'cases':>6} {'batch c/s':>10} {'cases c/s':>10} "
+HEADER = (f"{'api':<18} {'dtype':<8} {'R':>4} {'cases':>6} {'batch c/s':>10} {'unal./batch':>11} "
+          f"{'cases c/s':>10} "
           f"{'×copy':>7} {'×np.sum':>8} {'cases/batch':>11} {'verify c/s':>10} "
           f"{'verify/batch':>12} {'stacked c/s':>11} {'stacked/batch':>13} {'×numpy':>7} {'×oracle':>8} {'compile s':>9}")
 
@@ -274,7 +290,8 @@ def make_cases(api, chip, dtype, option, r, tensors, ubs):
 
 def _fmt_row(r):
     return (f"{r['api']:<18} {r['dtype']:<8} {r['repeat']:>4} {r['cases']:>6} "
-            f"{r['jax_cases_per_s']:>10.0f} {r['cases_cases_per_s']:>10.0f} "
+            f"{r['jax_cases_per_s']:>10.0f} {r.get('unaligned_vs_batch', float('nan')):>11.2f} "
+            f"{r['cases_cases_per_s']:>10.0f} "
             f"{r['vs_copy']:>7.3f} {r['vs_sum']:>8.2f} {r['cases_vs_batch']:>11.2f} "
             f"{r['verify_cases_per_s']:>10.0f} {r['verify_vs_batch']:>12.3f} "
             f"{r.get('verify_stacked_cases_per_s', float('nan')):>11.0f} "
@@ -285,10 +302,11 @@ def _fmt_row(r):
 def markdown(rows) -> str:
     """README's Performance table from the bench's rows."""
     out = ["| API | dtype | R | cases | run_batch cases/s | × copy | × np.sum | "
+           "unaligned input / aligned | "
            "run_cases cases/s | cases / batch | verify cases/s | verify / batch | "
            "stacked verify cases/s | stacked / batch | "
            "× numpy golden | × scalar oracle | compile s |",
-           "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
+           "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
         opt = "" if r["option"] == "None" else f" {r['option']}"
         ver = (f"{r['verify_cases_per_s']:,.0f} | {r['verify_vs_batch']:.3f}"
@@ -297,6 +315,7 @@ def markdown(rows) -> str:
                 if "verify_stacked_cases_per_s" in r else " | – | –")
         out.append(f"| {r['api']}{opt} | {r['dtype']} | {r['repeat']} | {r['cases']} | "
                    f"{r['jax_cases_per_s']:,.0f} | {r['vs_copy']:.3f} | {r['vs_sum']:.2f} | "
+                   f"{r.get('unaligned_vs_batch', float('nan')):.2f} | "
                    f"{r['cases_cases_per_s']:,.0f} | {r['cases_vs_batch']:.2f} | {ver} | "
                    f"{r['vs_numpy']:.2f} | {r['vs_oracle']:,.0f} | {r['compile_s']:.2f} |")
     return "\n".join(out)
