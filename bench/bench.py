@@ -209,7 +209,9 @@ def run(quick: bool, only=None, repeats=(1, 16, 255)):
             outcomes = ar.run_cases(cases)
             assert all(o.code is None for o in outcomes)
             assert np.array_equal(outcomes[0].ub, out[0]), f"{api} R={r}: run_cases differs"
-            # each run_batch right after an np.sum (which evicts the batch from the caches)
+            # each run_batch right after an np.sum over its lanes, so both start from the
+            # same cache state (placed after the first, the second read a result buffer
+            # the first had just written and came out faster)
             turns = _in_turns({"batch": lambda: ar.run_batch(api, ubs, **kw),
                                "copy": lambda: np.copyto(dest, ubs),
                                "sum": lambda: np.sum(lanes, axis=2),
