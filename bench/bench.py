@@ -192,8 +192,9 @@ def run(quick: bool, only=None, repeats=(1, 16, 255)):
             s = np.dtype(dtype).itemsize
             data = rng.standard_normal((b, window // s)).astype(dtype).view(np.uint8)
             # the input 64-byte aligned (the CPU backend reads it in place), as verify's and
-            # run_cases' windows are; the same bytes 16 bytes off such a boundary (what a
-            # large np.zeros / malloc gives three times in four) as a second run_batch figure
+            # run_cases' windows are; the same bytes 16 bytes off such a boundary (malloc
+            # aligns to 16 bytes only: where a large np.zeros usually starts) as a second
+            # run_batch figure
             ubs = batch_prep.aligned_zeros(data.shape)
             ubs[...] = data
             unaligned = batch_prep.aligned_zeros((1, data.size + 16))[0, 16:].reshape(data.shape)
