@@ -854,7 +854,7 @@ class UndefinedSpans:
         rows = self.rows
         n = int(rows.sum())
         cols = f", columns [{int(self.lo[rows].min())}, {int(self.hi.max())})" if n else ""
-        return f"UndefinedSpans({self.rows.size} rows, {n} with a mark{cols})"
+        return f"UndefinedSpans({rows.size} rows, {n} with a mark{cols})"
 
 
 def _mark_undefined(out: np.ndarray, start: int, tables, touched: UndefinedSpans) -> None:
