@@ -165,3 +165,61 @@ def test_corrupt_member_by_either_codec(tmp_path, codec, compress):
             with pytest.raises(fmt.DumpError, match=f"{victim}: unreadable"):
                 f._get(victim, i)
             np.testing.assert_array_equal(f._get("c0.ub_before", 0), cases[0].ub)
+
+
+# ------------------------------------------- CRC-32 on two cores, row comparison ------------
+
+def test_crc_combine_equals_zlib_over_a_seeded_campaign():
+    """crc(A + B) from crc(A), crc(B) and len(B) (the two halves of a split CRC), against
+    zlib over the whole buffer: empty halves, one byte, lengths around powers of two."""
+    import zlib
+
+    from ascend_ref.verify import crc
+
+    rng = np.random.default_rng(61)
+    data = rng.integers(0, 256, 1 << 17, dtype=np.uint8).tobytes()
+    sizes = [0, 1, 2, 7, 8, 255, 256, 4095, 4096, 65537, 1 << 17]
+    for n in sizes + rng.integers(0, 1 << 17, 20).tolist():
+        buf = data[:n]
+        for cut in {0, n, n // 2, int(rng.integers(0, n + 1))}:
+            a, b = buf[:cut], buf[cut:]
+            assert crc.combine(zlib.crc32(a), zlib.crc32(b), len(b)) == zlib.crc32(buf), \
+                (n, cut)
+            assert crc.crc32_split(zlib.crc32, memoryview(buf), split_at=cut) == \
+                zlib.crc32(buf), (n, cut)
+
+
+def test_large_member_crc_split_by_either_codec(tmp_path, codec):
+    """A member of at least SPLIT_MIN bytes is checked as two halves in parallel: the same
+    CRC as zlib's, and a byte flipped in either half still fails it (numpy's error)."""
+    import zipfile
+    import zlib
+
+    from ascend_ref.verify import crc
+
+    rng = np.random.default_rng(62)
+    big = rng.integers(0, 256, crc.SPLIT_MIN + 4099, dtype=np.uint8)
+    assert codec.crc32(memoryview(big)) == zlib.crc32(big)
+    assert codec.crc32(bytearray(big.tobytes())) == zlib.crc32(big)
+    case = Case("whole_reduce_sum", "atlas_a2", "float32", None, 64,
+                {"repeat": 1, "dst_rep_stride": 1, "src_blk_stride": 1, "src_rep_stride": 8},
+                {"src": (0, 64), "dst": (256, 8)}, big)
+    p = tmp_path / "d.npz"
+    write_dumps(p, [case], [big], compress=False)
+    info = zipfile.ZipFile(p).getinfo("c0.ub_before.npy")
+    assert info.file_size >= crc.SPLIT_MIN
+    with open_dump(p) as f:
+        np.testing.assert_array_equal(fmt._read_member(f._npz.zip, "c0.ub_before.npy",
+                                                       f._raw()), big)
+    for where in (0.25, 0.75):                       # the first half, the second half
+        raw = bytearray(p.read_bytes())
+        at = info.header_offset
+        start = at + 30 + int.from_bytes(raw[at + 26:at + 28], "little") + \
+            int.from_bytes(raw[at + 28:at + 30], "little")
+        raw[start + int(info.file_size * where)] ^= 0x01
+        bad = tmp_path / "bad.npz"
+        bad.write_bytes(bytes(raw))
+        with open_dump(bad) as f:
+            assert fmt._read_member(f._npz.zip, "c0.ub_before.npy", f._raw()) is None
+            with pytest.raises(fmt.DumpError, match="c0.ub_before: unreadable"):
+                f._get("c0.ub_before", 0)

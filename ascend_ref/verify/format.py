@@ -51,6 +51,7 @@ from ..chips import chip as get_chip, chips as all_chips
 from ..constraints import Code
 from ..mask import CounterMask
 from ..ub import ALIASES_TEXT, DTYPES, dtype_from_text
+from .crc import SPLIT_MIN as _CRC_SPLIT_MIN, crc32_split
 
 if TYPE_CHECKING:
     from .stacked import Stacked
@@ -576,7 +577,18 @@ class _Libdeflate:
             break
 
     def crc32(self, data: Any) -> int:
-        """CRC-32 of a bytes-like object (as ``zlib.crc32``)."""
+        """CRC-32 of a bytes-like object (as ``zlib.crc32``); a large one as two halves on
+        two cores (:func:`.crc.crc32_split`)."""
+        n = data.nbytes if isinstance(data, memoryview) else len(data)
+        if n < _CRC_SPLIT_MIN:            # most members: no view, no hand-off
+            return self._crc32_one(data)
+        view = memoryview(data).cast("B")
+        try:
+            return crc32_split(self._crc32_one, view)
+        finally:
+            view.release()
+
+    def _crc32_one(self, data: Any) -> int:
         import zlib
 
         n = data.nbytes if isinstance(data, memoryview) else len(data)
