@@ -223,3 +223,30 @@ def test_large_member_crc_split_by_either_codec(tmp_path, codec):
             assert fmt._read_member(f._npz.zip, "c0.ub_before.npy", f._raw()) is None
             with pytest.raises(fmt.DumpError, match="c0.ub_before: unreadable"):
                 f._get("c0.ub_before", 0)
+
+
+@pytest.mark.parametrize("use_memcmp", [True, False])
+def test_rows_differ_equals_numpy(monkeypatch, use_memcmp):
+    """The raw row comparison of the stacked verifier (memcmp for long rows, numpy for
+    short ones, or numpy only) against numpy's byte comparison: rows that differ in their
+    first byte, their last, one byte in the middle, or not at all; strided and unaligned
+    views; lengths around MEMCMP_MIN and around whole 8-byte words."""
+    from ascend_ref.verify import fast
+
+    if not use_memcmp:
+        monkeypatch.setattr(fast, "_MEMCMP", [None])
+    elif fast._memcmp() is None:
+        pytest.skip("no C library memcmp here")
+    rng = np.random.default_rng(63)
+    for k in (1, 7, 8, 9, 4095, fast.MEMCMP_MIN, fast.MEMCMP_MIN + 3, 9000):
+        base = rng.integers(0, 256, (9, k + 40), dtype=np.uint8)
+        other = base.copy()
+        for r, at in ((1, 0), (3, k - 1), (5, k // 2), (8, k - 1)):
+            other[r, 13 + at] ^= 0x80
+        for off_a, off_b in ((13, 13), (0, 0)):
+            a, b = base[:, off_a:off_a + k], other[:, off_b:off_b + k]
+            want = (a != b).any(axis=1)
+            np.testing.assert_array_equal(fast._rows_differ(a, b), want, err_msg=str(k))
+            np.testing.assert_array_equal(fast._rows_differ(a[::2], b[::2]), want[::2])
+        assert fast._rows_differ(base[:, 13:13 + k], other[:, 13:13 + k]).tolist() == \
+            [False, True, False, True, False, True, False, False, True]

@@ -32,7 +32,9 @@ import numpy as np
 from .. import batch_prep, engine
 from ..chips import chip as get_chip
 from ..constraints import Code, ConstraintError
+from .crc import SPLIT_MIN
 from .format import DumpError, DumpFile
+from .parallel import both
 from .stacked import Group
 
 if TYPE_CHECKING:
@@ -296,14 +298,8 @@ def _compare(out: np.ndarray, undef: np.ndarray, touched: "UndefinedSpans", base
             dev = flat[int(at[0]):int(at[0]) + k * m].reshape(m, k)
             ref = out[:, c0:c0 + k]
             u = undef[:, c0:c0 + k]
-            # whole words first (8 bytes at a time); bytes only in rows that differ somewhere
-            # or hold undefined bytes
-            w = k // 8 * 8
-            neq = np.zeros(m, bool)
-            if w:
-                neq |= (dev[:, :w].view(np.uint64) != ref[:, :w].view(np.uint64)).any(axis=1)
-            if w < k:
-                neq |= (dev[:, w:] != ref[:, w:]).any(axis=1)
+            # raw rows first; bytes only in rows that differ somewhere
+            neq = _rows_differ(dev, ref)
             # a row differs only where some raw byte does; undefined bytes are counted in
             # the rows that hold any
             look = np.flatnonzero(neq)
@@ -322,6 +318,66 @@ def _compare(out: np.ndarray, undef: np.ndarray, touched: "UndefinedSpans", base
                 und[r] += int(np.count_nonzero(u))
             differ[r] |= bool(ne.any())
     return differ, und, fits
+
+
+#: rows at least this long are compared with the C library's ``memcmp`` (below it numpy's
+#: comparison of whole rows, one call for the block, costs less than a call per row)
+MEMCMP_MIN = 4096
+_MEMCMP: List[Any] = []
+
+
+def _memcmp() -> Any:
+    """The C library's ``memcmp`` through ctypes (which releases the GIL), or None."""
+    if not _MEMCMP:
+        import ctypes
+        import sys
+
+        try:
+            lib = ctypes.cdll.msvcrt if sys.platform == "win32" else ctypes.CDLL(None)
+            f = lib.memcmp
+            f.restype = ctypes.c_int
+            f.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t]
+        except (OSError, AttributeError):
+            f = None
+        _MEMCMP.append(f)
+    return _MEMCMP[0]
+
+
+def _rows_differ(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """bool ``[m]``: row ``r`` of the ``uint8[m, k]`` arrays ``a`` and ``b`` differs in some
+    byte. Long rows go to ``memcmp`` row by row (the device's rows start wherever the
+    archive member puts them, so numpy's 8-byte comparison took its unaligned loop: 2.6 ms
+    for 256 rows of 65 KB, ``memcmp`` 1.1 ms, and 0.87 ms with the second half of the rows
+    in the worker thread, :func:`.parallel.both`, as for any block of at least
+    :data:`.crc.SPLIT_MIN` bytes); short ones to numpy, 8 bytes at a time.
+
+    >>> a = np.zeros((3, 5000), np.uint8); b = a.copy(); b[1, 4999] = 1
+    >>> _rows_differ(a, b).tolist(), _rows_differ(a[:, :17], b[:, :17]).tolist()
+    ([False, True, False], [False, False, False])
+    """
+    m, k = a.shape
+    cmp = _memcmp() if k >= MEMCMP_MIN and a.strides[1] == 1 and b.strides[1] == 1 else None
+    if cmp is not None:
+        pa, pb = a.ctypes.data, b.ctypes.data
+        sa, sb = a.strides[0], b.strides[0]
+
+        def rows(lo: int, hi: int) -> List[bool]:
+            return [cmp(pa + r * sa, pb + r * sb, k) != 0 for r in range(lo, hi)]
+
+        if m * k < SPLIT_MIN or m < 2:
+            return np.array(rows(0, m), bool)
+        half = m // 2                        # the second half of the rows in the worker
+        first, second = both(lambda: rows(0, half), lambda: rows(half, m))
+        return np.array(first + second, bool)
+    w = k // 8 * 8
+    neq = np.zeros(m, bool)
+    if w and a.strides[1] == 1 and b.strides[1] == 1:
+        neq |= (a[:, :w].view(np.uint64) != b[:, :w].view(np.uint64)).any(axis=1)
+    else:
+        w = 0
+    if w < k:
+        neq |= (a[:, w:] != b[:, w:]).any(axis=1)
+    return neq
 
 
 def _count_true(b: np.ndarray) -> np.ndarray:
