@@ -716,8 +716,14 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
     # pipelined: chunk k's kernel is dispatched (it runs asynchronously) before chunk k - 1
     # is read back and merged, and chunk k + 1's rows are copied while it runs
     pending: Optional[tuple] = None
+    fill = _FILL.get()
+    if fill is not None and not (FILL_CHUNKS and inplace and one_device):
+        fill(0, b)                                # all rows before any kernel reads one
+        fill = None
     for start in range(0, b, c):
         stop = min(start + c, b)
+        if fill is not None:                      # while the previous chunk's kernel runs
+            fill(start, stop)
         if PIPELINE and not inplace and not direct:
             np.copyto(out[start:stop], ubs[start:stop])
         xs, qs = (ubs if direct else out)[start:stop], rows[start:stop]
@@ -762,6 +768,37 @@ def overwrite_input():
         yield
     finally:
         _OVERWRITE.reset(token)
+
+
+_FILL: contextvars.ContextVar = contextvars.ContextVar("ascend_ref_fill", default=None)
+
+
+@contextlib.contextmanager
+def fill_rows(fill: Callable[[int, int], None]) -> Iterator[None]:
+    """Within this block, :func:`run_batch` calls ``fill(start, stop)`` to write rows
+    ``[start, stop)`` of its input before anything reads them: chunk by chunk, each chunk
+    while the previous chunk's kernel runs, when the call runs in place
+    (:func:`overwrite_input`) on one device; otherwise once, ``fill(0, B)``, before anything
+    else. For a caller that assembles the input only for this call (``ascend-ref verify``
+    builds each case's window from a dump's region bytes): the copying overlaps the kernels.
+
+    >>> import numpy as np
+    >>> from ascend_ref import batch_prep
+    >>> ubs, seen = batch_prep.aligned_zeros((2, 4096)), []
+    >>> def fill(start, stop):
+    ...     seen.append((start, stop)); ubs[start:stop, :2] = (0, 60)   # 1.0 in float16
+    >>> with overwrite_input(), fill_rows(fill):
+    ...     out, status = run_batch("whole_reduce_sum", ubs, chip="atlas_a2", dtype="float16",
+    ...                             mask=128, dst=(2048, 16), src=(0, 128), repeat=1,
+    ...                             dst_rep_stride=1, src_blk_stride=1, src_rep_stride=8)
+    >>> seen[0][0], out[:, 2048:2050].tolist()
+    (0, [[0, 60], [0, 60]])
+    """
+    token = _FILL.set(fill)
+    try:
+        yield
+    finally:
+        _FILL.reset(token)
 
 
 _UNDEFINED_ROWS: contextvars.ContextVar = contextvars.ContextVar("ascend_ref_undefined_rows",
@@ -811,6 +848,9 @@ PIPELINE = True
 #: False: run_batch's kernels never read an aligned input in place (they read the copy;
 #: A/B measurements, tests)
 READ_INPUT = True
+#: False: run_batch asks a :func:`fill_rows` callback for all rows at once, before any
+#: kernel (A/B measurements, tests)
+FILL_CHUNKS = True
 #: False: run_batch never takes the blocked min / max trees (A/B measurements, tests)
 BLOCKED = True
 

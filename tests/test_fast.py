@@ -547,6 +547,43 @@ def test_run_batch_pipelined_chunks_equal_the_serial_loop(monkeypatch, api, chip
                 np.testing.assert_array_equal(a, w, err_msg=f"{key} {per_case}")
 
 
+@pytest.mark.parametrize("chunks", [True, False])
+def test_fill_rows_feeds_each_chunk_before_its_kernel(monkeypatch, chunks):
+    """run_batch under overwrite_input() and fill_rows(): the callback writes each chunk's
+    rows (the last padded chunk's real rows only) before that chunk's kernel reads them --
+    chunk by chunk (FILL_CHUNKS) or all at once --, and the result equals run_batch on the
+    filled array; an input not run in place (unaligned) is filled whole, once, first."""
+    from ascend_ref import batch, batch_prep
+
+    api, chip, dtype, option = BATCH_CONFIGS[0]
+    rng = np.random.default_rng(57)
+    b, lanes = 70, 256 // np.dtype(dtype).itemsize
+    tensors, width = _batch_layout(api, dtype, option)
+    data = _batch_data(rng, b, width, dtype, benign=True)
+    data[33:40] = _batch_data(rng, 7, width, dtype, benign=False)  # the second chunk falls back
+    kw = _batch_kwargs(api, option, tensors, True, rng, b, lanes)
+    with engine.use_path("general"):
+        want = ar.run_batch(api, data, chip=chip, dtype=dtype, return_undefined=True, **kw)
+    monkeypatch.setattr(batch, "_BATCH_CHUNK_BYTES", 1)          # chunks of 32 cases
+    monkeypatch.setattr(batch, "FILL_CHUNKS", chunks)
+    for aligned in (True, False):
+        buf = batch_prep.aligned_zeros((1, data.size + 64))[0]
+        ubs = (buf[:data.size] if aligned else buf[16:16 + data.size]).reshape(data.shape)
+        ubs[...] = 0xFF                                 # garbage until filled
+        calls = []
+
+        def fill(start, stop):
+            calls.append((start, stop))
+            ubs[start:stop] = data[start:stop]
+
+        with batch.overwrite_input(), batch.fill_rows(fill):
+            got = ar.run_batch(api, ubs, chip=chip, dtype=dtype, return_undefined=True, **kw)
+        for a, w in zip(got, want):
+            np.testing.assert_array_equal(a, w, err_msg=f"aligned={aligned}")
+        assert (got[0] is ubs) == aligned
+        assert calls == ([(0, 32), (32, 64), (64, 70)] if aligned and chunks else [(0, 70)])
+
+
 # ------------------------------------------------ sums: short lane trees (engineer `sums`) -----
 #
 # numerics.lane_tree: the fast tree of ReduceDataBlock SUM. Half: the first level adds the two

@@ -171,30 +171,41 @@ def test_stacked_report_equals_per_case_and_version_1(tmp_path, adversarial, bat
 def test_stacked_windows_are_the_same_over_uncleared_memory(tmp_path, adversarial,
                                                            monkeypatch):
     """The vectorised verifier builds run_batch's input windows in memory it does not clear
-    first (only the columns no region's block copy writes are zeroed): with every such
-    buffer filled with garbage, the windows handed to run_batch and the report equal those
-    built in cleared memory."""
+    first (only the columns no region's block copy writes are zeroed), chunk by chunk as
+    run_batch asks (batch.fill_rows): with every such buffer filled with garbage, the
+    windows as the kernels read them and the report equal those built in cleared memory."""
     cases, afters, errors, _ = adversarial
     _write(tmp_path / "v2", cases, afters, errors, stacked=True)
     real_empty, real_run = batch_prep.result_empty, batch.run_batch
     seen: dict = {}
 
     def spy(api, ubs, **kw):
-        seen[fill].append((api, np.array(ubs)))
-        return real_run(api, ubs, **kw)
+        snap = np.array(ubs)
+        fill = batch._FILL.get()
+        if fill is None:
+            out = real_run(api, ubs, **kw)
+        else:
+            def rec(start, stop):                 # each chunk's rows as the kernel reads them
+                fill(start, stop)
+                snap[start:stop] = ubs[start:stop]
+
+            with batch.fill_rows(rec):
+                out = real_run(api, ubs, **kw)
+        seen[garbage].append((api, snap))
+        return out
 
     def empty(shape, align=64, zero=False):
         out = real_empty(shape, align, zero)
         if not zero:
-            out.fill(fill)
+            out.fill(garbage)
         return out
 
     monkeypatch.setattr(batch, "run_batch", spy)
     monkeypatch.setattr(batch_prep, "result_empty", empty)
     reports = {}
-    for fill in (0, 0xA5):
-        seen[fill] = []
-        reports[fill] = _norm(verify(tmp_path / "v2", progress=False), tmp_path / "v2")
+    for garbage in (0, 0xA5):
+        seen[garbage] = []
+        reports[garbage] = _norm(verify(tmp_path / "v2", progress=False), tmp_path / "v2")
     assert reports[0] == reports[0xA5]
     assert len(seen[0]) == len(seen[0xA5]) >= 3
     gaps = 0

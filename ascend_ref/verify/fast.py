@@ -150,7 +150,7 @@ def _mask_words(rep_mask: Any, g: Group, rows: np.ndarray, lanes: int, word_orde
 def _group(v: "Verifier", f: DumpFile, g: Group, rows: np.ndarray) -> np.ndarray:
     """Verify ``rows`` of group ``g`` as one batch; returns the rows left for the per-case
     path. Counts go to ``v.report`` only once nothing can fail any more."""
-    from ..batch import overwrite_input, run_batch, undefined_rows
+    from ..batch import fill_rows, overwrite_input, run_batch, undefined_rows
 
     d0 = None
     for r in rows[:4].tolist():          # the shared fields, by the version-1 rules
@@ -206,8 +206,16 @@ def _group(v: "Verifier", f: DumpFile, g: Group, rows: np.ndarray) -> np.ndarray
     # rows of work
     big = _bucket(m)
     wins = batch_prep.result_empty((big, width))   # run_batch's result, in place
-    _windows(base, length, g, grow, "before", wins[:m], np.ones(m, bool), fresh=True)
-    wins[m:] = wins[0]
+
+    def fill(start: int, stop: int) -> None:  # run_batch asks chunk by chunk (fill_rows)
+        # (here: a second thread copying half of each chunk competed with the kernels for
+        # the other core, 10.3 -> 11.3 ms for 256 cases of 66 KB)
+        lo, hi = min(start, m), min(stop, m)
+        if hi > lo:
+            _windows(base[lo:hi], length[lo:hi], g, grow[lo:hi], "before", wins[lo:hi],
+                     np.ones(hi - lo, bool), fresh=True)
+        if stop > m:                             # the padding: copies of the first row
+            wins[max(start, m):stop] = wins[0]
 
     def pad(a: np.ndarray) -> np.ndarray:
         return a if big == m else np.concatenate([a, np.repeat(a[:1], big - m, axis=0)])
@@ -223,7 +231,7 @@ def _group(v: "Verifier", f: DumpFile, g: Group, rows: np.ndarray) -> np.ndarray
         kw[ins.option.key] = case.option
     mode = "count" if g.mask_words == 0 else "bits"
     mask = pad(masks[sel, 0].astype(np.int64) if mode == "count" else masks[sel])
-    with overwrite_input(), undefined_rows() as marked:
+    with overwrite_input(), fill_rows(fill), undefined_rows() as marked:
         out, status, undef = run_batch(
             case.api, wins, chip=prof.id, dtype=case.dtype, mask=mask, mask_mode=mode,
             saturate=case.saturate, ub_base=int(base[0]) if (base == base[0]).all() else pad(base),
