@@ -250,3 +250,29 @@ def test_rows_differ_equals_numpy(monkeypatch, use_memcmp):
             np.testing.assert_array_equal(fast._rows_differ(a[::2], b[::2]), want[::2])
         assert fast._rows_differ(base[:, 13:13 + k], other[:, 13:13 + k]).tolist() == \
             [False, True, False, True, False, True, False, False, True]
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "register_at_fork"), reason="no fork here")
+def test_worker_thread_after_fork():
+    """A process forked after the worker thread started (a campaign's worker processes)
+    gets its own worker: both() there finishes instead of waiting on the parent's thread."""
+    import multiprocessing
+
+    from ascend_ref.verify import parallel
+
+    assert parallel.both(lambda: 1, lambda: 2) == (1, 2)      # the parent's worker exists
+    ctx = multiprocessing.get_context("fork")
+    q = ctx.Queue()
+    p = ctx.Process(target=_both_in_child, args=(q,))
+    p.start()
+    p.join(30)
+    alive = p.is_alive()
+    if alive:
+        p.kill()
+    assert not alive and p.exitcode == 0 and q.get(timeout=5) == ("a", "b")
+
+
+def _both_in_child(q):
+    from ascend_ref.verify import parallel
+
+    q.put(parallel.both(lambda: "a", lambda: "b"))

@@ -30,6 +30,17 @@ def two_cores() -> bool:
     return (len(affinity(0)) if affinity is not None else os.cpu_count() or 1) >= 2
 
 
+def _forget_pool() -> None:
+    """In a forked child: the parent's worker thread does not exist there (a task handed to
+    its pool would never run), so the child makes its own on first use."""
+    global _POOL, _POOL_LOCK
+    _POOL, _POOL_LOCK = None, threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pool)
+
+
 def _pool() -> ThreadPoolExecutor:
     global _POOL
     with _POOL_LOCK:
