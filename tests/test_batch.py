@@ -435,3 +435,27 @@ def test_release_restarts_the_compile_count(monkeypatch):
     after, _ = ar.run_batch("whole_reduce_sum", ubs, **kw)
     np.testing.assert_array_equal(after, before)
     assert after[0, 512:514].copy().view(np.float16)[0] == 8128.0
+
+
+def test_run_batch_keeps_one_jit_wrapper_per_kernel():
+    """run_batch calls each kernel through one kept jax.jit wrapper (batch._jitted's cache:
+    a fresh wrapper's call takes JAX's slow dispatch path); after engine.release the kept
+    wrapper traces and compiles again and gives the same bits."""
+    from ascend_ref import batch, engine
+
+    ubs = np.zeros((3, 1024), np.uint8)
+    ubs[:, :256] = np.arange(128, dtype=np.float16).view(np.uint8)
+    kw = dict(chip="atlas_a2", dtype="float16", mask=128, repeat=1, dst_rep_stride=1,
+              src_blk_stride=1, src_rep_stride=8, dst=(512, 16), src=(0, 128))
+    batch._jitted.cache_clear()
+    first, _ = ar.run_batch("whole_reduce_sum", ubs, **kw)
+    one = batch._jitted.cache_info()
+    again, _ = ar.run_batch("whole_reduce_sum", ubs, **kw)
+    two = batch._jitted.cache_info()
+    assert one.currsize == two.currsize >= 1 and two.hits > one.hits
+    engine.release()                               # compile count 0, JAX's caches dropped
+    after, _ = ar.run_batch("whole_reduce_sum", ubs, **kw)
+    assert engine._compiles[0] >= 1 and batch._jitted.cache_info().currsize == two.currsize
+    for x in (again, after):
+        np.testing.assert_array_equal(x, first)
+    assert first[0, 512:514].copy().view(np.float16)[0] == 8128.0     # 0 + 1 + ... + 127
