@@ -252,27 +252,27 @@ def test_rows_differ_equals_numpy(monkeypatch, use_memcmp):
             [False, True, False, True, False, True, False, False, True]
 
 
+_FORK_CHILD = """
+import os, sys
+from ascend_ref.verify import parallel
+assert parallel.both(lambda: 1, lambda: 2) == (1, 2)     # the parent's worker thread exists
+pid = os.fork()
+if pid == 0:                                              # the child: its own worker
+    ok = parallel.both(lambda: "a", lambda: "b") == ("a", "b")
+    os._exit(0 if ok else 3)
+_, status = os.waitpid(pid, 0)
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
 @pytest.mark.skipif(not hasattr(__import__("os"), "register_at_fork"), reason="no fork here")
 def test_worker_thread_after_fork():
     """A process forked after the worker thread started (a campaign's worker processes)
-    gets its own worker: both() there finishes instead of waiting on the parent's thread."""
-    import multiprocessing
+    gets its own worker: both() there finishes instead of waiting on the parent's thread.
+    Run in a fresh interpreter that never starts JAX's threads (forking this one would)."""
+    import subprocess
+    import sys
 
-    from ascend_ref.verify import parallel
-
-    assert parallel.both(lambda: 1, lambda: 2) == (1, 2)      # the parent's worker exists
-    ctx = multiprocessing.get_context("fork")
-    q = ctx.Queue()
-    p = ctx.Process(target=_both_in_child, args=(q,))
-    p.start()
-    p.join(30)
-    alive = p.is_alive()
-    if alive:
-        p.kill()
-    assert not alive and p.exitcode == 0 and q.get(timeout=5) == ("a", "b")
-
-
-def _both_in_child(q):
-    from ascend_ref.verify import parallel
-
-    q.put(parallel.both(lambda: "a", lambda: "b"))
+    r = subprocess.run([sys.executable, "-c", _FORK_CHILD], timeout=120, capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr
