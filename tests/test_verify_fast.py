@@ -137,6 +137,25 @@ def test_compressed_members_store_noise_and_deflate_the_rest(tmp_path, codec, re
     assert a.cases == 6 and same(a, p) == same(b, q)
 
 
+def _data_start(raw: bytearray, info) -> int:
+    """Where member ``info``'s stored bytes start in the archive ``raw``."""
+    at = info.header_offset
+    return at + 30 + int.from_bytes(raw[at + 26:at + 28], "little") + \
+        int.from_bytes(raw[at + 28:at + 30], "little")
+
+
+def _unreadable(tmp_path, raw: bytearray, key: str, case: int):
+    """Write ``raw`` as bad.npz: the fast reader refuses member ``key`` and the file
+    reports numpy's error for it; returns the open file (for its other members)."""
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(bytes(raw))
+    f = open_dump(bad)
+    assert fmt._read_member(f._npz.zip, key + ".npy", f._raw()) is None
+    with pytest.raises(fmt.DumpError, match=f"{key}: unreadable"):
+        f._get(key, case)
+    return f
+
+
 @pytest.mark.parametrize("compress", [True, False])
 def test_corrupt_member_by_either_codec(tmp_path, codec, compress):
     """A flipped data byte of a stored or deflated member fails its CRC (or its inflate) in
@@ -152,18 +171,9 @@ def test_corrupt_member_by_either_codec(tmp_path, codec, compress):
     for victim in ("c1.ub_before", "c2.ub_before"):        # noise (stored), zeros (deflated)
         raw = bytearray(p.read_bytes())
         info = zipfile.ZipFile(p).getinfo(victim + ".npy")
-        at = info.header_offset
-        start = at + 30 + int.from_bytes(raw[at + 26:at + 28], "little") + \
-            int.from_bytes(raw[at + 28:at + 30], "little")
-        raw[start + info.compress_size // 2] ^= 0xFF     # a data byte, past the .npy header
+        raw[_data_start(raw, info) + info.compress_size // 2] ^= 0xFF   # past the .npy header
         assert info.compress_size // 2 > 128 or info.compress_type == zipfile.ZIP_DEFLATED
-        bad = tmp_path / "bad.npz"
-        bad.write_bytes(bytes(raw))
-        i = int(victim[1])
-        with open_dump(bad) as f:
-            assert fmt._read_member(f._npz.zip, victim + ".npy", f._raw()) is None
-            with pytest.raises(fmt.DumpError, match=f"{victim}: unreadable"):
-                f._get(victim, i)
+        with _unreadable(tmp_path, raw, victim, int(victim[1])) as f:
             np.testing.assert_array_equal(f._get("c0.ub_before", 0), cases[0].ub)
 
 
@@ -213,16 +223,8 @@ def test_large_member_crc_split_by_either_codec(tmp_path, codec):
                                                        f._raw()), big)
     for where in (0.25, 0.75):                       # the first half, the second half
         raw = bytearray(p.read_bytes())
-        at = info.header_offset
-        start = at + 30 + int.from_bytes(raw[at + 26:at + 28], "little") + \
-            int.from_bytes(raw[at + 28:at + 30], "little")
-        raw[start + int(info.file_size * where)] ^= 0x01
-        bad = tmp_path / "bad.npz"
-        bad.write_bytes(bytes(raw))
-        with open_dump(bad) as f:
-            assert fmt._read_member(f._npz.zip, "c0.ub_before.npy", f._raw()) is None
-            with pytest.raises(fmt.DumpError, match="c0.ub_before: unreadable"):
-                f._get("c0.ub_before", 0)
+        raw[_data_start(raw, info) + int(info.file_size * where)] ^= 0x01
+        _unreadable(tmp_path, raw, "c0.ub_before", 0).close()
 
 
 @pytest.mark.parametrize("use_memcmp", [True, False])
