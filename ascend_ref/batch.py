@@ -451,14 +451,12 @@ def _array_fn(api: str, chip: str, dtype: str, option: Any, mask_mode: str,
 
 
 @functools.lru_cache(maxsize=None)
-@functools.lru_cache(maxsize=256)
 def _jitted(fn):
-    """``jax.jit(fn)``, one wrapper per kernel (``fn``: a stable object, e.g. from
+    """``jax.jit(fn)``, one wrapper per kernel, kept (``fn``: a stable object, e.g. from
     :func:`_array_fn`'s cache). A fresh wrapper's first call takes JAX's slow dispatch path:
-    ~130 us against ~23 us for a call of the same wrapper again (measured here, the shapes
-    of run_batch's 64-case chunks), paid by every chunk of every call. After
-    :func:`ascend_ref.engine.release` (``jax.clear_caches``) a kept wrapper compiles again on
-    its next call, as a new one would."""
+    ~110-130 us against ~23-33 us for a call of the same wrapper again (measured with
+    run_batch's 64-case chunk shapes). After :func:`ascend_ref.engine.release`
+    (``jax.clear_caches``) a kept wrapper compiles again on its next call."""
     return jax.jit(fn)
 
 
