@@ -32,9 +32,8 @@ import numpy as np
 from .. import batch_prep, engine
 from ..chips import chip as get_chip
 from ..constraints import Code, ConstraintError
-from .crc import SPLIT_MIN
 from .format import DumpError, DumpFile
-from .parallel import both
+from .parallel import SPLIT_MIN, both
 from .stacked import Group
 
 if TYPE_CHECKING:
@@ -359,7 +358,7 @@ def _rows_differ(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     archive member puts them, so numpy's 8-byte comparison took its unaligned loop: 2.6 ms
     for 256 rows of 65 KB, ``memcmp`` 1.1 ms, and 0.87 ms with the second half of the rows
     in the worker thread, :func:`.parallel.both`, as for any block of at least
-    :data:`.crc.SPLIT_MIN` bytes); short ones to numpy, 8 bytes at a time.
+    :data:`.parallel.SPLIT_MIN` bytes); short ones to numpy, 8 bytes at a time.
 
     >>> a = np.zeros((3, 20000), np.uint8); b = a.copy(); b[1, 19999] = 1
     >>> _rows_differ(a, b).tolist(), _rows_differ(a[:, :17], b[:, :17]).tolist()

@@ -51,7 +51,8 @@ from ..chips import chip as get_chip, chips as all_chips
 from ..constraints import Code
 from ..mask import CounterMask
 from ..ub import ALIASES_TEXT, DTYPES, dtype_from_text
-from .crc import SPLIT_MIN as _CRC_SPLIT_MIN, crc32_split
+from .crc import crc32_split
+from .parallel import SPLIT_MIN as _SPLIT_MIN
 
 if TYPE_CHECKING:
     from .stacked import Stacked
@@ -580,7 +581,7 @@ class _Libdeflate:
         """CRC-32 of a bytes-like object (as ``zlib.crc32``); a large one as two halves on
         two cores (:func:`.crc.crc32_split`)."""
         n = data.nbytes if isinstance(data, memoryview) else len(data)
-        if n < _CRC_SPLIT_MIN:            # most members: no view, no hand-off
+        if n < _SPLIT_MIN:            # most members: no view, no hand-off
             return self._crc32_one(data)
         view = memoryview(data).cast("B")
         try:

@@ -20,6 +20,10 @@ from typing import Callable, Optional, Tuple, TypeVar
 A = TypeVar("A")
 B = TypeVar("B")
 
+#: a pass over at least this many bytes is split in two (below it the hand-off to the worker
+#: costs more than the half it saves: ~30 us against ~0.3 ms for 4 MiB of CRC-32 at 13 GB/s)
+SPLIT_MIN = 1 << 22
+
 _POOL: Optional[ThreadPoolExecutor] = None
 _POOL_LOCK = threading.Lock()
 
@@ -63,4 +67,4 @@ def both(first: Callable[[], A], second: Callable[[], B]) -> Tuple[A, B]:
     return a, b
 
 
-__all__ = ["both", "two_cores"]
+__all__ = ["SPLIT_MIN", "both", "two_cores"]
