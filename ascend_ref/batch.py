@@ -316,13 +316,18 @@ def _run_group(ins, spec, width, rows, b, cases, outcomes, states=None,
     chunk's windows are not refilled while its kernel may still read them."""
     static = _rows_static_src(spec, rows, width, b)
     one = _one_call(spec, rows, b) if static is not None else None
-    ubs = outcomes.rows_of(rows, b) if isinstance(outcomes, batch_prep.Sink) else None
+    sink = outcomes if isinstance(outcomes, batch_prep.Sink) else None
+    # the cases' own rows, read in place while the stack copies them (after the dispatch)
+    ubs = sink.sources_in_place(rows, b) if sink is not None and one is not None else None
+    direct = ubs is not None
+    if ubs is None and sink is not None:
+        ubs = sink.rows_of(rows, b)
     if ubs is not None and ubs.shape[1] != width:
         # the UBs at their own width: only for one call's chunk on run_batch's kernel (what
         # it compiles per row width anyway), whose source table fits that width too
         exact = _rows_static_src(spec, rows, ubs.shape[1], b) if one is not None else None
         if exact is None:
-            ubs = None
+            ubs, direct = None, False
         else:
             static, width = exact, ubs.shape[1]
     if static is not None:
@@ -339,6 +344,11 @@ def _run_group(ins, spec, width, rows, b, cases, outcomes, states=None,
         EXECUTABLES.add((ins.api, spec, width, ("shared", b)))
         scale.CALLS[1] += 1
         running = _jitted(fn)(ubs, qrows, shared)          # dispatched: runs asynchronously
+        if direct:
+            assert sink is not None
+            got = sink.stack_rows(rows, b)
+            assert got is not None                          # sources_in_place checked it
+            sink.fill(*got)
 
         def done() -> None:
             writes, status, undefined = scale.to_host(running)

@@ -174,6 +174,7 @@ def test_vectorised_outcomes_equal_the_per_case_path(monkeypatch, n):
     kernel inputs of 240 draws are compared above)."""
     cases = _cases(n, 7)
     fast = ar.run_cases(cases)
+    monkeypatch.setattr(batch_prep, "BULK_KEYS", False)
     monkeypatch.setattr(batch_prep, "_group_key", lambda case: None)   # every case alone
     slow = ar.run_cases(cases)
     codes = set()
@@ -367,6 +368,178 @@ def test_case_values_is_the_value_by_value_rule():
         assert got is None or all(type(v) is int for v in got)
         seen[want is not None] += 1
     assert seen[True] > 300 and seen[False] > 300, seen
+
+
+class _Dict(dict):
+    pass
+
+
+class _Str(str):
+    pass
+
+
+def _key_cases(seed: int) -> list:
+    """Drawn and adversarial cases (:func:`_cases`), replicas of some (groups of more than
+    one case) and type confusions within one head: an option True beside 1, a str subclass
+    as product, a dict subclass as tensors, numpy ints among Python ints, masks as lists and
+    tuples of two lengths, a negative count, bools; shuffled."""
+    rng = np.random.default_rng(seed)
+    base = _cases(12, seed)
+    out = list(base)
+    for c in base[::2]:
+        for i in range(int(rng.integers(2, 6))):
+            d = copy.copy(c)
+            d.params, d.tensors = dict(c.params), dict(c.tensors)
+            edit = int(rng.integers(0, 12))
+            k = sorted(d.params)[0]
+            if edit == 1:
+                d.option = True if d.option == 1 else d.option
+            elif edit == 2:
+                d.chip = _Str(d.chip) if isinstance(d.chip, str) else d.chip
+            elif edit == 3:
+                d.tensors = _Dict(d.tensors)
+            elif edit == 4 and type(d.params[k]) is int:
+                d.params[k] = np.int64(d.params[k])
+            elif edit == 5:
+                d.mask = [1, 2]
+            elif edit == 6:
+                d.mask = (2**64 - 1,)
+            elif edit == 7:
+                d.mask = -3
+            elif edit == 8 and type(d.params[k]) is int:
+                d.params[k] = bool(d.params[k] % 2)
+            elif edit == 9:
+                d.mask = [2**63, 5]
+            out.append(d)
+    order = rng.permutation(len(out))
+    return [out[k] for k in order.tolist()]
+
+
+@pytest.mark.parametrize("seed", [3, 4, 5])
+def test_group_keys_equal_the_case_by_case_keys(seed, monkeypatch):
+    """group_keys (each head's cases checked as columns) gives what _group_key gives case
+    by case: the same lone cases, the same keys in the same order, and per key the same
+    positions, values (int64) and mask words (uint32) row by row; the column checks pass
+    for some heads and refuse others (then the cases are keyed one by one)."""
+    calls = collections.Counter()
+    bulk = batch_prep._bulk_group
+
+    def spy(cases, heads):
+        got = bulk(cases, heads)
+        calls[got is not None] += 1
+        return got
+
+    monkeypatch.setattr(batch_prep, "_bulk_group", spy)
+    cases = _key_cases(seed)
+    lone, groups = batch_prep.group_keys(cases)
+    want_lone, want = batch_prep._keys_one_by_one(cases)
+    assert lone == want_lone
+    assert list(groups) == list(want)
+    for key, (ks, vals, words) in groups.items():
+        wk, wv, ww = want[key]
+        for a, b in ((ks, wk), (vals, wv), (words, ww)):
+            assert a.dtype == b.dtype and a.shape == b.shape, key
+            np.testing.assert_array_equal(a, b, err_msg=str(key))
+    assert calls[True] >= 2 and calls[False] >= 1, calls
+    assert len(lone) >= 3 and len(groups) >= 3, (len(lone), len(groups))
+
+
+def test_group_keys_unhashable_option_keys_every_case_alone():
+    """An unhashable option (a list) anywhere: every case keyed alone, as _group_key does."""
+    cases = _cases(4, 9)
+    odd = copy.copy(cases[0])
+    odd.option = [1]
+    cases = cases + [odd]
+    assert batch_prep.group_keys(cases)[0] == batch_prep._keys_one_by_one(cases)[0]
+    assert len(cases) - 1 in batch_prep.group_keys(cases)[0]
+
+
+def test_consecutive_rows_only_for_one_arrays_aligned_rows():
+    """consecutive_rows: rows k, k + 1, ... of one C-contiguous array, 64-byte aligned and 64
+    bytes wide at least, as one read-only view of the same memory; None for rows out of
+    order, with a gap, of two arrays, unaligned, of another dtype or width, or copies."""
+    a = batch_prep.aligned_zeros((6, 128))
+    a[...] = np.arange(6 * 128, dtype=np.uint8).reshape(6, 128)
+    got = batch_prep.consecutive_rows([a[k] for k in range(1, 5)])
+    assert got is not None and not got.flags.writeable
+    np.testing.assert_array_equal(got, a[1:5])
+    assert np.shares_memory(got, a)
+    ro = a.copy()
+    ro_rows = batch_prep.aligned_zeros((3, 64))
+    ro_rows.flags.writeable = False                   # read-only rows: the slower pointer read
+    assert batch_prep.consecutive_rows([ro_rows[k] for k in range(3)]) is not None
+    b = batch_prep.aligned_zeros((6, 128))
+    un = batch_prep.aligned_zeros((1, 6 * 128 + 16))[0, 16:].reshape(6, 128)
+    narrow = batch_prep.aligned_zeros((4, 96))
+    for rows in ([a[1], a[0]], [a[0], a[2]], [a[0], b[1]], [un[0], un[1]],
+                 [a[0], a[1].copy()], [narrow[0], narrow[1]], [ro[0], ro[1]][:0],
+                 [a.view(np.int8)[0], a.view(np.int8)[1]], [a[0][:64], a[1][:64]]):
+        assert batch_prep.consecutive_rows(rows) is None, rows
+
+
+def test_run_cases_reads_the_cases_rows_in_place(monkeypatch):
+    """Cases whose UBs are consecutive aligned rows of one array (one call over many data)
+    run run_batch's kernel on those rows in place (Sink.sources_in_place), the stack filled
+    after the dispatch: every outcome equal to the copying path's and, for a sample, to the
+    oracle's; the callers' UBs unchanged."""
+    from ascend_ref import batch
+    from ascend_ref.case import run_oracle
+
+    rng = np.random.default_rng(21)
+    r, n = 16, 16 * 256 + 64              # the value-index pairs: 2 R halves after the source
+    ubs = batch_prep.aligned_zeros((192, n))
+    ubs[...] = rng.standard_normal((192, n // 2)).astype(np.float16).view(np.uint8)
+    ubs[3, :512] = np.full(256, np.nan, np.float16).view(np.uint8)          # all-NaN repeats
+    ubs[4, :1024] = 0
+    before = ubs.copy()
+    params = {"repeat": r, "dst_rep_stride": 1, "src_blk_stride": 1, "src_rep_stride": 8}
+    cases = [Case("whole_reduce_max", "atlas_a2", "float16", "ORDER_VALUE_INDEX", 128, params,
+                  {"src": (0, r * 128), "dst": (r * 256, 32)}, ubs[k]) for k in range(192)]
+    seen = []
+    orig = batch_prep.Sink.sources_in_place
+
+    def spy(self, rows, b):
+        got = orig(self, rows, b)
+        seen.append(got is not None)
+        return got
+
+    monkeypatch.setattr(batch_prep.Sink, "sources_in_place", spy)
+    got = ar.run_cases(cases)
+    assert any(seen), seen
+    monkeypatch.setattr(batch_prep, "READ_SOURCES", False)
+    want = ar.run_cases(cases)
+    np.testing.assert_array_equal(ubs, before)
+    for k, (a, b) in enumerate(zip(got, want)):
+        assert a.code is None and diff(a, b) is None, k
+    for k in (0, 3, 4, 191):
+        assert diff(run_oracle(cases[k]), got[k]) is None, k
+    assert batch.SHARED_ROWS
+
+
+def test_written_masks_cleared_or_mapped_give_the_same_outcomes(monkeypatch):
+    """written_zeros: narrow rows from cleared recycled memory, wide ones mapped: the same
+    outcomes either way; an outcome held from one call keeps its masks when the next call
+    reuses memory."""
+    cases = _cases(12, 12)
+    monkeypatch.setattr(batch_prep, "_RECYCLE_MIN", 0)         # recycle even small tables
+    monkeypatch.setattr(batch_prep, "WRITTEN_DENSE", False)
+    mapped = ar.run_cases(cases)
+    monkeypatch.setattr(batch_prep, "WRITTEN_DENSE", True)
+    first = ar.run_cases(cases)
+    held = [o.written.copy() if o.code is None else None for o in first]
+    cleared = ar.run_cases(cases)
+    n = 0
+    for k, (a, b, c) in enumerate(zip(mapped, first, cleared)):
+        assert diff(a, b) is None and diff(a, c) is None, k
+        if a.code is None:
+            np.testing.assert_array_equal(b.written, held[k], err_msg=str(k))
+            np.testing.assert_array_equal(a.written, c.written, err_msg=str(k))
+            n += 1
+    assert n > 10, n
+    w = batch_prep.written_zeros((4, 100))
+    assert w.dtype == bool and not w.any() and w.flags.writeable
+    assert isinstance(_owner(batch_prep.written_zeros((64, 1 << 16))), batch_prep.mmap.mmap) \
+        or not batch_prep.SPARSE_MMAP
 
 
 def test_sparse_masks_give_the_same_outcomes(monkeypatch):
