@@ -319,7 +319,10 @@ def written_zeros(shape: Tuple[int, int]) -> np.ndarray:
     >>> int(w.sum()), w.dtype.name
     (1024, 'bool')
     """
-    if WRITTEN_DENSE and int(shape[1]) < _WRITTEN_DENSE:
+    n = int(shape[0]) * int(shape[1])
+    # cleared only in memory that is not fresh: a table past the recycled sizes would be
+    # faulted in whole
+    if WRITTEN_DENSE and int(shape[1]) < _WRITTEN_DENSE and n + 64 <= _RECYCLE_MAX:
         return result_empty(shape, zero=True).view(np.bool_)
     return sparse_zeros(shape)
 
@@ -502,7 +505,10 @@ def _plain_ints(values: List[Any], lo: int, hi: int) -> Optional[np.ndarray]:
     None."""
     if values and not _INTS.issuperset(map(type, values)):
         return None
-    a = np.array(values, np.int64) if values else np.zeros(0, np.int64)
+    try:
+        a = np.array(values, np.int64) if values else np.zeros(0, np.int64)
+    except OverflowError:                   # past 64 bits: outside any plain range
+        return None
     return a if not a.size or (int(a.min()) >= lo and int(a.max()) < hi) else None
 
 

@@ -382,7 +382,7 @@ def _key_cases(seed: int) -> list:
     """Drawn and adversarial cases (:func:`_cases`), replicas of some (groups of more than
     one case) and type confusions within one head: an option True beside 1, a str subclass
     as product, a dict subclass as tensors, numpy ints among Python ints, masks as lists and
-    tuples of two lengths, a negative count, bools; shuffled."""
+    tuples of two lengths, a negative count, bools, ints past 64 bits; shuffled."""
     rng = np.random.default_rng(seed)
     base = _cases(12, seed)
     out = list(base)
@@ -390,7 +390,7 @@ def _key_cases(seed: int) -> list:
         for i in range(int(rng.integers(2, 6))):
             d = copy.copy(c)
             d.params, d.tensors = dict(c.params), dict(c.tensors)
-            edit = int(rng.integers(0, 12))
+            edit = int(rng.integers(0, 13))
             k = sorted(d.params)[0]
             if edit == 1:
                 d.option = True if d.option == 1 else d.option
@@ -410,6 +410,10 @@ def _key_cases(seed: int) -> list:
                 d.params[k] = bool(d.params[k] % 2)
             elif edit == 9:
                 d.mask = [2**63, 5]
+            elif edit == 10:
+                d.mask = 2**70 if rng.random() < 0.5 else [2**70, 0]
+            elif edit == 11 and type(d.params[k]) is int:
+                d.params[k] = -(2**70)
             out.append(d)
     order = rng.permutation(len(out))
     return [out[k] for k in order.tolist()]
