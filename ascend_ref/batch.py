@@ -166,7 +166,11 @@ def run_cases(cases: Iterable[Case], *, heights: Sequence[int] = TABLE_HEIGHTS,
     per group and gathered into arrays; any other case goes through the per-case
     :meth:`~ascend_ref.registry.Instruction.prepare_case` (the exact fallback). Each case
     runs on a compact window of its UB (the bytes its declared geometry can touch) where
-    that is exact, and the kernel returns only the words it writes.
+    that is exact, and the kernel returns only the words it writes. Cases of one call over
+    many data whose UBs are consecutive rows of one 64-byte-aligned array, each a multiple
+    of 64 bytes (``ubs = batch_prep.aligned_zeros((B, n))``, ``[Case(..., ubs[k]) for k in
+    range(B)]``), are read in place, as :func:`run_batch` reads an aligned input; the UBs
+    are never written.
 
     ``spr``: also compute the reduce special registers (:mod:`ascend_ref.spr`) each case
     leaves, run from the fresh state: the outcome of a case whose instruction sets a
