@@ -643,22 +643,10 @@ def group_keys(cases: Sequence[Case]) -> Tuple[List[int], Dict[tuple, Tuple[np.n
             first[key] = min(first.get(key, len(cases)), int(ks[0]))
     else:
         singles = list(range(len(cases)))
-    lone: List[int] = []
-    one: Dict[tuple, Tuple[List[int], List[List[int]], List[tuple]]] = {}
-    for k in sorted(singles):
-        got = _group_key(cases[k])
-        if got is None:
-            lone.append(k)
-            continue
-        g = one.setdefault(got[0], ([], [], []))
-        g[0].append(k)
-        g[1].append(got[1][0])
-        g[2].append(got[1][1])
-        first[got[0]] = min(first.get(got[0], len(cases)), k)
-    for key, (ks_, vs, ws) in one.items():
-        parts.setdefault(key, []).append((np.asarray(ks_, np.int64),
-                                          np.array(vs, np.int64).reshape(len(ks_), -1),
-                                          np.array(ws, np.uint32).reshape(len(ks_), 4)))
+    lone, one = _keys_one_by_one(cases, sorted(singles))
+    for key, got_one in one.items():
+        parts.setdefault(key, []).append(got_one)
+        first[key] = min(first.get(key, len(cases)), int(got_one[0][0]))
     groups = {}
     for key in sorted(parts, key=first.__getitem__):
         got_parts = parts[key]
@@ -852,13 +840,16 @@ def prepare(cases: List[Case], outcomes: list, heights: Sequence[int]) -> List[R
     return out
 
 
-def _keys_one_by_one(cases: Sequence[Case]) -> Tuple[List[int], Dict[tuple, Tuple[
-        np.ndarray, np.ndarray, np.ndarray]]]:
-    """:func:`group_keys` case by case (:func:`_group_key` each; A/B measurements, tests)."""
+def _keys_one_by_one(cases: Sequence[Case], positions: Optional[Sequence[int]] = None
+                     ) -> Tuple[List[int], Dict[tuple, Tuple[np.ndarray, np.ndarray,
+                                                             np.ndarray]]]:
+    """:func:`group_keys` case by case (:func:`_group_key` each): of every case, or of the
+    cases at ``positions`` (ascending; the heads :func:`group_keys` could not check as
+    columns). Alone: A/B measurements, tests."""
     lone: List[int] = []
     acc: Dict[tuple, Tuple[List[int], List[List[int]], List[tuple]]] = {}
-    for k, case in enumerate(cases):
-        got = _group_key(case)
+    for k in range(len(cases)) if positions is None else positions:
+        got = _group_key(cases[k])
         if got is None:
             lone.append(k)
             continue
