@@ -49,7 +49,7 @@ import contextlib
 import contextvars
 import dataclasses
 import functools
-from typing import Any, Callable, Iterable, Iterator, List, Optional, Sequence
+from typing import Any, Callable, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -292,12 +292,17 @@ def _shares_call(rows) -> bool:
     return all(bool(np.all(v == v[:1])) for k, v in q.items() if k not in ("ub_base", "ub_len"))
 
 
-def _rows_static_src(spec, rows, width: int, b: int) -> Optional[tuple]:
-    """``(src_rep_stride, src_blk_stride)`` when a full chunk's cases (at least
-    ``BATCH_SIZES[-1]``) all share them and each source span fits the window (then the
-    kernel slices instead of gathering, as :func:`run_batch` does); else None. Small or
+def _rows_static_src(spec, rows, width: int, b: int) -> Optional[Tuple[tuple, int]]:
+    """``((src_rep_stride, src_blk_stride), table height)`` when a full chunk's cases (at
+    least ``BATCH_SIZES[-1]``) all share them and each source span fits the window (then
+    the kernel slices instead of gathering, as :func:`run_batch` does); else None. Small or
     mixed chunks keep the gathering kernel, so a campaign's random strides compile nothing
-    more."""
+    more.
+
+    The height is ``spec``'s, or, where that table's span leaves a window, the chunk's
+    largest repeat count when the span over that many repeats fits (what run_batch compiles
+    for a ``max_repeat``; every case's repeats are inside the table, so the bits are the
+    same): windows sized for R = 17 .. 254 slice instead of gathering 256 rows."""
     p = rows.p
     if (not STATIC_ROWS or b < BATCH_SIZES[-1] or len(rows) < b or spec.path == "general"
             or spec.static_src is not None or p.src is None or p.src_rep_stride is None
@@ -305,7 +310,23 @@ def _rows_static_src(spec, rows, width: int, b: int) -> Optional[tuple]:
         return None
     rep = np.asarray(p.src_rep_stride)
     blk = np.asarray(p.src_blk_stride) if p.src_blk_stride is not None else np.ones_like(rep)
-    return _shared_strides(rep, blk, np.asarray(p.src.addr), spec.rows, width)
+    addr = np.asarray(p.src.addr)
+    got = _shared_strides(rep, blk, addr, spec.rows, width)
+    if got is not None:
+        return got, spec.r_max
+    repeat = np.asarray(getattr(p, "repeat", None) if EXACT_HEIGHT else None)
+    if repeat.dtype.kind not in "iu" or repeat.size == 0 or spec.count_form:
+        return None
+    h = int(repeat.max())
+    if not 1 <= h < spec.r_max:
+        return None
+    got = _shared_strides(rep, blk, addr, h, width)
+    return None if got is None else (got, h)
+
+
+#: False: run_cases' static-stride chunks keep their coarse table height, and gather when
+#: its span leaves the window (A/B measurements, tests)
+EXACT_HEIGHT = True
 
 
 #: False: run_cases never takes the static-stride kernel (A/B measurements, tests)
@@ -318,7 +339,8 @@ def _run_group(ins, spec, width, rows, b, cases, outcomes, states=None,
     fills ``outcomes`` and ``states``). ``slot``: the window buffer it may fill
     (:meth:`~ascend_ref.batch_prep.Rows.windows`); consecutive chunks take turns, so a
     chunk's windows are not refilled while its kernel may still read them."""
-    static = _rows_static_src(spec, rows, width, b)
+    got = _rows_static_src(spec, rows, width, b)
+    static, height = got if got is not None else (None, spec.r_max)
     one = _one_call(spec, rows, b) if static is not None else None
     sink = outcomes if isinstance(outcomes, batch_prep.Sink) else None
     # the cases' own rows, read in place while the stack copies them (after the dispatch)
@@ -333,9 +355,9 @@ def _run_group(ins, spec, width, rows, b, cases, outcomes, states=None,
         if exact is None:
             ubs, direct = None, False
         else:
-            static, width = exact, ubs.shape[1]
+            (static, height), width = exact, ubs.shape[1]
     if static is not None:
-        spec = dataclasses.replace(spec, static_src=static)
+        spec = dataclasses.replace(spec, static_src=static, r_max=height)
     if ubs is None:
         ubs = rows.windows(width, b, reuse=True, slot=slot)
     if static is not None:                      # the element type: no byte assembly
@@ -350,9 +372,9 @@ def _run_group(ins, spec, width, rows, b, cases, outcomes, states=None,
         running = _jitted(fn)(ubs, qrows, shared)          # dispatched: runs asynchronously
         if direct:
             assert sink is not None
-            got = sink.stack_rows(rows, b)
-            assert got is not None                          # sources_in_place checked it
-            sink.fill(*got)
+            at = sink.stack_rows(rows, b)
+            assert at is not None                           # sources_in_place checked it
+            sink.fill(*at)
 
         def done() -> None:
             writes, status, undefined = scale.to_host(running)

@@ -269,6 +269,50 @@ def _replicas(case, n, rng, ub_size=None):
     return out
 
 
+@pytest.mark.parametrize("api,dtype,option", [("whole_reduce_min", "float16", "ORDER_VALUE_INDEX"),
+                                              ("reduce_data_block", "float32", "SUM")])
+def test_run_cases_exact_table_height_equals_the_gathering_kernel(api, dtype, option,
+                                                                  monkeypatch):
+    """Windows sized for R = 40, whose 256-row table would leave them: a full chunk that
+    shares its source strides slices at the chunk's own height (batch._rows_static_src:
+    the largest repeat count) instead of gathering 256 rows -- one call over many data (one
+    repeat count: run_batch's kernel) and a chunk whose repeat counts run 17 .. 40 (the
+    row-wise kernel) -- and every outcome equals the gathering kernel's and, for a sample,
+    the oracle's; a chunk with one repeat count past the range keeps the coarse table."""
+    from ascend_ref import batch
+    from ascend_ref.case import run_oracle
+
+    rng = np.random.default_rng(40)
+    s, r = np.dtype(dtype).itemsize, 40
+    slot = ar.registry.lookup(api).slot_bytes(dtype, "ORDER_VALUE_INDEX")
+    out_bytes = -(-slot * r // 64) * 64                    # every repeat's result, no more
+    n = r * 256 + out_bytes
+    params = {"repeat": r, "dst_rep_stride": 1, "src_blk_stride": 1, "src_rep_stride": 8}
+    base = Case(api, "atlas_a2", dtype, option, 256 // s, params,
+                {"src": (0, r * 256 // s), "dst": (r * 256, out_bytes // s)},
+                np.zeros(n, np.uint8))
+    one_call = _replicas(base, 64, rng)
+    mixed = _replicas(base, 64, rng)
+    for k, c in enumerate(mixed):       # 17 .. 40 (one table bucket), 40 the largest
+        c.params["repeat"] = 17 + k % (r - 16)
+    past = _replicas(base, 64, rng)
+    past[5].params["repeat"] = 300                          # REPEAT_RANGE: no exact height
+    for cases, height in ((one_call, r), (mixed, r), (past, None)):
+        batch.EXECUTABLES.clear()
+        monkeypatch.setattr(batch, "EXACT_HEIGHT", True)
+        got = ar.run_cases(cases)
+        heights = {k[1].r_max for k in batch.EXECUTABLES if k[1].static_src is not None}
+        assert heights == ({height} if height else set()), batch.EXECUTABLES
+        monkeypatch.setattr(batch, "EXACT_HEIGHT", False)
+        want = ar.run_cases(cases)
+        codes = {o.code for o in got}
+        assert codes == ({None} if height else {None, ar.Code.REPEAT_RANGE}), codes
+        for k, (a, b) in enumerate(zip(got, want)):
+            assert diff(a, b) is None, (k, cases[k].describe())
+        for k in (0, 3, 10, 63):
+            assert diff(run_oracle(cases[k]), got[k]) is None, cases[k].describe()
+
+
 #: the APIs of the default run (the others: -m slow): an Ascend C whole reduce, a block
 #: reduce, a TIK-style vc* reduce and a count-form level-2 reduce
 _ONE_CALL_QUICK = ("whole_reduce_min", "reduce_data_block", "vcgmax", "reduce_min_count")
