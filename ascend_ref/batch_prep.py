@@ -608,8 +608,9 @@ def group_keys(cases: Sequence[Case]) -> Tuple[List[int], Dict[tuple, Tuple[np.n
     row by row those :func:`_group_key` gives.
 
     The cases are split by their head (api, chip, dtype, option, saturate) and each head's
-    cases checked column by column in C loops (:func:`_bulk_group`: ~0.5 us a case against
-    ~2.8 us); a head whose columns do not pass keys its cases one by one.
+    cases checked column by column in C loops (:func:`_bulk_group`; 1024 cases of one call:
+    ~1.5 us a case against ~3.6 us one by one); a head whose columns do not pass keys its
+    cases one by one.
 
     >>> from ascend_ref.case import Case
     >>> c = Case("whole_reduce_sum", "atlas_a2", "float32", None, 64, {"repeat": 1,
