@@ -72,7 +72,9 @@ EXECUTABLES: set = set()
 #: API's maximum (two heights for the Ascend C APIs, three for TIK). A taller table costs
 #: rows of work per case (a 256-row table runs a 1-repeat case 16 times slower than a 16-row
 #: one); each extra height costs a compile (about 1-3 s of CPU each). Campaigns pass
-#: ``heights=()`` (one height per API).
+#: ``heights=()`` (one height per API). A full chunk that shares its source strides but
+#: whose windows are too short for its table's span runs at its own largest repeat count
+#: instead (:func:`_rows_static_src`).
 TABLE_HEIGHTS = (16, 256)
 #: batch sizes :func:`run_cases` runs: groups of at least ``BATCH_SIZES[-1]`` cases in chunks
 #: of that size, the rest in chunks of the first (padded): at most two executables per
