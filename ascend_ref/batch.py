@@ -346,8 +346,8 @@ def _run_group(ins, spec, width, rows, b, cases, outcomes, states=None,
     one = _one_call(spec, rows, b) if static is not None else None
     sink = outcomes if isinstance(outcomes, batch_prep.Sink) else None
     # the cases' own rows, read in place while the stack copies them (after the dispatch)
-    ubs = sink.sources_in_place(rows, b) if sink is not None and one is not None else None
-    direct = ubs is not None
+    direct = sink.sources_in_place(rows, b) if sink is not None and one is not None else None
+    ubs = direct[0] if direct is not None else None
     if ubs is None and sink is not None:
         ubs = sink.rows_of(rows, b)
     if ubs is not None and ubs.shape[1] != width:
@@ -355,7 +355,7 @@ def _run_group(ins, spec, width, rows, b, cases, outcomes, states=None,
         # it compiles per row width anyway), whose source table fits that width too
         exact = _rows_static_src(spec, rows, ubs.shape[1], b) if one is not None else None
         if exact is None:
-            ubs, direct = None, False
+            ubs, direct = None, None
         else:
             (static, height), width = exact, ubs.shape[1]
     if static is not None:
@@ -372,11 +372,9 @@ def _run_group(ins, spec, width, rows, b, cases, outcomes, states=None,
         EXECUTABLES.add((ins.api, spec, width, ("shared", b)))
         scale.CALLS[1] += 1
         running = _jitted(fn)(ubs, qrows, shared)          # dispatched: runs asynchronously
-        if direct:
+        if direct is not None:                              # the stack while it runs
             assert sink is not None
-            at = sink.stack_rows(rows, b)
-            assert at is not None                           # sources_in_place checked it
-            sink.fill(*at)
+            sink.fill(*direct[1])
 
         def done() -> None:
             writes, status, undefined = scale.to_host(running)
