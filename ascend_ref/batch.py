@@ -316,7 +316,7 @@ def _rows_static_src(spec, rows, width: int, b: int) -> Optional[Tuple[tuple, in
     got = _shared_strides(rep, blk, addr, spec.rows, width)
     if got is not None:
         return got, spec.r_max
-    repeat = np.asarray(getattr(p, "repeat", None) if EXACT_HEIGHT else None)
+    repeat = np.asarray(p.repeat if EXACT_HEIGHT else None)     # None: no repeat argument
     if repeat.dtype.kind not in "iu" or repeat.size == 0 or spec.count_form:
         return None
     h = int(repeat.max())
