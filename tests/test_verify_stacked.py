@@ -495,13 +495,30 @@ def mixed_v1(adversarial, tmp_path_factory):
     return p, labels
 
 
-def test_regions_file_batches_report_equals_per_case(mixed_v1, monkeypatch):
+@pytest.fixture(scope="module")
+def mixed_v1_stored(mixed_v1):
+    """``mixed_v1`` with every member stored: the region bytes are read where they lie in
+    the archive (verify.members), at offsets that follow no stride."""
+    p, labels = mixed_v1
+    q = p.with_name("mixed_stored.npz")
+    np.savez(q, **_v1_arrays(p))
+    return q, labels
+
+
+@pytest.mark.parametrize("stored", [False, True])
+def test_regions_file_batches_report_equals_per_case(mixed_v1, mixed_v1_stored, stored,
+                                                     monkeypatch):
     from ascend_ref.verify import regions
 
-    p, labels = mixed_v1
+    p, labels = mixed_v1_stored if stored else mixed_v1
     monkeypatch.setattr(regions, "MIN_CASES", 1)
+    copied = []
+    monkeypatch.setattr(regions, "column_of", lambda rows: copied.append(1) or
+                        batch_prep.column_of(rows))
     vfast.STATS.clear()
     fast = verify(p, progress=False)
+    # stored members are read in place (no column is copied); inflated ones are copied
+    assert (not copied) if stored else copied
     decided = vfast.STATS["vectorised"]
     slow = verify(p, progress=False, vectorised=False)
     assert _norm(fast, p.parent) == _norm(slow, p.parent)

@@ -25,7 +25,7 @@ report of the same cases verified one at a time.
 from __future__ import annotations
 
 import collections
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Optional, Tuple
 
 import numpy as np
 
@@ -299,19 +299,25 @@ def _compare(out: np.ndarray, undef: np.ndarray, touched: "UndefinedSpans", base
         inside = (col >= 0) & (col + nb <= length)
         fits &= inside | (nb == 0)
         use = ran & inside & (nb > 0)
-        if use.all() and (nb == nb[0]).all() and (col == col[0]).all() and \
-                (at == at[0] + nb[0] * np.arange(m)).all():
+        if use.all() and (nb == nb[0]).all() and (col == col[0]).all() and m and \
+                int(at.min()) >= 0 and int(at.max()) + int(nb[0]) <= flat.size:
             k, c0 = int(nb[0]), int(col[0])                   # one block comparison
-            dev = flat[int(at[0]):int(at[0]) + k * m].reshape(m, k)
             ref = out[:, c0:c0 + k]
             u = undef[:, c0:c0 + k]
-            # raw rows first; bytes only in rows that differ somewhere
-            neq = _rows_differ(dev, ref)
+            # raw rows first (where they lie: a stacked column's rows are one block, a
+            # version-1 archive's members anywhere); bytes only in rows that differ
+            # somewhere
+            block = _row_blocks(flat, at, k)
+            if block is not None and len(block) == 1:
+                neq = _rows_differ(block[0][2], ref)
+            else:
+                neq = _rows_differ_at(flat, at, ref)
             # a row differs only where some raw byte does; undefined bytes are counted in
             # the rows that hold any
             look = np.flatnonzero(neq)
             if look.size:
-                differ[look] |= ((dev[look] != ref[look]) & ~u[look]).any(axis=1)
+                dev = np.stack([flat[a:a + k] for a in at[look].tolist()])
+                differ[look] |= ((dev != ref[look]) & ~u[look]).any(axis=1)
             held = np.flatnonzero(touched.overlapping(c0, c0 + k))
             if held.size:
                 und[held] += _count_true(u if held.size == m else u[held])
@@ -367,17 +373,8 @@ def _rows_differ(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     m, k = a.shape
     cmp = _memcmp() if k >= MEMCMP_MIN and a.strides[1] == 1 and b.strides[1] == 1 else None
     if cmp is not None:
-        pa, pb = a.ctypes.data, b.ctypes.data
-        sa, sb = a.strides[0], b.strides[0]
-
-        def rows(lo: int, hi: int) -> List[bool]:
-            return [cmp(pa + r * sa, pb + r * sb, k) != 0 for r in range(lo, hi)]
-
-        if m * k < SPLIT_MIN or m < 2:
-            return np.array(rows(0, m), bool)
-        half = m // 2                        # the second half of the rows in the worker
-        first, second = both(lambda: rows(0, half), lambda: rows(half, m))
-        return np.array(first + second, bool)
+        pa, sa = a.ctypes.data, a.strides[0]
+        return _memcmp_rows(cmp, [pa + r * sa for r in range(m)], b, k)
     w = k // 8 * 8
     neq = np.zeros(m, bool)
     if w and a.strides[1] == 1 and b.strides[1] == 1:
@@ -387,6 +384,40 @@ def _rows_differ(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     if w < k:
         neq |= (a[:, w:] != b[:, w:]).any(axis=1)
     return neq
+
+
+def _memcmp_rows(cmp: Any, pa: List[int], b: np.ndarray, k: int) -> np.ndarray:
+    """bool ``[m]``: the ``k`` bytes at address ``pa[r]`` differ from row ``r`` of ``b``
+    (``memcmp``; the second half of the rows in the worker thread for a large block)."""
+    m = len(pa)
+    pb, sb = b.ctypes.data, b.strides[0]
+
+    def rows(lo: int, hi: int) -> List[bool]:
+        return [cmp(pa[r], pb + r * sb, k) != 0 for r in range(lo, hi)]
+
+    if m * k < SPLIT_MIN or m < 2:
+        return np.array(rows(0, m), bool)
+    half = m // 2
+    first, second = both(lambda: rows(0, half), lambda: rows(half, m))
+    return np.array(first + second, bool)
+
+
+def _rows_differ_at(flat: np.ndarray, at: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """:func:`_rows_differ` of the rows ``flat[at[r]:at[r] + k]``, wherever they lie in
+    ``flat`` (the members of a version-1 archive), against ``b`` (``uint8[m, k]``): long
+    rows compared where they are, short ones gathered first.
+
+    >>> flat = np.arange(40, dtype=np.uint8); b = np.stack([flat[3:8], flat[20:25]])
+    >>> b[1, 4] = 0
+    >>> _rows_differ_at(flat, np.array([3, 20]), b).tolist()
+    [False, True]
+    """
+    m, k = b.shape
+    cmp = _memcmp() if k >= MEMCMP_MIN and b.strides[1] == 1 and flat.strides == (1,) else None
+    if cmp is None:
+        return _rows_differ(np.stack([flat[a:a + k] for a in at.tolist()]) if m else b, b)
+    base = flat.ctypes.data
+    return _memcmp_rows(cmp, [base + a for a in at.tolist()], b, k)
 
 
 def _count_true(b: np.ndarray) -> np.ndarray:
@@ -403,6 +434,38 @@ def _count_true(b: np.ndarray) -> np.ndarray:
     if w < k:
         c += np.count_nonzero(b[:, w:], axis=1)
     return c
+
+
+def _row_blocks(flat: np.ndarray, at: np.ndarray, k: int
+                ) -> Optional[List[Tuple[int, int, np.ndarray]]]:
+    """Rows ``flat[at[r]:at[r] + k]`` as a few ``(lo, hi, uint8[hi - lo, k])`` views, one
+    per run of rows at a constant distance (a stacked column's rows are one run; the
+    members of a version-1 archive, e.g. ``c9`` then ``c10``, a run per name length), or
+    None when they split into many runs (then row by row)."""
+    m = at.size
+    if not m or int(at.min()) < 0 or int(at.max()) + k > flat.size:
+        return None
+    step = np.diff(at)
+    cut = np.flatnonzero(step[1:] != step[:-1]) + 1 if m > 2 else np.zeros(0, np.int64)
+    if cut.size > max(4, m // 32):
+        return None
+    out: List[Tuple[int, int, np.ndarray]] = []
+    cuts, ci, lo = cut.tolist(), 0, 0
+    while lo < m:                         # rows lo..c share the step at[lo + 1] - at[lo],
+        while ci < len(cuts) and cuts[ci] <= lo:        # c the first cut after lo
+            ci += 1
+        hi = cuts[ci] + 1 if ci < len(cuts) else m
+        a = int(at[lo])
+        if hi - lo == 1:
+            out.append((lo, hi, flat[a:a + k][None]))
+        else:
+            st = int(at[lo + 1]) - a
+            if st < 0:
+                return None
+            out.append((lo, hi, np.lib.stride_tricks.as_strided(
+                flat[a:], (hi - lo, k), (st, 1), writeable=False)))
+        lo = hi
+    return out
 
 
 def _windows(base: np.ndarray, length: np.ndarray, g: Group, grow: np.ndarray, side: str,
@@ -424,11 +487,12 @@ def _windows(base: np.ndarray, length: np.ndarray, g: Group, grow: np.ndarray, s
         col = a - base
         within = (col >= 0) & (col + nb <= length)
         inside &= within | (nb == 0)
-        block = bool(m and sel.all() and (nb == nb[0]).all() and (col == col[0]).all() and
-                     within.all() and (at == at[0] + nb[0] * np.arange(m)).all())
+        block = None
+        if m and sel.all() and (nb == nb[0]).all() and (col == col[0]).all() and within.all():
+            block = _row_blocks(flat, at, int(nb[0]))
         plans.append((flat, at, col, nb, block))
     if fresh:
-        if all(p[4] for p in plans):
+        if all(p[4] is not None for p in plans):
             gap = np.ones(into.shape[1] + 2, np.int8)       # 1: no block writes the column
             gap[0] = gap[-1] = 0                              # (guards at either end)
             for _, _, col, nb, _ in plans:
@@ -440,9 +504,10 @@ def _windows(base: np.ndarray, length: np.ndarray, g: Group, grow: np.ndarray, s
         else:
             into.fill(0)
     for flat, at, col, nb, block in plans:
-        if block:
-            k, c0 = int(nb[0]), int(col[0])     # one block copy
-            into[:, c0:c0 + k] = flat[int(at[0]):int(at[0]) + k * m].reshape(m, k)
+        if block is not None:
+            k, c0 = int(nb[0]), int(col[0])     # a block copy a run of rows
+            for lo, hi, rows in block:
+                into[lo:hi, c0:c0 + k] = rows
             continue
         for r in np.flatnonzero(sel).tolist():
             lo, hi = max(int(col[r]), 0), min(int(col[r] + nb[r]), int(length[r]))

@@ -598,6 +598,16 @@ class _Libdeflate:
         a = np.frombuffer(data, np.uint8)
         return int(self.lib.libdeflate_crc32(0, a.ctypes.data, n))
 
+    def decompressor(self) -> int:
+        """This thread's libdeflate decompressor (allocated on first use; the library must
+        be there)."""
+        d = getattr(self._local, "d", None)
+        if d is None:
+            d = self._local.d = self.lib.libdeflate_alloc_decompressor()
+            if not d:
+                raise MemoryError("libdeflate_alloc_decompressor")
+        return d
+
     def inflate(self, data: Any, size: int) -> Optional[bytearray]:
         """The raw deflate stream at the start of ``data`` inflated, when it gives exactly
         ``size`` bytes (else None; trailing bytes ignored, as ``zlib.decompress``)."""
@@ -610,11 +620,7 @@ class _Libdeflate:
             except zlib.error:
                 return None
             return bytearray(out) if len(out) == size else None
-        d = getattr(self._local, "d", None)
-        if d is None:
-            d = self._local.d = self.lib.libdeflate_alloc_decompressor()
-            if not d:
-                raise MemoryError("libdeflate_alloc_decompressor")
+        d = self.decompressor()
         src = np.frombuffer(data, np.uint8)
         out_b = bytearray(size)
         dst = np.frombuffer(out_b, np.uint8)

@@ -27,6 +27,7 @@ from ..batch_prep import column_of
 from ..chips import chip as get_chip
 from ..constraints import Code
 from .format import _META_KEYS, DumpFile
+from .members import read_members
 from .meta import DumpError
 from .stacked import Group
 
@@ -38,6 +39,8 @@ MIN_CASES = 16
 #: region bytes (before and after) stacked at a time: the batches of a large file run in
 #: pieces of about this size, so memory stays bounded
 CHUNK_BYTES = 1 << 27
+#: cases whose members are read at a time (:func:`.members.read_members`)
+BLOCK = 512
 _CODES = frozenset(k for k in Code.__members__ if k != "OK")
 
 
@@ -65,6 +68,7 @@ class _Rows:
     """The rows of one group being collected."""
 
     key: tuple
+    flat: Optional[np.ndarray] = None     # the archive's bytes (read-only)
     case: List[int] = field(default_factory=list)
     params: List[list] = field(default_factory=list)
     tensors: List[list] = field(default_factory=list)
@@ -75,6 +79,9 @@ class _Rows:
     before: List[List[np.ndarray]] = field(default_factory=list)
     after: List[Optional[List[np.ndarray]]] = field(default_factory=list)
     extra: List[dict] = field(default_factory=list)
+    #: where each region's bytes start in ``flat`` (-1: not a view of it), before and after
+    before_in: List[List[int]] = field(default_factory=list)
+    after_in: List[List[int]] = field(default_factory=list)
 
     def group(self, number: int) -> Group:
         api, chip, dtype, _, option, saturate, words, pnames, tnames, rnames = self.key
@@ -93,14 +100,24 @@ class _Rows:
         after: Dict[str, np.ndarray] = {}
         b_at = np.zeros((len(rnames), m), np.int64)
         a_at = np.zeros((len(rnames), m), np.int64)
+        b_in = np.array(self.before_in, np.int64).reshape(m, len(rnames))
+        a_in = np.array(self.after_in, np.int64).reshape(m, len(rnames))
         for j, name in enumerate(rnames):
-            # recycled memory (the columns of the file's previous group, once dropped): a
-            # fresh 17 MB column costs its page faults, more than the copy itself
-            before[name] = column_of([b[j] for b in self.before])
-            after[name] = column_of([a[j] for a in self.after if a is not None])
-            b_at[j] = np.cumsum(nb[:, j]) - nb[:, j]
             sizes = np.where(has, nb[:, j], 0)
-            a_at[j] = np.cumsum(sizes) - sizes
+            # the archive's bytes themselves where every row's region is a stored member
+            # (no copy: the kernels' windows and the comparison read them in place); else
+            # a column in recycled memory (the columns of the file's previous group, once
+            # dropped): a fresh 17 MB column costs its page faults, more than the copy
+            if self.flat is not None and (b_in[:, j] >= 0).all():
+                before[name], b_at[j] = self.flat, b_in[:, j]
+            else:
+                before[name] = column_of([b[j] for b in self.before])
+                b_at[j] = np.cumsum(nb[:, j]) - nb[:, j]
+            if self.flat is not None and (a_in[has, j] >= 0).all():
+                after[name], a_at[j] = self.flat, np.where(has, a_in[:, j], 0)
+            else:
+                after[name] = column_of([a[j] for a in self.after if a is not None])
+                a_at[j] = np.cumsum(sizes) - sizes
         gm = {"api": api, "chip": chip, "dtype": dtype, "option": option,
               "saturate": saturate, "mask_words": words, "params": list(pnames),
               "tensors": list(tnames), "regions": list(rnames), "errors": errs}
@@ -171,21 +188,28 @@ def _meta_row(meta: dict):
     return key, (pv, tv, mw, ub_bytes, rv, error, extra, names)
 
 
-def _members(f: DumpFile, i: int, names: list):
+def _members(f: DumpFile, i: int, names: list, keys: List[str],
+             read: List[Optional[np.ndarray]]):
     """The before and after bytes of case ``i``'s regions (after: None when not recorded),
-    or None when they are not all well-formed."""
-    keys = f.keys
+    or None when they are not all well-formed. ``keys``: the member names, before and after
+    for each region in turn; ``read``: what :func:`.members.read_members` gave for them (a
+    None is read one by one here, with that reader's errors)."""
+    have = f.keys
     before, after = [], []
-    for name, n in names:
-        kb, ka = f"c{i}.before.{name}", f"c{i}.after.{name}"
-        if kb not in keys:
+    for j, (_, n) in enumerate(names):
+        kb, ka = keys[2 * j], keys[2 * j + 1]
+        if kb not in have:
             return None
-        b = f._get(kb, i, view=True)
+        b = read[2 * j]
+        if b is None:
+            b = f._get(kb, i, view=True)
         if b.dtype != np.uint8 or b.shape != (n,):
             return None
         before.append(b)
-        if ka in keys:
-            a = f._get(ka, i, view=True)
+        if ka in have:
+            a = read[2 * j + 1]
+            if a is None:
+                a = f._get(ka, i, view=True)
             if a.dtype != np.uint8 or a.shape != (n,):
                 return None
             after.append(a)
@@ -202,41 +226,65 @@ def stack_regions(f: DumpFile, todo: Sequence[int],
     acc: Dict[tuple, _Rows] = {}
     held = 0
     seen: Dict[tuple, Any] = {}              # meta members repeat from case to case
-    for i in todo:
-        try:
-            a = f._get(f"c{i}.meta", i)
-            k = (a.dtype.str, a.shape, a.tobytes())
-            if k in seen:
-                row = seen[k]
-            else:
-                if len(seen) > 4096:
-                    seen.clear()
-                row = seen[k] = _meta_row(f._parse_meta(a, i))
-            got = None if row is None else _members(f, i, row[1][7])
-        except DumpError:                       # the per-case path reports it
+    raw = f._raw()
+    flat = None if raw is None else np.frombuffer(raw, np.uint8)
+    for b0 in range(0, len(todo), BLOCK):
+        block = todo[b0:b0 + BLOCK]
+        rows = []
+        for i, a in zip(block, read_members(f, [f"c{i}.meta" for i in block])):
+            try:
+                if a is None:
+                    a = f._get(f"c{i}.meta", i)
+                k = (a.dtype.str, a.shape, a.tobytes())
+                if k in seen:
+                    row = seen[k]
+                else:
+                    if len(seen) > 4096:
+                        seen.clear()
+                    row = seen[k] = _meta_row(f._parse_meta(a, i))
+            except DumpError:                   # the per-case path reports it
+                row = None
+            rows.append(row)
+        keys = [f"c{i}.{side}.{name}" for i, row in zip(block, rows) if row is not None
+                for name, _ in row[1][7] for side in ("before", "after")]
+        where = np.full(len(keys), -1, np.int64)
+        read = read_members(f, keys, where)
+        where_l = where.tolist()
+        at = 0
+        for i, row in zip(block, rows):
             got = None
-        if got is None:
-            rest.append(i)
-            continue
-        key, (pv, tv, mw, ub, rv, err, extra, _) = row
-        before, after = got
-        g = acc.get(key)
-        if g is None:
-            g = acc[key] = _Rows(key)
-        g.case.append(i)
-        g.params.append(pv)
-        g.tensors.append(tv)
-        g.mask.append(mw)
-        g.ub_bytes.append(ub)
-        g.regions.append(rv)
-        g.error.append(err)
-        g.before.append(before)
-        g.after.append(after)
-        g.extra.append(extra)
-        held += sum(b.size for b in before) * 2
-        if held >= CHUNK_BYTES:
-            yield [r.group(n) for n, r in enumerate(acc.values())]
-            acc, held = {}, 0
+            if row is not None:
+                m = 2 * len(row[1][7])
+                try:
+                    got = _members(f, i, row[1][7], keys[at:at + m], read[at:at + m])
+                except DumpError:               # the per-case path reports it
+                    got = None
+                at += m
+            if got is None:
+                rest.append(i)
+                continue
+            key, (pv, tv, mw, ub, rv, err, extra, _) = row
+            before, after = got
+            g = acc.get(key)
+            if g is None:
+                g = acc[key] = _Rows(key, flat)
+            w = where_l[at - len(before) * 2:at]
+            g.before_in.append(w[0::2])
+            g.after_in.append(w[1::2])
+            g.case.append(i)
+            g.params.append(pv)
+            g.tensors.append(tv)
+            g.mask.append(mw)
+            g.ub_bytes.append(ub)
+            g.regions.append(rv)
+            g.error.append(err)
+            g.before.append(before)
+            g.after.append(after)
+            g.extra.append(extra)
+            held += sum(b.size for b in before) * 2
+            if held >= CHUNK_BYTES:
+                yield [r.group(n) for n, r in enumerate(acc.values())]
+                acc, held = {}, 0
     if acc:
         yield [r.group(n) for n, r in enumerate(acc.values())]
 

@@ -1,0 +1,189 @@
+"""Many archive members read at once (verify.members) give what the one-by-one reader gives.
+
+The archive is written member by member with ``zipfile`` so that each member's compression is
+chosen here, then damaged in place: a bad CRC, a bad local header, a deflate stream cut
+short, a header of another ``.npy`` version, an object dtype. For every member,
+``read_members`` must give exactly ``DumpFile._get(key, view=True)`` (dtype, shape, bytes,
+read-only) or None -- and None exactly for the members planted as unusual, so a reader that
+gave up on everything would fail. The expectations come from the one-by-one reader and from
+the planted list, never typed in.
+"""
+
+import io
+import zipfile
+
+import numpy as np
+import pytest
+
+from ascend_ref.verify import format as fmt
+from ascend_ref.verify import members
+from ascend_ref.verify.fast import _row_blocks, _rows_differ, _rows_differ_at
+from ascend_ref.verify.format import DumpError, open_dump
+
+
+def _npy(a, version=(1, 0)):
+    b = io.BytesIO()
+    np.lib.format.write_array(b, a, version=version, allow_pickle=True)
+    return b.getvalue()
+
+
+def _archive(path, seed):
+    """``(bad, shared)``: the names of the members planted as unusual, and groups of members
+    written with the same bytes."""
+    rng = np.random.default_rng(seed)
+    items = []                                      # (name, npy bytes, deflate?)
+
+    def add(name, a, deflate=None, version=(1, 0)):
+        items.append((name, _npy(a, version),
+                      bool(rng.integers(0, 2)) if deflate is None else deflate))
+
+    add("format", np.array("ascend_ref.dump"))
+    add("version", np.array(1))
+    n = 40
+    add("count", np.array(n))
+    shared_meta = np.frombuffer(b'{"api": "whole_reduce_sum"}', np.uint8)
+    for i in range(n):
+        add(f"c{i}.meta", shared_meta if i % 3 else np.array(f'{{"k": {i}}}'),
+            deflate=i % 2 == 0)
+        size = int(rng.choice([0, 1, 9, 64, 700, 3000, 5000, 70000]))
+        add(f"c{i}.before.src", rng.integers(0, 256, size, dtype=np.uint8))
+        kind = i % 8
+        if kind == 0:
+            add(f"c{i}.after.src", rng.standard_normal((3, 5)).astype(">f4"))
+        elif kind == 1:
+            add(f"c{i}.after.src", np.asfortranarray(rng.integers(0, 9, (4, 6), np.int16)))
+        elif kind == 2:
+            add(f"c{i}.after.src", np.zeros((0, 3), np.float16))
+        elif kind == 3:
+            add(f"c{i}.after.src", np.zeros(300, np.uint8))          # repeats, deflates well
+        else:
+            add(f"c{i}.after.src", rng.integers(0, 256, 2 * size + 1, dtype=np.uint8))
+    add("c5.before.dst", np.arange(10, dtype=np.uint8), version=(2, 0))
+    add("c6.before.dst", np.array([{"a": 1}], dtype=object))
+    add("c7.before.dst", np.zeros(300, np.uint8), deflate=False)     # stored repeat of ...
+    add("c8.before.dst", np.zeros(300, np.uint8), deflate=False)     # ... the same bytes
+    with zipfile.ZipFile(path, "w") as z:
+        for name, data, deflate in items:
+            z.writestr(zipfile.ZipInfo(name + ".npy", (1980, 1, 1, 0, 0, 0)), data,
+                       compress_type=zipfile.ZIP_DEFLATED if deflate else zipfile.ZIP_STORED)
+    raw = bytearray(path.read_bytes())
+    with zipfile.ZipFile(path) as z:
+        info = {i.filename[:-4]: i for i in z.infolist()}
+
+    def data_at(name):
+        i = info[name]
+        return i.header_offset + 30 + len(i.filename) + len(i.extra)
+
+    bad = {"c5.before.dst", "c6.before.dst"}
+    # a stored member's byte flipped: its CRC no longer matches (and its twin stays good)
+    raw[data_at("c8.before.dst") + 200] ^= 0x40
+    bad.add("c8.before.dst")
+    # a local header's signature broken
+    raw[info["c9.before.src"].header_offset + 1] ^= 0xFF
+    bad.add("c9.before.src")
+    # a deflated member whose stream is cut short: its bytes overwritten with an empty
+    # stored block and garbage (the CRC and sizes left as they were)
+    for name in ("c10.before.src", "c11.before.src"):
+        i = info[name]
+        if i.compress_type == zipfile.ZIP_DEFLATED and i.compress_size > 8:
+            raw[data_at(name):data_at(name) + 5] = b"\x01\x00\x00\xff\xff"
+            bad.add(name)
+    path.write_bytes(bytes(raw))
+    return bad
+
+
+def _same(got, want):
+    return (got.dtype == want.dtype and got.shape == want.shape and
+            got.tobytes() == want.tobytes() and not got.flags.writeable)
+
+
+@pytest.fixture(params=["libdeflate", "zlib"])
+def codec(request, monkeypatch):
+    c = fmt._Libdeflate()
+    if request.param == "libdeflate" and c.lib is None:
+        pytest.skip("no libdeflate on this system")
+    if request.param == "zlib":
+        c.lib = None
+    monkeypatch.setattr(fmt, "_LIBDEFLATE", c)
+    return c
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_read_members_equals_one_by_one(tmp_path, codec, seed, monkeypatch):
+    p = tmp_path / "a.npz"
+    bad = _archive(p, seed)
+    # small limits too, so the shared-bytes path and the split CRC run on these sizes
+    for small, split in ((members.SMALL, members.SPLIT_MIN), (4096, 6000)):
+        monkeypatch.setattr(members, "SMALL", small)
+        monkeypatch.setattr(members, "SPLIT_MIN", split)
+        with open_dump(p) as f:
+            keys = sorted(f.keys) + ["c3.nothing", "c99.meta"]
+            at = np.full(len(keys), -1, np.int64)
+            got = members.read_members(f, keys, at)
+            raw = np.frombuffer(f._raw(), np.uint8)
+            none = set()
+            for k, g, a in zip(keys, got, at.tolist()):
+                if g is None:
+                    none.add(k)
+                    continue
+                assert _same(g, f._get(k, view=True)), k
+                if a >= 0:                          # a view of the archive's bytes, there
+                    assert raw[a:a + g.nbytes].tobytes() == g.tobytes(order="A")
+                    assert f._zdir[k + ".npy"].compress_type == zipfile.ZIP_STORED, k
+            assert none == bad | {"c3.nothing", "c99.meta"}
+            assert (at >= 0).sum() > len(keys) // 4          # most stored members are views
+            for k in bad - {"c5.before.dst"}:                 # numpy reads version 2.0 itself
+                with pytest.raises(DumpError, match="unreadable"):
+                    f._get(k)
+
+
+def test_read_members_without_the_mapped_directory(tmp_path):
+    """A file whose directory zipfile reads (a comment after the archive) or a version-2 file:
+    nothing is read here, the one-by-one reader reads it all."""
+    p = tmp_path / "a.npz"
+    _archive(p, 3)
+    with zipfile.ZipFile(p, "a") as z:
+        z.comment = b"simulator run 7"
+    with open_dump(p) as f:
+        assert f._zdir is None
+        assert members.read_members(f, ["c0.meta", "c1.before.src"]) == [None, None]
+
+
+def test_row_blocks_are_the_rows():
+    rng = np.random.default_rng(7)
+    flat = rng.integers(0, 256, 5000, dtype=np.uint8)
+    layouts = [np.arange(0, 4000, 100), np.array([7]), np.array([5, 5, 5, 9]),
+               np.cumsum([0, 40, 40, 40, 55, 55, 55, 55, 41, 41, 41, 60]),
+               np.array([100, 300, 200]), rng.integers(0, 4000, 64)]
+    for at in layouts:
+        for k in (0, 1, 33):
+            blocks = _row_blocks(flat, at, k)
+            if blocks is None:                        # many runs, or a step back: row by row
+                steps = np.diff(at)
+                assert (steps < 0).any() or (steps[1:] != steps[:-1]).sum() > 4, at
+                continue
+            rows = np.concatenate([b[2] for b in blocks])
+            assert blocks[0][0] == 0 and blocks[-1][1] == at.size and all(
+                a[1] == b[0] for a, b in zip(blocks, blocks[1:]))
+            want = np.stack([flat[a:a + k] for a in at]) if k else np.zeros((at.size, 0))
+            assert rows.shape == want.shape and (rows == want).all(), (at, k)
+    assert _row_blocks(flat, np.array([4999]), 2) is None            # past the end
+    assert len(_row_blocks(flat, np.arange(0, 4000, 100), 10)) == 1   # a stacked column
+
+
+@pytest.mark.parametrize("k", [5, 16, 20000])
+def test_rows_differ_at_equals_numpy(k, monkeypatch):
+    rng = np.random.default_rng(k)
+    m = 9
+    flat = rng.integers(0, 256, m * (k + 50) + 100, dtype=np.uint8)
+    at = np.sort(rng.choice(flat.size - k, m, replace=False))
+    rows = np.stack([flat[a:a + k] for a in at])
+    b = rows.copy()
+    b[2, k - 1] ^= 1
+    b[5, 0] ^= 0x80
+    want = (rows != b).any(axis=1)
+    assert want.sum() == 2
+    assert _rows_differ_at(flat, at, b).tolist() == want.tolist()
+    assert _rows_differ(rows, b).tolist() == want.tolist()
+    monkeypatch.setattr("ascend_ref.verify.fast.SPLIT_MIN", 1)       # the two-core split
+    assert _rows_differ_at(flat, at, b).tolist() == want.tolist()
