@@ -88,18 +88,6 @@ def _compressible_cases(n=6):
     return out
 
 
-@pytest.fixture(params=["libdeflate", "zlib"])
-def codec(request, monkeypatch):
-    """The member reader with libdeflate (when the system has it) and with zlib only."""
-    c = fmt._Libdeflate()
-    if request.param == "libdeflate" and c.lib is None:
-        pytest.skip("no libdeflate on this system")
-    if request.param == "zlib":
-        c.lib = None
-    monkeypatch.setattr(fmt, "_LIBDEFLATE", c)
-    return c
-
-
 @pytest.mark.parametrize("regions", [None, "tensors"])
 def test_compressed_members_store_noise_and_deflate_the_rest(tmp_path, codec, regions):
     """compress=True deflates a member only where that saves DEFLATE_GAIN of it; every

@@ -15,7 +15,6 @@ import zipfile
 import numpy as np
 import pytest
 
-from ascend_ref.verify import format as fmt
 from ascend_ref.verify import members
 from ascend_ref.verify.fast import _row_blocks, _rows_differ, _rows_differ_at
 from ascend_ref.verify.format import DumpError, open_dump
@@ -95,17 +94,6 @@ def _archive(path, seed):
 def _same(got, want):
     return (got.dtype == want.dtype and got.shape == want.shape and
             got.tobytes() == want.tobytes() and not got.flags.writeable)
-
-
-@pytest.fixture(params=["libdeflate", "zlib"])
-def codec(request, monkeypatch):
-    c = fmt._Libdeflate()
-    if request.param == "libdeflate" and c.lib is None:
-        pytest.skip("no libdeflate on this system")
-    if request.param == "zlib":
-        c.lib = None
-    monkeypatch.setattr(fmt, "_LIBDEFLATE", c)
-    return c
 
 
 @pytest.mark.parametrize("seed", [0, 1, 2])

@@ -642,6 +642,29 @@ def _codec() -> _Libdeflate:
     return _LIBDEFLATE
 
 
+def _npy_header(key: bytes) -> Optional[Tuple[np.dtype, Tuple[int, ...], bool, int]]:
+    """A ``.npy`` version-1 header's text parsed: ``(dtype, shape, fortran_order, count)``
+    (cached in :data:`_HEADERS`), None when it does not parse or holds objects."""
+    import io
+
+    parsed = _HEADERS.get(key)
+    if parsed is None:
+        try:
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(
+                io.BytesIO(len(key).to_bytes(2, "little") + key))
+        except Exception:                # noqa: BLE001 - numpy's reader reports it
+            return None
+        if dtype.hasobject:
+            return None
+        count = 1
+        for d in shape:
+            count *= int(d)
+        parsed = (dtype, tuple(shape), bool(fortran), count)
+        if len(_HEADERS) < 4096:
+            _HEADERS[key] = parsed
+    return parsed
+
+
 def _read_member(zf: Any, name: str, raw: Any = None, view: bool = False,
                  entry: Optional[_Entry] = None) -> Optional[np.ndarray]:
     """A plain ``.npy`` member of the archive, read in one piece from ``raw`` (the archive's
@@ -651,8 +674,6 @@ def _read_member(zf: Any, name: str, raw: Any = None, view: bool = False,
     (:func:`_zip_directory`; ``zf`` is not asked then). None for anything
     unusual -- another format version, an object dtype, an encrypted or short member, a bad
     CRC --: then the caller takes numpy's own reader, with its own error."""
-    import io
-
     buf: Union[bytes, bytearray, memoryview]
     read_only = False
     try:
@@ -694,19 +715,9 @@ def _read_member(zf: Any, name: str, raw: Any = None, view: bool = False,
         if bytes(buf[:8]) != b"\x93NUMPY\x01\x00":
             return None
         hl = int.from_bytes(buf[8:10], "little")
-        key = bytes(buf[10:10 + hl])
-        parsed = _HEADERS.get(key)
+        parsed = _npy_header(bytes(buf[10:10 + hl]))
         if parsed is None:
-            shape, fortran, dtype = np.lib.format.read_array_header_1_0(
-                io.BytesIO(bytes(buf[8:10 + hl])))
-            if dtype.hasobject:
-                return None
-            count = 1
-            for d in shape:
-                count *= int(d)
-            parsed = (dtype, tuple(shape), bool(fortran), count)
-            if len(_HEADERS) < 4096:
-                _HEADERS[key] = parsed
+            return None
         dtype, shape, fortran, count = parsed
         if len(buf) - 10 - hl != count * dtype.itemsize:
             return None

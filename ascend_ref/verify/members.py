@@ -28,14 +28,13 @@ then asks ``_get``, whose errors are the per-case path's.
 
 from __future__ import annotations
 
-import io
 import zlib
 from itertools import chain
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .format import _HEADERS, _codec
+from .format import _codec, _npy_header
 from .parallel import SPLIT_MIN, both
 
 if TYPE_CHECKING:
@@ -56,27 +55,6 @@ _LOCAL = np.frombuffer(b"PK\x03\x04", np.uint8)
 
 def _u16(raw8: np.ndarray, at: np.ndarray) -> np.ndarray:
     return raw8[at].astype(np.int64) | (raw8[at + 1].astype(np.int64) << 8)
-
-
-def _header(key: bytes) -> Optional[Tuple[np.dtype, Tuple[int, ...], bool, int]]:
-    """A ``.npy`` version-1 header text parsed (cached as the one-by-one reader caches it),
-    None when it is not one that reader takes."""
-    parsed = _HEADERS.get(key)
-    if parsed is None:
-        try:
-            head = len(key).to_bytes(2, "little") + key
-            shape, fortran, dtype = np.lib.format.read_array_header_1_0(io.BytesIO(head))
-        except Exception:                # noqa: BLE001 - the one-by-one reader's to report
-            return None
-        if dtype.hasobject:
-            return None
-        count = 1
-        for d in shape:
-            count *= int(d)
-        parsed = (dtype, tuple(shape), bool(fortran), count)
-        if len(_HEADERS) < 4096:
-            _HEADERS[key] = parsed
-    return parsed
 
 
 def read_members(f: "DumpFile", keys: Sequence[str],
@@ -190,7 +168,7 @@ def _columns(buf: Any, buf8: np.ndarray, idx: np.ndarray, s: np.ndarray, size: n
         texts = buf8[s[rows, None] + 10 + np.arange(h)]
         while rows.size:                  # one pass per distinct text (a file has a few)
             same = (texts == texts[0]).all(1)
-            parsed = _header(texts[0].tobytes())
+            parsed = _npy_header(texts[0].tobytes())
             if parsed is not None:
                 kind[rows[same]] = len(kinds)
                 kinds.append(parsed)
