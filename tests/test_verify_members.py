@@ -175,3 +175,47 @@ def test_rows_differ_at_equals_numpy(k, monkeypatch):
     assert _rows_differ(rows, b).tolist() == want.tolist()
     monkeypatch.setattr("ascend_ref.verify.fast.SPLIT_MIN", 1)       # the two-core split
     assert _rows_differ_at(flat, at, b).tolist() == want.tolist()
+
+
+def test_uniform_stored_file_reads_rows_in_runs(tmp_path, monkeypatch):
+    """A file of like cases, every member stored: the region rows lie at a constant distance
+    but for the longer names from c10 on, so the windows are filled and the device's bytes
+    compared a run of rows at a time, in place. The report is the per-case path's, with the
+    mismatches planted in some cases found there (counted, not typed in)."""
+    from ascend_ref.batch import run_cases
+    from ascend_ref.case import Case
+    from ascend_ref.verify import fast, regions, verify, write_dumps
+
+    rng = np.random.default_rng(11)
+    cases, afters = [], []
+    for i in range(40):
+        ub = np.zeros(4096, np.uint8)
+        ub[:2048] = rng.standard_normal(1024).astype(np.float16).view(np.uint8)
+        cases.append(Case("whole_reduce_min", "atlas_a2", "float16", "ORDER_VALUE_INDEX", 128,
+                          {"repeat": 4, "dst_rep_stride": 1, "src_blk_stride": 1,
+                           "src_rep_stride": 8}, {"src": (0, 1024), "dst": (2048, 16)}, ub))
+    for i, o in enumerate(run_cases(cases)):
+        a = o.ub.copy()
+        if i % 7 == 3:
+            a[2048 + i % 16] ^= 0x10                     # a dst byte
+        if i % 11 == 5:
+            a[i * 9] ^= 0x01                             # a src byte: an extra write
+        afters.append(a)
+    p = tmp_path / "u.npz"
+    write_dumps(p, cases, afters, regions="tensors", compress=False)
+    runs = []
+    real = fast._row_blocks
+
+    def spy(flat, at, k):
+        got = real(flat, at, k)
+        runs.append(None if got is None else len(got))
+        return got
+
+    monkeypatch.setattr(fast, "_row_blocks", spy)
+    monkeypatch.setattr(regions, "MIN_CASES", 1)
+    fast.STATS.clear()
+    got = verify(p, progress=False)
+    assert fast.STATS["vectorised"] == 40 - got.mismatched and runs and max(runs) > 1
+    want = verify(p, progress=False, vectorised=False)
+    assert got.to_json() == want.to_json()
+    assert got.mismatched == len({i for i in range(40) if i % 7 == 3 or i % 11 == 5}) > 0
