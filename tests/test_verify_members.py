@@ -219,3 +219,43 @@ def test_uniform_stored_file_reads_rows_in_runs(tmp_path, monkeypatch):
     want = verify(p, progress=False, vectorised=False)
     assert got.to_json() == want.to_json()
     assert got.mismatched == len({i for i in range(40) if i % 7 == 3 or i % 11 == 5}) > 0
+
+
+@pytest.mark.parametrize("names, columns", [
+    ([f"c{i}.before.src.npy" for i in range(60)], True),
+    (["c0.meta.npy", "aPK\x01\x02b.npy", "c1.meta.npy"], False),   # a signature in a name
+    (["c0.meta.npy", "é/ü.npy", "c1.x"], True),                     # utf-8 names
+    (["same.npy", "other.npy", "same.npy"], True),                  # a name twice: the last
+])
+def test_directory_columns_equal_zipfile(tmp_path, names, columns):
+    """The archive directory read as columns is zipfile's, entry for entry; where the
+    columns cannot be trusted (a signature inside a name) the walk reads it, the same."""
+    import struct
+    import warnings
+
+    from ascend_ref.verify import format as fmt
+
+    p = tmp_path / "d.zip"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")                 # zipfile: "Duplicate name"
+        with zipfile.ZipFile(p, "w") as z:
+            for k, name in enumerate(names):
+                z.writestr(name, bytes(range(k % 7 * 40)),
+                           compress_type=zipfile.ZIP_DEFLATED if k % 2 else zipfile.ZIP_STORED)
+    raw = p.read_bytes()
+    with zipfile.ZipFile(p) as z:
+        want = {i.filename: (i.header_offset, i.compress_type, i.flag_bits, i.compress_size,
+                             i.file_size, i.CRC) for i in z.infolist()}
+    got = fmt._zip_directory(raw)
+    assert got is not None and {k: tuple(v) for k, v in got.items()} == want
+    assert [got.get(k) for k in want] == [fmt._Entry(*v) for v in want.values()]
+    assert got.rows(list(want) + ["absent"]).tolist()[-1] == -1
+    _, _, _, _, total, size_cd, off_cd, _ = struct.unpack_from("<IHHHHIIH", raw, len(raw) - 22)
+    assert (fmt._directory_columns(raw, off_cd, size_cd, total) is not None) == columns
+    if columns and len(names) > 10:     # a name length one too long: neither reads it
+        bad = bytearray(raw)
+        at = off_cd + 5 * (46 + len(names[0]))
+        assert bad[at:at + 4] == b"PK\x01\x02"
+        bad[at + 28] += 1
+        assert fmt._directory_columns(bytes(bad), off_cd, size_cd, total) is None
+        assert fmt._zip_directory(bytes(bad)) is None

@@ -40,8 +40,8 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass, field
-from typing import (TYPE_CHECKING, Any, Dict, Iterable, Iterator, NamedTuple, Optional,
-                    Sequence, Tuple, Union)
+from typing import (TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Mapping, NamedTuple,
+                    Optional, Sequence, Tuple, Union)
 
 import numpy as np
 
@@ -499,7 +499,47 @@ class _Entry(NamedTuple):
     CRC: int
 
 
-def _zip_directory(raw: Any) -> Optional[Dict[str, _Entry]]:
+class Directory(Mapping[str, _Entry]):
+    """An archive's members by name (a read-only mapping to :class:`_Entry`), held as
+    columns: ``cols`` int64 ``[K, 6]`` (the entry fields in order, one row a member) and
+    ``row`` (name -> row; a name given twice: the last, as ``zipfile`` keeps). An entry is
+    built when asked for; :meth:`rows` finds many at once, for the many-member reader."""
+
+    def __init__(self, names: List[str], cols: np.ndarray):
+        self.cols = cols
+        self.row: Dict[str, int] = dict(zip(names, range(len(names))))
+        self._lists: Optional[List[List[int]]] = None
+
+    def get(self, name: str, default: Any = None) -> Any:
+        r = self.row.get(name)
+        if r is None:
+            return default
+        if self._lists is None:
+            self._lists = self.cols.tolist()
+        return _Entry._make(self._lists[r])
+
+    def __getitem__(self, name: str) -> _Entry:
+        e = self.get(name)
+        if e is None:
+            raise KeyError(name)
+        return e
+
+    def __contains__(self, name: object) -> bool:
+        return name in self.row
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.row)
+
+    def __len__(self) -> int:
+        return len(self.row)
+
+    def rows(self, names: Sequence[str]) -> np.ndarray:
+        """int64: the row of each of ``names`` (-1 where the archive has no such member)."""
+        get = self.row.get
+        return np.fromiter((get(n, -1) for n in names), np.int64, len(names))
+
+
+def _zip_directory(raw: Any) -> Optional[Directory]:
     """The members of the zip archive ``raw`` (bytes or an mmap) by name, read from its
     central directory as ``zipfile`` reads it, or None for anything but the plain layout
     numpy writes (end record at the very end, no comment, no ZIP64 records, nothing before
@@ -521,7 +561,11 @@ def _zip_directory(raw: Any) -> Optional[Dict[str, _Entry]]:
             return None
         if end >= 20 and raw[end - 20:end - 16] == b"PK\x06\x07":     # a ZIP64 locator
             return None
-        out: Dict[str, _Entry] = {}
+        fast = _directory_columns(raw, off_cd, size_cd, total)
+        if fast is not None:
+            return fast
+        names: List[str] = []
+        rows: List[Tuple[int, ...]] = []
         at, count = off_cd, 0
         unpack = struct.Struct("<IHHHHHHIIIHHHHHII").unpack_from
         while at < end:
@@ -534,14 +578,59 @@ def _zip_directory(raw: Any) -> Optional[Dict[str, _Entry]]:
                 name = name_b.decode("ascii")
             else:
                 name = name_b.decode("utf-8") if flags & 0x800 else name_b.decode("cp437")
-            out[name] = _Entry(offset, method, flags, csize, usize, crc)
+            names.append(name)
+            rows.append((offset, method, flags, csize, usize, crc))
             at += 46 + nlen + elen + clen
             count += 1
         if at != end or count != total:
             return None
-        return out
+        return Directory(names, np.array(rows, np.int64).reshape(len(rows), 6))
     except Exception:                    # noqa: BLE001 - zipfile reads it, with its errors
         return None
+
+
+def _directory_columns(raw: Any, off_cd: int, size_cd: int,
+                       total: int) -> Optional["Directory"]:
+    """:func:`_zip_directory`'s walk of the central directory done as numpy columns: the
+    entries found by their signature, accepted only when they chain exactly from the first
+    byte to the last (a signature inside a name breaks the chain) and none is a ZIP64 one;
+    None otherwise (then the walk decides). ~1 us an entry less than the walk."""
+    if total == 0 or size_cd < 46 * total:
+        return None
+    cd = np.frombuffer(raw, np.uint8, size_cd, off_cd)
+    at = np.flatnonzero(cd[:size_cd - 45] == 0x50)
+    at = at[(cd[at + 1] == 0x4B) & (cd[at + 2] == 1) & (cd[at + 3] == 2)]
+    if at.size != total or at[0] != 0:
+        return None
+
+    def u16(k: int) -> np.ndarray:
+        return cd[at + k].astype(np.int64) | cd[at + k + 1].astype(np.int64) << 8
+
+    def u32(k: int) -> np.ndarray:
+        return u16(k) | u16(k + 2) << 16
+
+    nlen = u16(28)
+    nxt = at + 46 + nlen + u16(30) + u16(32)
+    if not ((nxt[:-1] == at[1:]).all() and nxt[-1] == size_cd):
+        return None
+    cols = np.stack([u32(42), u16(10), u16(8), u32(20), u32(24), u32(16)], 1)
+    if (cols[:, [0, 3, 4]] == 0xFFFFFFFF).any():
+        return None
+    edge = np.zeros(size_cd + 1, np.int8)     # the names' bytes, all of them at once
+    np.add.at(edge, at + 46, 1)
+    np.add.at(edge, at + 46 + nlen, -1)
+    text = cd[np.cumsum(edge[:size_cd], dtype=np.int64) > 0].tobytes()
+    if text.isascii():                  # the same text in utf-8 and cp437, decoded fast
+        t = text.decode("ascii")
+        starts = (np.cumsum(nlen) - nlen).tolist()
+        names = [t[a:a + n] for a, n in zip(starts, nlen.tolist())]
+    else:
+        names = []
+        for a, n, fl in zip((at + off_cd + 46).tolist(), nlen.tolist(), cols[:, 2].tolist()):
+            b = bytes(raw[a:a + n])
+            names.append(b.decode("ascii") if b.isascii() else
+                         b.decode("utf-8") if fl & 0x800 else b.decode("cp437"))
+    return Directory(names, cols)
 
 
 class _Libdeflate:

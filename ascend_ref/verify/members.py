@@ -29,7 +29,6 @@ then asks ``_get``, whose errors are the per-case path's.
 from __future__ import annotations
 
 import zlib
-from itertools import chain
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -67,13 +66,12 @@ def read_members(f: "DumpFile", keys: Sequence[str],
     zdir, raw = f._zdir, f._raw()
     if zdir is None or raw is None or not keys or f.stacked is not None:
         return out
-    get = zdir.get
-    ents = [get(k + ".npy") for k in keys]
-    where = [j for j, e in enumerate(ents) if e is not None]
-    if not where:
+    row = zdir.rows([k + ".npy" for k in keys])
+    have = np.flatnonzero(row >= 0)
+    if not have.size:
         return out
-    found = [x for x in ents if x is not None]
-    e = np.fromiter(chain.from_iterable(found), np.int64, 6 * len(where)).reshape(len(where), 6)
+    where = have.tolist()
+    e = zdir.cols[row[have]]
     off, method, flags, csize, usize, crc = e.T
     raw8 = np.frombuffer(raw, np.uint8)
     n = raw8.size
