@@ -509,11 +509,13 @@ def _windows(base: np.ndarray, length: np.ndarray, g: Group, grow: np.ndarray, s
             for lo, hi, rows in block:
                 into[lo:hi, c0:c0 + k] = rows
             continue
-        for r in np.flatnonzero(sel).tolist():
-            lo, hi = max(int(col[r]), 0), min(int(col[r] + nb[r]), int(length[r]))
-            if hi > lo:
-                src = int(at[r]) + lo - int(col[r])
-                into[r, lo:hi] = flat[src:src + hi - lo]
+        rows = np.flatnonzero(sel)             # row by row: the spans clipped as columns
+        lo = np.maximum(col[rows], 0)
+        hi = np.minimum(col[rows] + nb[rows], length[rows])
+        src = at[rows] + lo - col[rows]
+        for r, a, z, s in zip(rows.tolist(), lo.tolist(), hi.tolist(), src.tolist()):
+            if z > a:
+                into[r, a:z] = flat[s:s + z - a]
     return inside
 
 
