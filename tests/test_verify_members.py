@@ -177,11 +177,13 @@ def test_rows_differ_at_equals_numpy(k, monkeypatch):
     assert _rows_differ_at(flat, at, b).tolist() == want.tolist()
 
 
-def test_uniform_stored_file_reads_rows_in_runs(tmp_path, monkeypatch):
+@pytest.mark.parametrize("pieces", ["default", "small"])
+def test_uniform_stored_file_reads_rows_in_runs(tmp_path, monkeypatch, pieces):
     """A file of like cases, every member stored: the region rows lie at a constant distance
     but for the longer names from c10 on, so the windows are filled and the device's bytes
     compared a run of rows at a time, in place. The report is the per-case path's, with the
-    mismatches planted in some cases found there (counted, not typed in)."""
+    mismatches planted in some cases found there (counted, not typed in); also when the
+    members are read 7 cases at a time and the groups cut every ~5000 region bytes."""
     from ascend_ref.batch import run_cases
     from ascend_ref.case import Case
     from ascend_ref.verify import fast, regions, verify, write_dumps
@@ -213,9 +215,13 @@ def test_uniform_stored_file_reads_rows_in_runs(tmp_path, monkeypatch):
 
     monkeypatch.setattr(fast, "_row_blocks", spy)
     monkeypatch.setattr(regions, "MIN_CASES", 1)
+    if pieces == "small":
+        monkeypatch.setattr(regions, "BLOCK", 7)
+        monkeypatch.setattr(regions, "CHUNK_BYTES", 5000)
     fast.STATS.clear()
     got = verify(p, progress=False)
-    assert fast.STATS["vectorised"] == 40 - got.mismatched and runs and max(runs) > 1
+    assert fast.STATS["vectorised"] == 40 - got.mismatched and runs
+    assert (max(runs) > 1) == (pieces == "default")     # small pieces: a run a group
     want = verify(p, progress=False, vectorised=False)
     assert got.to_json() == want.to_json()
     assert got.mismatched == len({i for i in range(40) if i % 7 == 3 or i % 11 == 5}) > 0
