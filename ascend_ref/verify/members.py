@@ -4,17 +4,18 @@ A version-1 file of layout ``"regions"`` holds one archive member per case and f
 file of 1000 cases is some 5000 members. Read one by one (:func:`.format._read_member`),
 each costs ~14 us of Python -- local header, CRC-32 call, ``.npy`` header, array -- far more
 than the bytes. :func:`read_members` does the same reads as columns: the local headers and
-``.npy`` headers of all stored members are checked with numpy in one pass each (a header
-text repeats from member to member: each distinct one is parsed once), every member's
-CRC-32 is still checked, one C call a member straight on the archive's mapped bytes, and a
-small member whose stored bytes repeat (the ``meta`` of cases that share everything) is read
-and checked once.
+``.npy`` headers of all members (deflated ones once inflated, each into its place in one
+buffer) are checked with numpy in one pass each (a header text repeats from member to
+member: each distinct one is parsed once), every member's CRC-32 is still checked, one C
+call a member straight on the archive's mapped bytes, and a small member whose stored bytes
+repeat (the ``meta`` of cases that share everything) is read and checked once.
 
 What it gives is exactly what ``DumpFile._get(key, view=True)`` gives where the one-by-one
 reader reads the member (a read-only view of a stored member's bytes, a read-only array of
-a deflated one), and None for anything else -- a member that is missing, deflated and not
-repeated, encrypted, short, of another ``.npy`` version, with a bad CRC, ...: the caller
-then asks ``_get``, whose errors are the per-case path's.
+a deflated one), and None for anything else -- a member that is missing, encrypted, short,
+of another ``.npy`` version, with a bad CRC or a bad deflate stream, a deflated one over
+:data:`INFLATE_MAX` bytes, ...: the caller then asks ``_get``, whose errors are the per-case
+path's.
 
 >>> import numpy as np, tempfile, os
 >>> from ascend_ref.verify.format import open_dump
@@ -46,8 +47,9 @@ LIBDEFLATE_MIN = 2048
 #: members of at most this many stored bytes are read once per distinct byte string
 SMALL = 1024
 #: deflated members of at most this many bytes are inflated here, into one buffer a block
-#: of members (a longer one is left to the one-by-one reader, into its own buffer)
-INFLATE_MAX = 1 << 18
+#: of members (a longer one is left to the one-by-one reader, into its own buffer): the
+#: buffer of a block of 512 cases stays near :data:`.regions.CHUNK_BYTES` at worst
+INFLATE_MAX = 1 << 16
 _MAGIC = np.frombuffer(b"\x93NUMPY\x01\x00", np.uint8)
 _LOCAL = np.frombuffer(b"PK\x03\x04", np.uint8)
 

@@ -4,7 +4,9 @@ A version-1 file holds one ``c{i}.meta`` and one member per region and side for 
 :func:`stack_regions` reads the cases of such a file (the ones this process verifies) and
 turns them into the :class:`~ascend_ref.verify.stacked.Group` columns a stacked file holds
 (format version 2, docs/verify.md §1b), so :func:`ascend_ref.verify.fast.check_stacked`
-runs them as whole batches and compares whole batches.
+runs them as whole batches and compares whole batches. The members of a block of cases are
+read at once (:func:`.members.read_members`); a region whose members are all stored is not
+copied into a column: the group's column is the archive's own bytes, with each row's offset.
 
 Only what is plainly well-formed is stacked: a case whose ``meta`` is not of layout
 ``"regions"``, has a field of another JSON type than the stacked columns can hold (a
