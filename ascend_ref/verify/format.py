@@ -589,6 +589,11 @@ def _zip_directory(raw: Any) -> Optional[Directory]:
         return None
 
 
+def _le16(buf8: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """int64: the little-endian 16-bit numbers at byte offsets ``at`` of ``buf8`` (uint8)."""
+    return buf8[at].astype(np.int64) | buf8[at + 1].astype(np.int64) << 8
+
+
 def _directory_columns(raw: Any, off_cd: int, size_cd: int,
                        total: int) -> Optional["Directory"]:
     """:func:`_zip_directory`'s walk of the central directory done as numpy columns: the
@@ -604,7 +609,7 @@ def _directory_columns(raw: Any, off_cd: int, size_cd: int,
         return None
 
     def u16(k: int) -> np.ndarray:
-        return cd[at + k].astype(np.int64) | cd[at + k + 1].astype(np.int64) << 8
+        return _le16(cd, at + k)
 
     def u32(k: int) -> np.ndarray:
         return u16(k) | u16(k + 2) << 16

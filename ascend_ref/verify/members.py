@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from .format import _codec, _npy_header
+from .format import _codec, _le16, _npy_header
 from .parallel import SPLIT_MIN, both
 
 if TYPE_CHECKING:
@@ -52,10 +52,6 @@ SMALL = 1024
 INFLATE_MAX = 1 << 16
 _MAGIC = np.frombuffer(b"\x93NUMPY\x01\x00", np.uint8)
 _LOCAL = np.frombuffer(b"PK\x03\x04", np.uint8)
-
-
-def _u16(raw8: np.ndarray, at: np.ndarray) -> np.ndarray:
-    return raw8[at].astype(np.int64) | (raw8[at + 1].astype(np.int64) << 8)
 
 
 def read_members(f: "DumpFile", keys: Sequence[str],
@@ -80,7 +76,7 @@ def read_members(f: "DumpFile", keys: Sequence[str],
     ok = ((method == 0) | (method == 8)) & (flags & 1 == 0) & (off >= 0) & (off + 30 <= n)
     lh = np.where(ok, off, 0)                 # the local headers
     ok &= (raw8[lh[:, None] + np.arange(4)] == _LOCAL).all(1)
-    start = lh + 30 + _u16(raw8, lh + 26) + _u16(raw8, lh + 28)
+    start = lh + 30 + _le16(raw8, lh + 26) + _le16(raw8, lh + 28)
     ok &= start + csize <= n
     # the same stored bytes under the same entry read the same: read the first, share it
     first = np.arange(len(where))
@@ -158,7 +154,7 @@ def _columns(buf: Any, buf8: np.ndarray, idx: np.ndarray, s: np.ndarray, size: n
     good = size >= 10
     hs = np.where(good, s, 0)
     good &= (buf8[hs[:, None] + np.arange(8)] == _MAGIC).all(1)
-    hl = _u16(buf8, hs + 8)
+    hl = _le16(buf8, hs + 8)
     good &= 10 + hl <= size
     data = s + 10 + hl
     kind = np.full(len(s), -1, np.int64)          # which distinct header text
