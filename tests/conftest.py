@@ -18,7 +18,6 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 import ascend_ref as ar  # noqa: E402
-from ascend_ref.verify import format as fmt  # noqa: E402
 
 if os.environ.get(_RUN_CACHE) and not os.environ.get("JAX_COMPILATION_CACHE_DIR"):
     jax.config.update("jax_compilation_cache_dir", os.environ[_RUN_CACHE])
@@ -61,6 +60,8 @@ def ub_a2():
 @pytest.fixture(params=["libdeflate", "zlib"])
 def codec(request, monkeypatch):
     """The member reader with libdeflate (when the system has it) and with zlib only."""
+    from ascend_ref.verify import format as fmt
+
     c = fmt._Libdeflate()
     if request.param == "libdeflate" and c.lib is None:
         pytest.skip("no libdeflate on this system")

@@ -27,8 +27,8 @@ def _npy(a, version=(1, 0)):
 
 
 def _archive(path, seed):
-    """``(bad, shared)``: the names of the members planted as unusual, and groups of members
-    written with the same bytes."""
+    """The names of the members planted as unusual (several members are also written with
+    the same bytes: the shared ``meta``, the two zero ``before.dst``)."""
     rng = np.random.default_rng(seed)
     items = []                                      # (name, npy bytes, deflate?)
 
