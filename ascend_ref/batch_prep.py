@@ -813,13 +813,14 @@ def _batch_columns(ins: registry.Instruction, prep: Any, rep: Case,
                    values: Dict[str, np.ndarray], m: int) -> Tuple[Optional[Dict[str, np.ndarray]], Optional[tuple]]:
     """A host group's cases as :func:`ascend_ref.batch.run_batch` columns and its call
     (:attr:`Rows.q`, :attr:`Rows.call`), or ``(None, None)`` where run_batch's kernel does
-    not take them (a profile object instead of a product id, counter mode, the count form,
-    the special-register state)."""
+    not take them (a profile object instead of a product id, counter mode, the
+    special-register state). The count form (no mask: every lane of its first count
+    elements) goes as a continuous mask of every lane, as :func:`ascend_ref.batch.run_batch`
+    takes it."""
     pp = prep.p
-    if not isinstance(rep.chip, str) or ins.kernel.count_form or \
-            bool(np.asarray(pp.mask_counter)) or prep.spec.spr:
+    if not isinstance(rep.chip, str) or bool(np.asarray(pp.mask_counter)) or prep.spec.spr:
         return None, None
-    mode = "count" if bool(np.asarray(pp.mask_count)) else "bits"
+    mode = "count" if ins.kernel.count_form or bool(np.asarray(pp.mask_count)) else "bits"
     q = dict(values)
     q["mask"] = values["mask"][:, 0].astype(np.int32) if mode == "count" else values["mask"]
     if ins.saturating:

@@ -6,8 +6,11 @@ copy baseline of another kind), 2048 at R = 16 and 8192 at R = 1 (``--quick``: a
 those two; R = 255 keeps 256 cases); standard-normal data; the machine's load average before
 and after (ratios are taken within one run, but a loaded machine slows both sides unevenly).
 
-For each API (half and float where the product has it) and R = 1, 16, 255 repeats with
-realistic strides (block stride 1, repeat stride 8) and full masks, one run measures:
+For each registered instruction (issue 11's rows first, then every other instruction at
+its default option; float16 and float32 on the first product that has them: :func:`configs`)
+and R = 1, 16, 255 repeats with realistic strides (block stride 1, repeat stride 8) and full
+masks, the call's tensors laid out from the instruction's declaration (:func:`layout`), one
+run measures:
 
 * ``batch``    — cases/s of ``ascend_ref.run_batch`` (steady state, compiled; measured in
                  turns with ``copy`` and ``np.sum``, :func:`_in_turns`: the best of 7
@@ -36,7 +39,9 @@ Every ratio compares two figures measured in the same run (the machine may be sh
 Each row starts from fresh compile caches (``ascend_ref.engine.release``), so a release
 after ``COMPILE_LIMIT`` compiles never falls inside a row's timed calls.
 
-Usage: ``python bench/bench.py [--quick] [--json PATH] [--only API[:DTYPE]] [--repeats 1,16,255]``.
+Usage: ``python bench/bench.py [--quick] [--json PATH] [--only API[:DTYPE]] [--repeats 1,16,255]
+[--issue-rows]`` (``--issue-rows``: issue 11's rows only, README's table; ``--markdown JSON``
+prints the table of a results file, with ``--issue-rows`` only those rows).
 Prints a table and writes JSON.
 Not a test: nothing here asserts a timing.
 """
@@ -56,9 +61,9 @@ import numpy as np
 
 import ascend_ref as ar
 from ascend_ref import Tensor, batch_prep, engine, registry
-from ascend_ref.tik.vec_reduce_minmax import formula_need
 
-CONFIGS = [  # (api, chip, dtype, option)
+#: issue 11's rows (README's Performance table): (api, chip, dtype, option)
+ISSUE_CONFIGS = [
     ("whole_reduce_min", "atlas_a2", "float16", "ORDER_VALUE_INDEX"),
     ("whole_reduce_min", "atlas_a2", "float32", "ORDER_VALUE_INDEX"),
     ("whole_reduce_max", "atlas_a2", "float16", "ORDER_VALUE_INDEX"),
@@ -74,7 +79,27 @@ CONFIGS = [  # (api, chip, dtype, option)
     ("vec_reduce_add", "atlas_training", "float16", None),
     ("vec_reduce_add", "atlas_training", "float32", None),
 ]
-TIK = ("vec_reduce_min", "vec_reduce_max", "vec_reduce_add")
+#: where a row of another instruction runs: the first of these products that has its dtype
+CHIP_ORDER = ("atlas_a2", "atlas_training")
+
+
+def configs(every: bool = True) -> list:
+    """The bench's rows: issue 11's, then (``every``) each other registered instruction and
+    dtype (float16, float32) at its default option, on the first product of
+    :data:`CHIP_ORDER` (then the others) that has that dtype for it."""
+    out = list(ISSUE_CONFIGS)
+    if not every:
+        return out
+    have = {(api, dtype) for api, _, dtype, _ in out}
+    chips = list(CHIP_ORDER) + [c for c in ar.chips() if c not in CHIP_ORDER]
+    for ins in registry.all():
+        for dtype in ("float16", "float32"):
+            chip = next((c for c in chips if dtype in ar.chip(c).dtypes(ins.name)), None)
+            if (ins.name, dtype) not in have and chip is not None:
+                out.append((ins.name, chip, dtype, ins.canonical_option(None)))
+    return out
+
+
 #: cases per run_batch call by repeat count (issue 11's table: 256 at R = 255)
 CASES = {1: 8192, 16: 2048, 255: 256}
 CONDITIONS = ("full mask, dst_rep_stride 1 / src_blk_stride 1 / src_rep_stride 8, "
@@ -108,78 +133,86 @@ def _in_turns(fns: dict, rounds: int = ROUNDS) -> dict:
     return best
 
 
-def layout(api, dtype, r):
+def _round32(n: int) -> int:
+    return -(-int(n) // 32) * 32
+
+
+def layout(api, dtype, r, option=None):
+    """``(tensors, window)``: the call's operands as ``{name: (addr, elements)}`` and the
+    window's bytes, from the instruction's declaration: the source's ``r`` repeats of 256
+    bytes (block stride 1, repeat stride 8; the count form: ``r`` repeats' worth of
+    elements) at 0, then dst (its declared extent), then the work tensor (the elements a
+    call of ``r`` repeats needs), each 32-byte aligned."""
+    ins = registry.lookup(api)
     s = np.dtype(dtype).itemsize
     src_bytes = r * 256
-    dst_at = src_bytes
-    if api in TIK:
-        work_at = dst_at + 32
-        ins = registry.lookup(api)
-        need = ins.work_elements(r, (api != "vec_reduce_add") if ins.option else None, dtype)
-        if api != "vec_reduce_add":   # a batch traces repeat_times: seed 002's formula bound
-            need = max(need, int(formula_need(r)))
-        window = work_at + -(-need * s // 32) * 32
-        return dict(src=(0, src_bytes // s), dst=(dst_at, 32 // s),
-                    work_tensor=(work_at, need)), window
-    slot = registry.lookup(api).slot_bytes(dtype, "ORDER_VALUE_INDEX")
-    dst_bytes = -(-slot * r // 32) * 32
-    return dict(src=(0, src_bytes // s), dst=(dst_at, dst_bytes // s)), dst_at + dst_bytes
+    dst_bytes = _round32(ins.dst_extent(_count(ins, dtype, r), dtype, option, 1))
+    dsize = np.dtype(ins.tensor_dtype("dst", dtype)).itemsize
+    tensors = {"src": (0, src_bytes // s), "dst": (src_bytes, dst_bytes // dsize)}
+    window = src_bytes + dst_bytes
+    if "work_tensor" in ins.operands:
+        need = ins.work_elements(_count(ins, dtype, r), option, dtype)
+        tensors["work_tensor"] = (window, need)
+        window += _round32(need * s)
+    return tensors, window
+
+
+def _count(ins, dtype, r):
+    """The call's ``repeat`` parameter: ``r``, or the count form's element count."""
+    return r * (256 // np.dtype(dtype).itemsize) if ins.kernel.count_form else r
+
+
+def params_of(api, dtype, r):
+    """The call's numeric parameters (Case keys): ``r`` repeats, dst repeat stride 1, source
+    block stride 1 and repeat stride 8, where the instruction has them."""
+    ins = registry.lookup(api)
+    given = {"repeat": _count(ins, dtype, r), "dst_rep_stride": 1, "src_blk_stride": 1,
+             "src_rep_stride": 8}
+    return {k: given[k] for k in ins.params}
 
 
 def batch_kwargs(api, chip, dtype, option, r, tensors):
-    kw = dict(chip=chip, dtype=dtype, mask=256 // np.dtype(dtype).itemsize, max_repeat=r,
-              **tensors)
-    if api in TIK:
-        kw.update(repeat=r, src_rep_stride=8)
-        if api != "vec_reduce_add":
-            kw["cal_index"] = option
-    else:
-        kw.update(repeat=r, dst_rep_stride=1, src_blk_stride=1, src_rep_stride=8)
-        if api.startswith("whole_reduce_m"):
-            kw["order"] = option
-        if api == "reduce_data_block":
-            kw["reduce_type"] = option
+    ins = registry.lookup(api)
+    kw = dict(chip=chip, dtype=dtype, mask=256 // np.dtype(dtype).itemsize,
+              max_repeat=_count(ins, dtype, r), **tensors)
+    kw.update({ins.public_arg(k) if k == "repeat" else k: v
+               for k, v in params_of(api, dtype, r).items()})
+    if ins.option is not None:
+        kw[ins.option.key] = option
     return kw
 
 
 def numpy_golden(api, dtype, option, ubs, r):
-    """The usual sample golden: view the source as [cases, R, lanes] and reduce per repeat."""
+    """The usual sample golden: view the source as [cases, R, lanes] and reduce per repeat
+    (the instruction's kind, over each of its result groups; with the arg-reduction where it
+    writes an index), then over the repeats where it writes one result for the call."""
+    ins = registry.lookup(api)
+    lay = ins.layout(dtype, option)
+    kind = ins.kind(option)
     s = np.dtype(dtype).itemsize
-    x = ubs[:, :r * 256].view(dtype).reshape(len(ubs), r, 256 // s)
-    if api in ("whole_reduce_min", "vec_reduce_min"):
-        v, i = x.min(axis=2), x.argmin(axis=2)
-        return (v.min(axis=1), i) if api in TIK else (v, i)
-    if api in ("whole_reduce_max", "vec_reduce_max"):
-        v, i = x.max(axis=2), x.argmax(axis=2)
-        return (v.max(axis=1), i) if api in TIK else (v, i)
-    if api == "reduce_data_block":
-        b = x.reshape(len(ubs), r, 8, -1)
-        return {"SUM": lambda: b.sum(axis=3, dtype=dtype), "MAX": lambda: b.max(axis=3),
-                "MIN": lambda: b.min(axis=3)}[option]()
-    total = x.sum(axis=2, dtype=dtype)
-    return total.sum(axis=1, dtype=dtype) if api in TIK else total
+    x = ubs[:, :r * 256].view(dtype).reshape(len(ubs), r, lay.groups, 256 // s // lay.groups)
+    i = None
+    if kind == "sum":
+        v = x.sum(axis=3, dtype=dtype)
+    else:
+        v = x.min(axis=3) if kind == "min" else x.max(axis=3)
+        if ins.has_index(option, dtype):
+            i = x.argmin(axis=3) if kind == "min" else x.argmax(axis=3)
+    if not lay.per_repeat:
+        v = v.sum(axis=1, dtype=dtype) if kind == "sum" else \
+            v.min(axis=1) if kind == "min" else v.max(axis=1)
+    return v if i is None else (v, i)
 
 
-def oracle_case(api, chip, dtype, option, r, tensors, ub):
-    t = {k: Tensor(a, dtype, n) for k, (a, n) in tensors.items()}
-    mask = 256 // np.dtype(dtype).itemsize
-    o = ar.oracle
-    if api in TIK:
-        extra = (option,) if api != "vec_reduce_add" else ()
-        return getattr(o, api)(ub, mask, t["dst"], t["src"], t["work_tensor"], r, 8, *extra,
-                               chip=chip)
-    if api == "reduce_data_block":
-        return o.reduce_data_block(ub, t["dst"], t["src"], mask, r, 1, 1, 8, reduce_type=option,
-                                   chip=chip)
-    if api == "whole_reduce_sum":
-        return o.whole_reduce_sum(ub, t["dst"], t["src"], mask, r, 1, 1, 8, chip=chip)
-    return getattr(o, api)(ub, t["dst"], t["src"], mask, r, 1, 1, 8, option, chip=chip)
+def oracle_case(case):
+    """The scalar oracle's result of one case (``ascend_ref.oracle``)."""
+    return case.call(ar.oracle)
 
 
-def run(quick: bool, only=None, repeats=(1, 16, 255)):
+def run(quick: bool, only=None, repeats=(1, 16, 255), every=True):
     rows = []
     rng = np.random.default_rng(0)
-    for api, chip, dtype, option in CONFIGS:
+    for api, chip, dtype, option in configs(every):
         if only and not any(f"{api}:{dtype}".startswith(o) for o in only):
             continue
         for r in repeats:
@@ -187,7 +220,7 @@ def run(quick: bool, only=None, repeats=(1, 16, 255)):
             # compiles, which a whole bench run passes (its last rows' timed calls then
             # recompiled everything: vec_reduce_add float read 0.09 cases / batch)
             engine.release()
-            tensors, window = layout(api, dtype, r)
+            tensors, window = layout(api, dtype, r, option)
             b = CASES[r] // (4 if quick and r != 255 else 1)
             s = np.dtype(dtype).itemsize
             data = rng.standard_normal((b, window // s)).astype(dtype).view(np.uint8)
@@ -228,10 +261,9 @@ def run(quick: bool, only=None, repeats=(1, 16, 255)):
             jax_cps = b / steady
             np_t = _timeit(lambda: numpy_golden(api, dtype, option, ubs, r))
             n_or = 2 if r == 255 else 4
-            or_t = _timeit(lambda: [oracle_case(api, chip, dtype, option, r, tensors, ubs[k])
-                                    for k in range(n_or)], repeat=1) / n_or
+            or_t = _timeit(lambda: [oracle_case(cases[k]) for k in range(n_or)], repeat=1) / n_or
             # the oracle agrees bit for bit with the batched result (a sanity check, not a timing)
-            ref = oracle_case(api, chip, dtype, option, r, tensors, ubs[0])
+            ref = oracle_case(cases[0])
             assert np.array_equal(ref.ub, out[0]), f"{api} R={r}: batch differs from oracle"
             rows.append(dict(api=api, chip=chip, dtype=dtype, option=str(option), repeat=r,
                              cases=b, jax_cases_per_s=jax_cps, cases_cases_per_s=b / cases_t,
@@ -284,9 +316,8 @@ def make_cases(api, chip, dtype, option, r, tensors, ubs):
     from ascend_ref.case import Case
 
     mask = 256 // np.dtype(dtype).itemsize
-    params = ({"repeat": r, "src_rep_stride": 8} if api in TIK else
-              {"repeat": r, "dst_rep_stride": 1, "src_blk_stride": 1, "src_rep_stride": 8})
-    return [Case(api, chip, dtype, option, mask, params, dict(tensors), ubs[k])
+    params = params_of(api, dtype, r)
+    return [Case(api, chip, dtype, option, mask, dict(params), dict(tensors), ubs[k])
             for k in range(len(ubs))]
 
 
@@ -331,6 +362,8 @@ def main():
     ap.add_argument("--only", action="append", metavar="API[:DTYPE]",
                     help="only these rows (prefix of 'api:dtype'; repeatable)")
     ap.add_argument("--repeats", default="1,16,255", help="R values (default 1,16,255)")
+    ap.add_argument("--issue-rows", action="store_true",
+                    help="only issue 11's rows (README's table), not every instruction")
     ap.add_argument("--markdown", metavar="JSON",
                     help="print README's table from a results file instead of measuring")
     args = ap.parse_args()
@@ -341,7 +374,9 @@ def main():
         print(f"conditions: {res.get('conditions')}; load average (1 / 5 / 15 min) before "
               f"{load['load_before']}, after {load['load_after']}; "
               f"peak RSS {res['peak_rss_mb']:.0f} MB\n")
-        print(markdown(res["rows"]))
+        issue = {(a, d, str(o)) for a, _, d, o in ISSUE_CONFIGS}
+        print(markdown([r for r in res["rows"] if not args.issue_rows
+                        or (r["api"], r["dtype"], r["option"]) in issue]))
         return
     cases = {r: CASES[r] // (4 if args.quick and r != 255 else 1) for r in CASES}
     conditions = CONDITIONS.format(**{f"r{k}": v for k, v in cases.items()})
@@ -351,7 +386,8 @@ def main():
     print(f"conditions: {conditions}")
     print(f"load average before: {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}")
     print(HEADER, flush=True)
-    rows, peak = run(args.quick, args.only, tuple(int(r) for r in args.repeats.split(",")))
+    rows, peak = run(args.quick, args.only, tuple(int(r) for r in args.repeats.split(",")),
+                     every=not args.issue_rows)
     load_after = os.getloadavg()
     print(f"load average after: {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}")
     print(f"peak resident memory: {peak:.0f} MB")

@@ -313,6 +313,53 @@ def test_run_cases_exact_table_height_equals_the_gathering_kernel(api, dtype, op
             assert diff(run_oracle(cases[k]), got[k]) is None, cases[k].describe()
 
 
+@pytest.mark.parametrize("api,dtype,option", [("reduce_sum_count", "float32", None),
+                                              ("reduce_max_count", "float16", True)])
+def test_run_cases_count_form_chunks_run_on_run_batch_kernel_at_their_count(api, dtype, option,
+                                                                           monkeypatch):
+    """The level-2 count form (no stride: its source is gathered): a full chunk of one call
+    over many data runs on run_batch's kernel at the chunk's own count (batch._count_height)
+    instead of the row-wise kernel on the coarse table; a chunk whose counts differ keeps the
+    row-wise kernel; a lone case (a campaign's) compiles nothing new. Every outcome equals
+    the row-wise kernel's on the coarse table and, for a sample, the oracle's."""
+    from ascend_ref import batch
+    from ascend_ref.case import run_oracle
+
+    rng = np.random.default_rng(41)
+    s = np.dtype(dtype).itemsize
+    # 4 full rows and 44 elements: above the 256-element table, so the coarse table is the
+    # API's whole range, whose source span leaves the window
+    count = 4 * (256 // s) + 44
+    need = ar.registry.lookup(api).work_elements(count, option, dtype)
+    n = 2048 + 64 + -(-need * s // 64) * 64
+    base = Case(api, "atlas_a2", dtype, option, 256 // s, {"repeat": count},
+                {"src": (0, 2048 // s), "dst": (2048, 64 // s), "work_tensor": (2112, need)},
+                np.zeros(n, np.uint8))
+    one_call = _replicas(base, 64, rng)
+    mixed = _replicas(base, 64, rng)
+    for k, c in enumerate(mixed):
+        c.params["repeat"] = count - k % 9
+    for cases, heights in ((one_call, {("shared", count)}), (mixed, set()),
+                           (one_call[:1], set())):
+        batch.EXECUTABLES.clear()
+        got = ar.run_cases(cases)
+        assert {(k[3][0], k[1].r_max) for k in batch.EXECUTABLES
+                if isinstance(k[3], tuple)} == heights, batch.EXECUTABLES
+        monkeypatch.setattr(batch, "SHARED_ROWS", False)
+        batch.EXECUTABLES.clear()
+        want = ar.run_cases(cases)
+        monkeypatch.setattr(batch, "SHARED_ROWS", True)
+        assert batch.EXECUTABLES and all(isinstance(k[3], int) for k in batch.EXECUTABLES)
+        assert {o.code for o in got} == {None}
+        for k, (a, b) in enumerate(zip(got, want)):
+            assert diff(a, b) is None, (k, cases[k].describe())
+            np.testing.assert_array_equal(a.ub, b.ub)
+            np.testing.assert_array_equal(a.written, b.written)
+            np.testing.assert_array_equal(a.undefined, b.undefined)
+        for k in sorted({0, min(3, len(cases) - 1), len(cases) - 1}):
+            assert diff(run_oracle(cases[k]), got[k]) is None, cases[k].describe()
+
+
 #: the APIs of the default run (the others: -m slow): an Ascend C whole reduce, a block
 #: reduce, a TIK-style vc* reduce and a count-form level-2 reduce
 _ONE_CALL_QUICK = ("whole_reduce_min", "reduce_data_block", "vcgmax", "reduce_min_count")

@@ -1,0 +1,61 @@
+"""bench/bench.py's calls, derived from the registry: every instruction gets a row whose
+call passes every check of the API (the bench itself asserts status 0 and the oracle's
+bytes when it runs; nothing here times anything)."""
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ascend_ref import registry
+
+_spec = importlib.util.spec_from_file_location(
+    "ascend_ref_bench", Path(__file__).resolve().parents[1] / "bench" / "bench.py")
+bench = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(bench)
+
+
+def test_every_instruction_has_rows_and_the_issue_rows_come_first():
+    rows = bench.configs()
+    assert rows[:len(bench.ISSUE_CONFIGS)] == bench.ISSUE_CONFIGS
+    assert {api for api, *_ in rows} == set(registry.names())
+    assert len(set((api, dtype) for api, _, dtype, _ in rows)) == len(rows) - 2  # MIN, MAX
+    assert bench.configs(every=False) == bench.ISSUE_CONFIGS
+
+
+@pytest.mark.parametrize("r", [1, 16, 255])
+def test_every_row_is_a_valid_call_inside_its_window(r):
+    for api, chip, dtype, option in bench.configs():
+        ins = registry.lookup(api)
+        tensors, window = bench.layout(api, dtype, r, option)
+        ub = np.zeros((1, window), np.uint8)
+        case = bench.make_cases(api, chip, dtype, option, r, tensors, ub)[0]
+        case.prepare(info=False)                     # raises ConstraintError if invalid
+        s = np.dtype(dtype).itemsize
+        assert tensors["src"] == (0, r * 256 // s)
+        assert case.params["repeat"] == (r * 256 // s if ins.kernel.count_form else r)
+        for t, (addr, size) in tensors.items():
+            width = np.dtype(ins.tensor_dtype(t, dtype)).itemsize
+            assert addr % 32 == 0 and addr + size * width <= window, (api, t)
+        kw = bench.batch_kwargs(api, chip, dtype, option, r, tensors)
+        assert kw[ins.public_arg("repeat")] == case.params["repeat"]
+        if ins.option is not None:
+            assert kw[ins.option.key] == option
+
+
+def test_numpy_golden_shapes_follow_the_layout():
+    rng = np.random.default_rng(0)
+    for api, dtype, option, want in [("whole_reduce_min", "float16", "ORDER_VALUE_INDEX",
+                                      ((3, 4, 1), (3, 4, 1))),
+                                     ("reduce_data_block", "float32", "SUM", (3, 4, 8)),
+                                     ("vcpadd", "float16", None, (3, 4, 64)),
+                                     ("vec_reduce_add", "float16", None, (3, 1))]:
+        ubs = rng.standard_normal((3, 4 * 256 // np.dtype(dtype).itemsize)).astype(dtype)
+        got = bench.numpy_golden(api, dtype, option, ubs.view(np.uint8), 4)
+        shape = tuple(g.shape for g in got) if isinstance(got, tuple) else got.shape
+        assert shape == want, api
+    x = np.arange(3 * 128, dtype=np.float16).reshape(3, 128)
+    v, i = bench.numpy_golden("whole_reduce_max", "float16", "ORDER_VALUE_INDEX",
+                              x.view(np.uint8), 1)
+    assert v.reshape(3).tolist() == x[:, -1].tolist() and (i == 127).all()
