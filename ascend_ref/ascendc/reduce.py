@@ -268,23 +268,28 @@ def _sum_rules(spec):
 def _sum_effects(spec, p, bits, active, arith):
     """方式二: a tree inside each repeat (masked lanes +0), the repeat sums tree-summed in
     chunks of L (zero-padded), the chunk sums tree-summed again when R > L; one repeat: its
-    own sum (assumption ``reduce_sum_tree_chunking``)."""
-    add, zero = arith.add, arith.zero
-    stage1 = numerics.tree_sum(jnp.where(active, bits, zero), add)
+    own sum (assumption ``reduce_sum_tree_chunking``). On the summation of the path
+    (``arith.sums``: the fast tree with its guard, the exact adder where it fails)."""
     live = jnp.arange(spec.rows) < p.repeat
-    chunks = numerics.padded_tree_sum(jnp.where(live, stage1, zero), spec.lanes, add, zero)
-    many = numerics.padded_tree_sum(chunks, spec.lanes, add, zero)[0]
-    total = jnp.where(p.repeat > spec.lanes, many,
-                      jnp.where(p.repeat == 1, stage1[0], chunks[0]))
     # counter mode (the repeats and their lanes are the engine's: ceil(n / L), the last
     # partial): 方式二 as above, but 方式三 on 950 for L < n <= 4L (no buffer used there)
     counter = jnp.asarray(p.mask_counter, bool)
     n = jnp.sum(jnp.asarray(active, jnp.int32))
     merge = counter & merged(spec, p, n, SUM_COUNTER, "merge")
-    if spec.rows > 1:
-        total = jnp.where(merge, merge_sum(jnp.where(active, bits, zero), n, spec.lanes, arith),
-                          total)
-    return _result(spec, p, [total], ~merge, {})
+
+    def compute(s):                                  # in the summation's domain (fast / exact)
+        add, zero = s.add, s.zero
+        stage1 = numerics.row_tree(s, bits, active)
+        chunks = numerics.padded_tree_sum(jnp.where(live, stage1, zero), spec.lanes, add, zero)
+        many = numerics.padded_tree_sum(chunks, spec.lanes, add, zero)[0]
+        total = jnp.where(p.repeat > spec.lanes, many,
+                          jnp.where(p.repeat == 1, stage1[0], chunks[0]))
+        if spec.rows > 1:
+            total = jnp.where(merge, merge_sum(s.enter(bits, active), n, spec.lanes, s), total)
+        return (total,)
+
+    (total,), ok = arith.sums(compute)
+    return _result(spec, p, [total], ~merge, {"exact_ok": ok})
 
 
 def _result(spec, p, words, used, diag):
