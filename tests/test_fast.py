@@ -143,7 +143,7 @@ def test_fast_float_sums_keep_results_next_to_the_subnormal_range():
 # ------------------------------------------------------------------ whole calls -------------
 
 APIS = ["whole_reduce_min", "whole_reduce_max", "whole_reduce_sum", "reduce_data_block",
-        "vec_reduce_min", "vec_reduce_max", "vec_reduce_add", "reduce_sum"]
+        "vec_reduce_min", "vec_reduce_max", "vec_reduce_add", "reduce_sum", "reduce_sum_count"]
 CHIPS = ["atlas_a2", "ascend950", "atlas_training"]   # keep / fill+undefined rules; TIK
 
 

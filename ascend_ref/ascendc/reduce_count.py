@@ -198,12 +198,25 @@ def _tree_of(v, arith, lanes):
 
 
 def _sum_effects(spec, p, bits, active, arith):
+    """方式一 / 方式二 / 方式三 by the product's profile, computed on the path's summation
+    (``arith.sums``: the fast tree with its guard, the exact adder where it fails)."""
     if spec.size == 8:                           # int64 / uint64: (lo, hi) words, 方式三
         return _b64.sum_effects(spec, p, bits, active, _sum_uses_tmp(spec, p))
-    add, zero, L = arith.add, arith.zero, spec.lanes
+
+    def compute(s):                              # in the summation's domain (fast / exact)
+        return (_sum_total(spec, p, s.enter(bits, active), s, arith.saturate),)
+
+    (total,), ok = arith.sums(compute)
+    return high._result(spec, p, [total], _sum_uses_tmp(spec, p), {"sum": total,
+                                                                   "exact_ok": ok})
+
+
+def _sum_total(spec, p, x, s, saturate):
+    """The count form's sum of ``x`` (``(rows, L)`` values of the summation ``s``, lanes past
+    the count +0) in the product's order (``saturate``: the call's flag)."""
+    add, zero, L = s.add, s.zero, spec.lanes
     n = p.repeat
     rows = spec.rows
-    x = jnp.where(active, bits, zero)                     # lanes past count: +0
     t = numerics.tree_sum(x, add)                         # the tree of each repeat, (rows,)
     r = jnp.arange(rows, dtype=jnp.int32)
     nrep = (n + L - 1) // L                               # repeats with data (last partial)
@@ -215,24 +228,31 @@ def _sum_effects(spec, p, bits, active, arith):
         return jnp.where(k < nrep, add(acc, t[k]), acc), None
 
     sequential = jax.lax.scan(step, seed, r[1:])[0] if rows > 1 else seed
-    if t.dtype == jnp.uint16 and spec.dtype == "float16":   # "wide": a float32 chain, one
-        wide = jax.lax.bitcast_convert_type(t, jnp.float16).astype(jnp.float32)   # rounding
-        if True:
-            acc = jnp.where(SEQ_SEED.holds(p, "zero"), jnp.float32(0) + wide[0], wide[0])
+    # "wide": a float32 chain over the repeat sums, rounded to half once (saturated as an
+    # add's result); the fast summation's half values are float32 already (an overflow is
+    # an infinity there, which its guard sends to the exact adder)
+    fast_half = isinstance(s, numerics.Summation) and s.fast and s.half
+    if fast_half or (t.dtype == jnp.uint16 and spec.dtype == "float16"):
+        wide = t if fast_half else \
+            jax.lax.bitcast_convert_type(t, jnp.float16).astype(jnp.float32)
+        acc = jnp.where(SEQ_SEED.holds(p, "zero"), jnp.float32(0) + wide[0], wide[0])
 
-            def wstep(a, k):
-                return jnp.where(k < nrep, a + wide[k], a), None
+        def wstep(a, k):
+            return jnp.where(k < nrep, a + wide[k], a), None
 
-            acc = jax.lax.scan(wstep, acc, r[1:])[0] if rows > 1 else acc
+        acc = jax.lax.scan(wstep, acc, r[1:])[0] if rows > 1 else acc
+        if fast_half:
+            half = acc.astype(jnp.float16).astype(jnp.float32)
+        else:
             half = jax.lax.bitcast_convert_type(acc.astype(jnp.float16), jnp.uint16)
-            half = numerics.saturated(half, arith.saturate)
-            sequential = jnp.where(SEQ_ROUNDING.holds(p, "wide"), half, sequential)
+            half = numerics.saturated(half, saturate)
+        sequential = jnp.where(SEQ_ROUNDING.holds(p, "wide"), half, sequential)
 
     def trees(values, live):
         """方式二 over ``values`` (live ones): one value its own sum, up to L one tree, past L
         chunks of L then a tree of the chunk sums."""
         chunks = numerics.padded_tree_sum(jnp.where(live, values, zero), L, add, zero)
-        many = _tree_of(chunks, arith, L)
+        many = _tree_of(chunks, s, L)
         count = jnp.sum(live.astype(jnp.int32))
         return jnp.where(count > L, many, jnp.where(count == 1, values[0], chunks[0]))
 
@@ -240,7 +260,7 @@ def _sum_effects(spec, p, bits, active, arith):
     full = n // L
     body = trees(t, r < jnp.maximum(full, 1))             # count < L: one repeat, count lanes
     tail = jnp.where(full >= 1, t[jnp.minimum(full, rows - 1)], zero)
-    with_tail = _tree_of(jnp.stack([body, tail]), arith, L)
+    with_tail = _tree_of(jnp.stack([body, tail]), s, L)
     tree = jnp.where((full >= 1) & (n % L > 0), with_tail, body)
     # 方式二, "leaf" (dav_l300 / dav_l311 ReduceSumCounterMode): every repeat's sum (the last
     # partial) a leaf of one tree across the repeats
@@ -249,12 +269,11 @@ def _sum_effects(spec, p, bits, active, arith):
 
     # Ascend 950: 方式三 for L < n <= 4L (the high-dimensional form's counter mode shares
     # it), its 方式二 (every repeat a row, the last partial)
-    merge = jnp.where(_merged(spec, p), high.merge_sum(x, n, L, arith),
+    merge = jnp.where(_merged(spec, p), high.merge_sum(x, n, L, s),
                       jnp.where(n <= L, t[0], trees(t, r < nrep)))
 
-    total = jnp.where(SUM_MODE.holds(p, "sequential"), sequential,
-                      jnp.where(SUM_MODE.holds(p, "tree"), tree, merge))
-    return high._result(spec, p, [total], _sum_uses_tmp(spec, p), {"sum": total})
+    return jnp.where(SUM_MODE.holds(p, "sequential"), sequential,
+                     jnp.where(SUM_MODE.holds(p, "tree"), tree, merge))
 
 
 def _kernel(name: str, kind: str) -> Kernel:
