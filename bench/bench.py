@@ -60,7 +60,7 @@ import jax
 import numpy as np
 
 import ascend_ref as ar
-from ascend_ref import Tensor, batch_prep, engine, registry
+from ascend_ref import batch_prep, engine, registry
 
 #: issue 11's rows (README's Performance table): (api, chip, dtype, option)
 ISSUE_CONFIGS = [
