@@ -140,6 +140,43 @@ def test_fast_float_sums_keep_results_next_to_the_subnormal_range():
     assert np.asarray(exact).view(np.float32)[0] == np.float32(2.0 ** -126) * 32
 
 
+@pytest.mark.parametrize("api", ["reduce_sum", "reduce_sum_count"])
+@pytest.mark.parametrize("dtype", ["float16", "float32"])
+def test_level2_sums_run_on_the_guarded_fast_tree(api, dtype):
+    """The level-2 ReduceSum (both forms) sums on the fast tree: on the ``"batch"`` path its
+    guard holds for finite sums (no rerun) and fails for a sum that overflows or meets a NaN
+    (the batch reruns on the exact adder), and each result is the general path's."""
+    from ascend_ref.case import Case
+
+    s = np.dtype(dtype).itemsize
+    lanes, r = 256 // s, 20
+    ins = ar.registry.lookup(api)
+    params = {"repeat": r * lanes} if ins.kernel.count_form else {"repeat": r,
+                                                                   "src_rep_stride": 8}
+    need = ins.work_elements(params["repeat"], None, dtype)
+    src = r * 256
+    rng = np.random.default_rng(3)
+    datas = {"finite": rng.standard_normal(src // s),
+             "overflow": np.full(src // s, 60000.0 if s == 2 else 3e38),
+             "nan": np.where(np.arange(src // s) == 77, np.nan, 1.0)}
+    for name, data in datas.items():
+        ub = np.zeros(src + 64 + -(-need * s // 64) * 64, np.uint8)
+        ub[:src] = data.astype(dtype).view(np.uint8)
+        case = Case(api, "atlas_a2", dtype, None, lanes, params,
+                    {"src": (0, src // s), "dst": (src, 32 // s), "work_tensor": (src + 64, need)},
+                    ub, False if ins.saturating and s == 2 else None)
+        got = {}
+        for path in ("batch", "general"):
+            prep = case.prepare(info=True, path=path)
+            out, status, diag, _, _ = engine.kernel(prep.ins, prep.spec, engine.pad_ub(prep.ub),
+                                                    prep.p)
+            assert int(status) == 0, (api, dtype, name)
+            got[path] = (np.asarray(out)[src:src + s], bool(diag.need_exact))
+        assert got["batch"][1] == (name != "finite"), (api, dtype, name)
+        if name == "finite":                   # a result the guard passes is the exact one
+            np.testing.assert_array_equal(got["batch"][0], got["general"][0])
+
+
 # ------------------------------------------------------------------ whole calls -------------
 
 APIS = ["whole_reduce_min", "whole_reduce_max", "whole_reduce_sum", "reduce_data_block",
