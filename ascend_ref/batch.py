@@ -316,27 +316,24 @@ def _rows_static_src(spec, rows, width: int, b: int) -> Optional[Tuple[tuple, in
     got = _shared_strides(rep, blk, addr, spec.rows, width)
     if got is not None:
         return got, spec.r_max
-    repeat = np.asarray(p.repeat if EXACT_HEIGHT else None)     # None: no repeat argument
-    if repeat.dtype.kind not in "iu" or repeat.size == 0 or spec.count_form:
-        return None
-    h = int(repeat.max())
-    if not 1 <= h < spec.r_max:
+    h = _exact_height(spec, rows) if EXACT_HEIGHT and not spec.count_form else None
+    if h is None:
         return None
     got = _shared_strides(rep, blk, addr, h, width)
     return None if got is None else (got, h)
 
 
-def _count_height(spec, rows) -> int:
-    """A count-form chunk's table height (elements) on run_batch's kernel: its largest
-    count, when that is below ``spec``'s (what run_batch compiles for a ``max_repeat``; the
-    cases' counts are all inside it, so the bits are the same), else ``spec``'s. run_cases
-    on 256 float cases of 16320 elements: ~20 ms on the 65536-element table, ~10 ms at their
-    count."""
-    count = np.asarray(rows.p.repeat)
-    if count.dtype.kind not in "iu" or count.size == 0:
-        return spec.r_max
-    h = int(count.max())
-    return h if 1 <= h < spec.r_max else spec.r_max
+def _exact_height(spec, rows) -> Optional[int]:
+    """The chunk's largest repeat count (the count form's: its largest count of elements)
+    when it is below ``spec``'s table height, else None: what run_batch compiles for a
+    ``max_repeat``; every case's repeats are inside it, so the bits are the same. run_cases
+    on 256 float count-form cases of 16320 elements: ~20 ms on the 65536-element table,
+    ~10 ms at their count."""
+    repeat = np.asarray(rows.p.repeat)          # None (no repeat argument): an object array
+    if repeat.dtype.kind not in "iu" or repeat.size == 0:
+        return None
+    h = int(repeat.max())
+    return h if 1 <= h < spec.r_max else None
 
 
 #: False: run_cases' static-stride chunks keep their coarse table height, and gather when
@@ -380,7 +377,7 @@ def _run_group(ins, spec, width, rows, b, cases, outcomes, states=None,
     if static is not None:
         spec = dataclasses.replace(spec, static_src=static, r_max=height)
     elif one is not None and EXACT_HEIGHT:
-        spec = dataclasses.replace(spec, r_max=_count_height(spec, rows))
+        spec = dataclasses.replace(spec, r_max=_exact_height(spec, rows) or spec.r_max)
     if ubs is None:
         ubs = rows.windows(width, b, reuse=True, slot=slot)
     if static is not None:                      # the element type: no byte assembly

@@ -318,7 +318,7 @@ def test_run_cases_exact_table_height_equals_the_gathering_kernel(api, dtype, op
 def test_run_cases_count_form_chunks_run_on_run_batch_kernel_at_their_count(api, dtype, option,
                                                                            monkeypatch):
     """The level-2 count form (no stride: its source is gathered): a full chunk of one call
-    over many data runs on run_batch's kernel at the chunk's own count (batch._count_height)
+    over many data runs on run_batch's kernel at the chunk's own count (batch._exact_height)
     instead of the row-wise kernel on the coarse table; a chunk whose counts differ keeps the
     row-wise kernel; a lone case (a campaign's) compiles nothing new. Every outcome equals
     the row-wise kernel's on the coarse table and, for a sample, the oracle's."""
