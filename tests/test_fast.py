@@ -58,18 +58,19 @@ def adversarial_bits(rng, shape, dtype):
 @pytest.mark.parametrize("dtype", ["float16", "float32", "int16", "uint16", "int32", "uint32"])
 def test_minmax_tree_equals_general_path(dtype, blocked):
     rng = np.random.default_rng(11)
-    general = jax.jit(numerics.select_extreme, static_argnums=(2, 3))
-    tree = jax.jit(lambda b, a, k, d: numerics.select_extreme_tree(b, a, k, d, blocked),
-                   static_argnums=(2, 3))
+
+    @jax.jit            # one compile a width: min and max, general and tree (~2x fewer s)
+    def both(b, a):
+        return {k: (numerics.select_extreme(b, a, k, dtype),
+                    numerics.select_extreme_tree(b, a, k, dtype, blocked)) for k in ("min", "max")}
+
     for n in (8, 16, 64, 128, 255, 511):
         bits = jnp.asarray(adversarial_bits(rng, (24, n), dtype))
         active = rng.random((24, n)) < 0.6
         active[5] = False                      # no active lane
         active[6] = False
         active[6, n - 1] = True                # only the last lane
-        for kind in ("min", "max"):
-            want = general(bits, jnp.asarray(active), kind, dtype)
-            got = tree(bits, jnp.asarray(active), kind, dtype)
+        for kind, (want, got) in both(bits, jnp.asarray(active)).items():
             for a, b in zip(want, got):
                 np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=f"{kind} {n}")
         # the NaN row: the first active NaN wins, with its payload
@@ -820,10 +821,21 @@ def _first_lane_rows(rng, n, dtype, kind, w=numerics._FOLD_WIDTH):
 @pytest.mark.parametrize("dtype", ["float16", "float32", "int16", "uint16"])
 def test_minmax_tree_blocks_first_lane_equals_general_path(dtype, blocked):
     rng = np.random.default_rng(23)
-    general = jax.jit(numerics.select_extreme, static_argnums=(2, 3))
-    tree = jax.jit(numerics.select_extreme_tree, static_argnums=(2, 3, 4))
     w = numerics._BLOCK_WIDTH if blocked else numerics._FOLD_WIDTH
-    for n in (3, 4, 8, 9, 16, 17, 33):
+
+    def one_kind(bits, active, kind):
+        # under vmap: the mask batched (run_cases) and shared by the batch (run_batch)
+        shared = [(numerics.select_extreme(bits, jnp.broadcast_to(active[k], bits.shape), kind,
+                                           dtype),
+                   jax.vmap(lambda x, a: numerics.select_extreme_tree(x, a, kind, dtype, blocked),
+                            in_axes=(0, None))(bits, active[k])) for k in (7, 14)]
+        return [(numerics.select_extreme(bits, active, kind, dtype),
+                 numerics.select_extreme_tree(bits, active, kind, dtype, blocked))] + shared
+
+    run = jax.jit(lambda data: {kind: one_kind(*data[kind], kind) for kind in data})
+
+    for n in (3, 4, 8, 9, 16, 17, 33):                  # one compile a width
+        data = {}
         for kind in ("min", "max"):
             bits = _first_lane_rows(rng, n, dtype, kind, w)
             active = rng.random(bits.shape) < 0.7
@@ -831,21 +843,12 @@ def test_minmax_tree_blocks_first_lane_equals_general_path(dtype, blocked):
             active[14] = np.arange(n) < max(n // 2, 1)  # a count mask
             active[15] = False                          # nothing active
             active[0, :] = np.arange(n) == n - 1        # only the last lane
-            want = general(jnp.asarray(bits), jnp.asarray(active), kind, dtype)
-            got = tree(jnp.asarray(bits), jnp.asarray(active), kind, dtype, blocked)
-            for a, b in zip(want, got):
-                np.testing.assert_array_equal(np.asarray(a), np.asarray(b),
-                                              err_msg=f"{dtype} {kind} n={n}")
-            # under vmap: the mask batched (run_cases) and shared by the batch (run_batch)
-            for k in (7, 14):
-                one = jax.jit(jax.vmap(lambda x, a: numerics.select_extreme_tree(
-                    x, a, kind, dtype, blocked), in_axes=(0, None)))(
-                    jnp.asarray(bits), jnp.asarray(active[k]))
-                ref = general(jnp.asarray(bits), jnp.asarray(np.broadcast_to(
-                    active[k], bits.shape)), kind, dtype)
-                for a, b in zip(ref, one):
+            data[kind] = (jnp.asarray(bits), jnp.asarray(active))
+        for kind, results in run(data).items():
+            for what, (want, got) in zip(("", " shared 7", " shared 14"), results):
+                for a, b in zip(want, got):
                     np.testing.assert_array_equal(np.asarray(a), np.asarray(b),
-                                                  err_msg=f"{dtype} {kind} n={n} shared {k}")
+                                                  err_msg=f"{dtype} {kind} n={n}{what}")
 
 
 @pytest.mark.parametrize("blocked", [False, True])
