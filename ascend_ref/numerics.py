@@ -296,19 +296,26 @@ _BLOCK_WIDTH = 8
 
 def _packed_key16(bits: jax.Array, active: jax.Array, kind: str, dtype: str,
                   lane: jax.Array, lb: int) -> jax.Array:
-    """``key << lb | lane`` of 16-bit elements: the order key (mirrored for max), every NaN
-    ``-_SENT`` (it wins), inactive lanes ``_SENT``."""
+    """``key << lb | lane`` of 16-bit elements: the order key (mirrored for max: ``-key``),
+    every NaN ``-_SENT`` (it wins), inactive lanes ``_SENT``.
+
+    The mirror costs no operation of its own: max packs ``lane - key * (1 << lb)`` (the
+    sentinels given as their mirror images), the ops of min's ``key * (1 << lb) + lane``.
+    With ``~key`` (one more op) or ``key * -(1 << lb) + lane`` (a negative factor) in the
+    fused first step, LLVM vectorised the blocked step of ReduceMaxCount half across the
+    blocks instead of along the lanes: 8-13 ms per 256 cases of 255 repeats against
+    ReduceMinCount's 3.5, whose HLO differed by that op only; this form: 3.4-3.7 ms
+    (measured, one process each, best of 7)."""
     if dtype == "float16":                      # order_key's value, without a select
         sx = lax.bitcast_convert_type(bits, jnp.int16).astype(jnp.int32)
         key = sx ^ ((sx >> 15) & 0x7FFF)
     else:
         key = order_key(bits, dtype)
-    if kind != "min":
-        key = ~key
+    sign = 1 if kind == "min" else -1           # |key| <= 65535: -key is a mirror
     if is_float(dtype):
-        key = jnp.where(is_nan(bits), -_SENT, key)
-    key = jnp.where(active, key, _SENT)
-    return key * (1 << lb) + lane
+        key = jnp.where(is_nan(bits), -_SENT * sign, key)
+    key = jnp.where(active, key, _SENT * sign)
+    return key * (1 << lb) + lane if sign > 0 else lane - key * (1 << lb)
 
 
 def _fold_min(x: jax.Array) -> jax.Array:
