@@ -89,8 +89,8 @@ MUTANTS: List[Mutant] = [
            "key = jnp.where(is_nan(bits), _INT_MIN, key)",
            "a NaN lane loses in max instead of winning",
            also=(  # the fast tree (keys mirrored for max: the NaN key becomes the largest)
-               ("key = jnp.where(is_nan(bits), -_SENT, key)",
-                'key = jnp.where(is_nan(bits), -_SENT if kind == "min" else _SENT - 1, key)'),
+               ("key = jnp.where(is_nan(bits), -_SENT * sign, key)",   # max packs -key
+                'key = jnp.where(is_nan(bits), -_SENT if kind == "min" else 1 - _SENT, key)'),
                ("key = jnp.where(act, jnp.where(is_nan(bits), _INT_MIN, key), _INT_MAX)",
                 'key = jnp.where(act, jnp.where(is_nan(bits), _INT_MIN if kind == "min" else '
                 '_INT_MAX - 1, key), _INT_MAX)'),
