@@ -59,3 +59,17 @@ def test_numpy_golden_shapes_follow_the_layout():
     v, i = bench.numpy_golden("whole_reduce_max", "float16", "ORDER_VALUE_INDEX",
                               x.view(np.uint8), 1)
     assert v.reshape(3).tolist() == x[:, -1].tolist() and (i == 127).all()
+
+
+def test_run_cases_floor_times_each_piece(monkeypatch):
+    """bench/run_cases_floor.py runs (on 64 cases at R = 1 here): it checks run_cases against
+    run_batch itself and times every piece of its bound; nothing here compares timings."""
+    spec = importlib.util.spec_from_file_location(
+        "ascend_ref_bench_floor", Path(__file__).resolve().parents[1] / "bench" /
+        "run_cases_floor.py")
+    floor = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(floor)
+    monkeypatch.setattr(floor.bench, "CASES", {1: 64})
+    t = floor.pieces("whole_reduce_sum", "float32", 1, rounds=1)
+    assert set(t) == {"batch", "cases", "keys", "written", "outcomes"}
+    assert all(v > 0 for v in t.values())
