@@ -547,10 +547,12 @@ def test_run_batch_in_padded_chunks_equals_one_call_and_the_general_path(monkeyp
 @pytest.mark.parametrize("api,chip,dtype,option", [BATCH_CONFIGS[0], BATCH_CONFIGS[-2]])
 def test_run_batch_pipelined_chunks_equal_the_serial_loop(monkeypatch, api, chip, dtype, option):
     """The pipelined loop (chunk k dispatched before chunk k - 1 is merged; an input aligned
-    to 64 bytes read in place by the kernels and copied into the result while they run, any
-    other copied just before its kernel) against the serial one (the whole input copied
-    first) and the general path: four chunks, the last padded, a guard failure in one,
-    per-case parameters, the undefined-byte masks; the caller's array unchanged."""
+    to 64 bytes read in place by the kernels and copied into the result while they run, up
+    to AHEAD_CHUNKS kernels dispatched before the oldest chunk is copied and merged -- all
+    four chunks, two of them, none --, any other input copied just before its kernel)
+    against the serial one (the whole input copied first) and the general path: four
+    chunks, the last padded, a guard failure in one, per-case parameters, the
+    undefined-byte masks; the caller's array unchanged."""
     from ascend_ref import batch, batch_prep
 
     rng = np.random.default_rng(53)
@@ -569,9 +571,13 @@ def test_run_batch_pipelined_chunks_equal_the_serial_loop(monkeypatch, api, chip
     for per_case in (False, True):
         kw = _batch_kwargs(api, option, tensors, per_case, rng, b, lanes)
         got = {}
-        for key, pipe, ubs in (("aligned", True, aligned), ("unaligned", True, unaligned),
-                               ("serial", False, aligned)):
+        for key, pipe, ahead, ubs in (("aligned", True, 4, aligned),
+                                      ("aligned, two ahead", True, 2, aligned),
+                                      ("aligned, none ahead", True, 0, aligned),
+                                      ("unaligned", True, 4, unaligned),
+                                      ("serial", False, 4, aligned)):
             monkeypatch.setattr(batch, "PIPELINE", pipe)
+            monkeypatch.setattr(batch, "AHEAD_CHUNKS", ahead)
             with batch.undefined_rows() as marked:
                 got[key] = ar.run_batch(api, ubs, chip=chip, dtype=dtype,
                                         return_undefined=True, **kw)
