@@ -499,6 +499,12 @@ class _Entry(NamedTuple):
     CRC: int
 
 
+#: entries :meth:`Directory.get` builds from their own row before it turns the whole
+#: directory into lists (opening a file reads three; the list of a 5000-member directory
+#: took 0.6 ms, an eighth of the open)
+_ROW_GETS = 16
+
+
 class Directory(Mapping[str, _Entry]):
     """An archive's members by name (a read-only mapping to :class:`_Entry`), held as
     columns: ``cols`` int64 ``[K, 6]`` (the entry fields in order, one row a member) and
@@ -509,12 +515,16 @@ class Directory(Mapping[str, _Entry]):
         self.cols = cols
         self.row: Dict[str, int] = dict(zip(names, range(len(names))))
         self._lists: Optional[List[List[int]]] = None
+        self._gets = 0
 
     def get(self, name: str, default: Any = None) -> Any:
         r = self.row.get(name)
         if r is None:
             return default
         if self._lists is None:
+            self._gets += 1
+            if self._gets <= _ROW_GETS:       # a few (the format fields): a row each
+                return _Entry._make(self.cols[r].tolist())
             self._lists = self.cols.tolist()
         return _Entry._make(self._lists[r])
 
