@@ -311,6 +311,23 @@ def _verify_time(cases, outcomes, stacked=False):
         shutil.rmtree(d, ignore_errors=True)
 
 
+def one_call(api, dtype, r, chip="atlas_a2", b=None, seed=0):
+    """``(ubs, kwargs, cases)``: ``b`` cases (default :data:`CASES`) of ``api`` laid out as
+    :func:`run` lays them out (standard-normal data in 64-byte-aligned rows), the
+    run_batch keyword arguments of the one call they share, and the same cases as
+    :class:`ascend_ref.Case` objects on those rows (the floor scripts' input)."""
+    ins = registry.lookup(api)
+    option = ins.canonical_option(None) if ins.option is not None else None
+    b = CASES[r] if b is None else b
+    tensors, window = layout(api, dtype, r, option)
+    s = np.dtype(dtype).itemsize
+    data = np.random.default_rng(seed).standard_normal((b, window // s)).astype(dtype)
+    ubs = batch_prep.aligned_zeros((b, window))
+    ubs[...] = data.view(np.uint8)
+    return (ubs, batch_kwargs(api, chip, dtype, option, r, tensors),
+            make_cases(api, chip, dtype, option, r, tensors, ubs))
+
+
 def make_cases(api, chip, dtype, option, r, tensors, ubs):
     """The benchmark's cases as :class:`ascend_ref.Case` objects (windows as their UBs)."""
     from ascend_ref.case import Case

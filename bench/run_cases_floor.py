@@ -32,16 +32,8 @@ from ascend_ref.case import Outcome  # noqa: E402
 def pieces(api: str, dtype: str, r: int, chip: str = "atlas_a2", rounds: int = 9) -> dict:
     """Seconds of each piece (the best of ``rounds`` rounds in turns) for bench.py's cases
     of ``api``."""
-    ins = ar.registry.lookup(api)
-    option = ins.canonical_option(None) if ins.option is not None else None
-    b = bench.CASES[r]
-    tensors, window = bench.layout(api, dtype, r, option)
-    s = np.dtype(dtype).itemsize
-    data = np.random.default_rng(0).standard_normal((b, window // s)).astype(dtype)
-    ubs = batch_prep.aligned_zeros((b, window))
-    ubs[...] = data.view(np.uint8)
-    kw = bench.batch_kwargs(api, chip, dtype, option, r, tensors)
-    cases = bench.make_cases(api, chip, dtype, option, r, tensors, ubs)
+    ubs, kw, cases = bench.one_call(api, dtype, r, chip)
+    b = len(cases)
     out, status = ar.run_batch(api, ubs, **kw)
     assert (status == 0).all()
     got = ar.run_cases(cases)

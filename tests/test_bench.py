@@ -3,6 +3,7 @@ call passes every check of the API (the bench itself asserts status 0 and the or
 bytes when it runs; nothing here times anything)."""
 
 import importlib.util
+import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -61,15 +62,64 @@ def test_numpy_golden_shapes_follow_the_layout():
     assert v.reshape(3).tolist() == x[:, -1].tolist() and (i == 127).all()
 
 
+def _script(name):
+    spec = importlib.util.spec_from_file_location(
+        f"ascend_ref_bench_{name}", Path(__file__).resolve().parents[1] / "bench" /
+        f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
 def test_run_cases_floor_times_each_piece(monkeypatch):
     """bench/run_cases_floor.py runs (on 64 cases at R = 1 here): it checks run_cases against
     run_batch itself and times every piece of its bound; nothing here compares timings."""
-    spec = importlib.util.spec_from_file_location(
-        "ascend_ref_bench_floor", Path(__file__).resolve().parents[1] / "bench" /
-        "run_cases_floor.py")
-    floor = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(floor)
+    floor = _script("run_cases_floor")
     monkeypatch.setattr(floor.bench, "CASES", {1: 64})
     t = floor.pieces("whole_reduce_sum", "float32", 1, rounds=1)
     assert set(t) == {"batch", "cases", "keys", "written", "outcomes"}
     assert all(v > 0 for v in t.values())
+
+
+def test_verify_floor_checks_every_member_and_times_each_piece(monkeypatch, tmp_path):
+    """bench/verify_floor.py runs (40 cases at R = 1): verify passes the cases' dumps and
+    every member passes its CRC-32, once a member (a repeat once); a flipped byte in a
+    member's data fails that check. Nothing here compares timings."""
+    floor = _script("verify_floor")
+    monkeypatch.setattr(floor.bench, "CASES", {1: 40})
+    t = floor.pieces("whole_reduce_sum", "float32", 1, rounds=1)
+    assert set(t) == {"batch", "members", "open", "verify", "checked_per_case"}
+    assert all(v > 0 for v in t.values())
+    assert 1 <= t["checked_per_case"] <= 5          # a meta and 4 region members a case
+    import ascend_ref as ar
+    from ascend_ref.verify import dumps_from_cases, members
+
+    ubs, kw, cases = floor.bench.one_call("whole_reduce_sum", "float32", 1, b=3)
+    path = dumps_from_cases(cases, tmp_path, per_file=3, regions="tensors",
+                            outcomes=ar.run_cases(cases))[0]
+    raw = bytearray(Path(path).read_bytes())
+
+    def data_at(info):
+        h = info.header_offset
+        return h + 30 + int.from_bytes(raw[h + 26:h + 28], "little") + \
+            int.from_bytes(raw[h + 28:h + 30], "little")
+
+    # the members to check: one per distinct (entry, stored bytes) among the small ones
+    with zipfile.ZipFile(path) as z:
+        infos = z.infolist()
+    small = {(i.compress_type, i.flag_bits, i.compress_size, i.file_size, i.CRC,
+              bytes(raw[data_at(i):data_at(i) + i.compress_size]))
+             for i in infos if i.compress_size <= members.SMALL}
+    want = len(small) + sum(i.compress_size > members.SMALL for i in infos)
+    keep = []
+    try:
+        assert floor.member_check(path, keep)() == want
+        i = next(i for i in infos if i.filename == "c2.after.src.npy")
+        raw[data_at(i) + i.compress_size // 2] ^= 0x10
+        bad = tmp_path / "bad.npz"
+        bad.write_bytes(bytes(raw))
+        with pytest.raises(AssertionError, match="fails its CRC-32"):
+            floor.member_check(str(bad), keep)()
+    finally:
+        for f in keep:
+            f.close()
