@@ -55,8 +55,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from . import engine, registry, scale
+from . import batch_args, engine, registry, scale
 from . import batch_prep, heap
+from .ub import dtype_name
 from .case import Case, Outcome
 from .constraints import Code, ConstraintError
 
@@ -530,9 +531,11 @@ def _pack(q: dict, b: int, share: bool) -> tuple:
     common: List[np.ndarray] = []
     for key in sorted(q):
         v = np.asarray(q[key])
-        v = v.view(np.int32) if v.dtype == np.uint32 else v.astype(np.int32)
+        v = v.view(np.int32) if v.dtype == np.uint32 else v.astype(np.int32, copy=False)
         v = v.reshape(b, -1)
-        same = share and b > 0 and key != "ub_base" and bool(np.all(v == v[:1]))
+        # a scalar given for every case (stride 0) is shared without comparing B values
+        same = share and b > 0 and key != "ub_base" and \
+            (v.strides[0] == 0 or bool(np.all(v == v[:1])))
         columns.append((key, v.shape[1], same))
         (common if same else cols).append(v[0] if same else v)
     rows = np.concatenate(cols, axis=1) if cols else np.zeros((b, 0), np.int32)
@@ -554,7 +557,7 @@ def _static_src(api: str, option, max_repeat, q: dict, width: int,
     if "src_rep_stride" not in q:        # the count form: no stride parameter (gathered)
         return None
     rep = q["src_rep_stride"]
-    blk = q.get("src_blk_stride", np.ones_like(rep))
+    blk = q["src_blk_stride"] if "src_blk_stride" in q else np.ones_like(rep)
     return _shared_strides(rep, blk, q["src.addr"], _max_table(api, option, max_repeat, dtype),
                            width)
 
@@ -564,13 +567,14 @@ def _shared_strides(rep: np.ndarray, blk: np.ndarray, addr: np.ndarray, rows: in
     """``(rep, blk)`` when every case has the same source strides (each in [0, 65535]) and
     its source span over ``rows`` repeats starts at ``addr`` inside its ``width``-byte row,
     else None (:func:`_static_src`, :func:`_rows_static_src`)."""
-    if rep.size == 0 or np.any(rep != rep[0]) or np.any(blk != blk[0]):
+    rep, blk, addr = (batch_args.uniform(a) for a in (rep, blk, addr))
+    if rep.size == 0 or (rep != rep[0]).any() or (blk != blk[0]).any():
         return None
     r0, b0 = int(rep[0]), int(blk[0])
     if not (0 <= r0 <= 65535 and 0 <= b0 <= 65535):
         return None
     span = engine.static_span(rows, r0, b0)
-    if span > width or np.any(addr < 0) or np.any(addr > width - span):
+    if span > width or (addr < 0).any() or (addr > width - span).any():
         return None
     return r0, b0
 
@@ -671,9 +675,6 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
     :func:`run_cases`' outcomes mark them, within each row); ``ascend-ref verify`` compares
     stacked dumps with it.
     """
-    from . import batch_args
-    from .ub import dtype_name
-
     ins = registry.lookup(api, api="run_batch")
     dtype = dtype_name(dtype)
     option: Any = None
@@ -710,9 +711,10 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
         raise ConstraintError(Code.BAD_ARGUMENT, api="run_batch", param=sorted(params)[0],
                               value=params[sorted(params)[0]], allowed="a parameter of " + api)
     base = batch_args.int_param(api, "ub_base", ub_base, b)
-    if np.any(base % 32) or np.any(base < 0):
+    base1 = batch_args.uniform(base)
+    if (base1 % 32).any() or (base1 < 0).any():
         raise ConstraintError(Code.BAD_ARGUMENT, api="run_batch", param="ub_base",
-                              value=base[(base % 32 != 0) | (base < 0)][0],
+                              value=base1[(base1 % 32 != 0) | (base1 < 0)][0],
                               allowed="a non-negative multiple of 32")
     q["ub_base"] = base
     has_sat = ins.saturating

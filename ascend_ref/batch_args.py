@@ -34,7 +34,18 @@ def _bad(api: str, name: str, value: Any, allowed: str) -> ConstraintError:
 
 
 def int_param(api: str, name: str, v: Any, b: int) -> np.ndarray:
-    """``v`` (int or ``[B]`` integer array) as int32 ``[B]``; BAD_ARGUMENT otherwise."""
+    """``v`` (int or ``[B]`` integer array) as int32 ``[B]``; BAD_ARGUMENT otherwise. A
+    scalar comes back as a read-only ``[B]`` view of one value (stride 0: :func:`uniform`
+    reads one element of it).
+
+    >>> a = int_param("run_batch", "repeat", 3, 4)
+    >>> a.tolist(), a.strides, uniform(a).tolist(), uniform(np.arange(3)).tolist()
+    ([3, 3, 3, 3], (0,), [3], [0, 1, 2])
+    """
+    if type(v) is int:                  # the common case, without numpy's checks (~6 us)
+        if not INT32[0] <= v <= INT32[1]:
+            raise _bad(api, name, v, f"integers in [{INT32[0]}, {INT32[1]}] (int32)")
+        return _repeat(np.array(v, np.int32), b)
     allowed = f"an int or a [{b}] integer array (values in int32)"
     try:
         a = np.asarray(v)
@@ -50,6 +61,21 @@ def int_param(api: str, name: str, v: Any, b: int) -> np.ndarray:
             bad = int(lo) if a.dtype.kind == "i" and int(lo) < INT32[0] else int(hi)
             raise _bad(api, name, bad, f"integers in [{INT32[0]}, {INT32[1]}] (int32)")
     return np.broadcast_to(a.astype(np.int32), (b,))
+
+
+def _repeat(one: np.ndarray, b: int) -> np.ndarray:
+    """The 0-d ``one`` as a read-only ``[b]`` array of stride 0 (``np.broadcast_to``'s
+    result, without its argument checks: ~1 us against ~4)."""
+    a = np.ndarray((b,), one.dtype, one, 0, (0,))
+    a.flags.writeable = False
+    return a
+
+
+def uniform(a: np.ndarray) -> np.ndarray:
+    """``a``, or its first row where every row is that one by construction (a scalar
+    broadcast to ``[B, ...]``: stride 0 along the cases), so a check over a scalar parameter
+    reads one element, not ``B``."""
+    return a[:1] if a.ndim and a.shape[0] and a.strides[0] == 0 else a
 
 
 def pair(api: str, name: str, v: Any) -> Tuple[Any, Any]:
@@ -91,7 +117,7 @@ def mask_param(api: str, mask: Any, b: int, mask_mode: Optional[str]) -> Tuple[s
         if mask_mode is None and a.shape == (4,) and b != 4:
             raise _bad(api, "mask", "shape (4,)", f"[{b}] lane counts; for one set of lane "
                                                    f"words for every case pass mask_mode='bits'")
-        return mode, int_param(api, "mask", a, b)
+        return mode, int_param(api, "mask", mask if type(mask) is int else a, b)
     allowed = f"uint32 lane words: shape (4,), (1, 4) or ({b}, 4), each in [0, 2**32 - 1]"
     if a.dtype == bool or a.dtype.kind not in "iu":
         raise _bad(api, "mask", f"{a.dtype} array", allowed)

@@ -35,6 +35,8 @@ def dtype_name(dtype) -> str:
     """Canonical element type name (``"half"`` → ``"float16"``, ``np.float32`` → ``"float32"``)."""
     if isinstance(dtype, str) and dtype in _ALIASES:
         return _ALIASES[dtype]
+    if isinstance(dtype, str) and dtype in DTYPES:      # already canonical (numpy's .name
+        return dtype                                    # is a Python property: ~5 us)
     try:
         name = np.dtype(dtype).name
     except TypeError:
