@@ -237,10 +237,17 @@ def test_uniform_stored_file_reads_rows_in_runs(tmp_path, monkeypatch, pieces):
     (["c0.meta.npy", "aPK\x01\x02b.npy", "c1.meta.npy"], False),   # a signature in a name
     (["c0.meta.npy", "é/ü.npy", "c1.x"], True),                     # utf-8 names
     (["same.npy", "other.npy", "same.npy"], True),                  # a name twice: the last
+    (["c12.meta.npy", "c3", "c.npy", "c4x.npy", "c007.npy", "c5.npy.npy", "count.npy",
+      "x/c99.npy"], True),                                          # case heads, or not
+    (["c1.npy", "c" + "9" * 25 + ".npy"], True),                    # a number too long
+    (["c1.npy", "new\nline.npy", "c2"], True),                      # a newline in a name
+    (["c1.npy", "c\u00b2.meta.npy", "c3.npy"], True),                # a superscript digit
 ])
 def test_directory_columns_equal_zipfile(tmp_path, names, columns):
     """The archive directory read as columns is zipfile's, entry for entry; where the
-    columns cannot be trusted (a signature inside a name) the walk reads it, the same."""
+    columns cannot be trusted (a signature inside a name) the walk reads it, the same.
+    The member names without ``.npy`` and the largest case head ``c<N>`` it gives beside
+    them (where it gives them) are those of the names one by one."""
     import struct
     import warnings
 
@@ -261,6 +268,15 @@ def test_directory_columns_equal_zipfile(tmp_path, names, columns):
     assert got is not None and {k: tuple(v) for k, v in got.items()} == want
     assert [got.get(k) for k in want] == [fmt._Entry(*v) for v in want.values()]
     assert got.rows(list(want) + ["absent"]).tolist()[-1] == -1
+    keys = {k[:-4] if k.endswith(".npy") else k for k in want}
+    assert got.member_keys is None or got.member_keys == keys
+    numbers = [int(h[1:]) for h in (k.partition(".")[0] for k in keys)
+               if h[:1] == "c" and h[1:].isascii() and h[1:].isdecimal()]
+    top = max(numbers, default=-1)
+    assert got.top_case is None or got.top_case == top
+    # where the names are plain ASCII without a newline and no number is too long, both
+    assert (got.top_case is not None and got.member_keys is not None) == (
+        columns and all(n.isascii() and "\n" not in n for n in names) and top < 10**18)
     _, _, _, _, total, size_cd, off_cd, _ = struct.unpack_from("<IHHHHIIH", raw, len(raw) - 22)
     assert (fmt._directory_columns(raw, off_cd, size_cd, total) is not None) == columns
     if columns and len(names) > 10:     # a name length one too long: neither reads it
@@ -270,3 +286,26 @@ def test_directory_columns_equal_zipfile(tmp_path, names, columns):
         bad[at + 28] += 1
         assert fmt._directory_columns(bytes(bad), off_cd, size_cd, total) is None
         assert fmt._zip_directory(bytes(bad)) is None
+
+
+@pytest.mark.parametrize("extra, stray", [
+    ([], []),
+    (["c4.meta"], []),
+    (["c5.meta", "c12.x", "c05.y"], ["c05", "c12", "c5"]),
+    (["c\u00b2.meta", "c\u0663.meta"], []),           # superscript 2: no number; Arabic 3 < 5
+    (["c\u0667.meta"], ["c\u0667"]),                  # Arabic 7 >= 5
+    (["c" + "9" * 25 + ".meta"], ["c" + "9" * 25]),
+])
+def test_members_of_cases_past_the_count_are_reported(tmp_path, extra, stray):
+    """A version-1 file whose members name a case at or past its ``count`` is reported
+    (the heads sorted as text, at most five), whichever way its directory was read; a head
+    that is not a decimal number is not a case."""
+    p = tmp_path / "s.npz"
+    np.savez(p, format="ascend_ref.dump", version=1, count=5,
+             **{"c0.meta": np.zeros(1, np.uint8)}, **{k: np.zeros(1, np.uint8) for k in extra})
+    if stray:
+        with pytest.raises(DumpError, match="count") as e:
+            open_dump(p)
+        assert str(e.value).endswith("5, but the archive also holds " + ", ".join(stray))
+    else:
+        open_dump(p).close()

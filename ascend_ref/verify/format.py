@@ -322,7 +322,8 @@ class DumpFile:
         # numpy's reader, with its own errors
         self._zdir = _zip_directory(self._raw())
         if self._zdir is not None:
-            self.keys = {k[:-4] if k.endswith(".npy") else k for k in self._zdir}
+            self.keys = self._zdir.member_keys if self._zdir.member_keys is not None else \
+                {k[:-4] if k.endswith(".npy") else k for k in self._zdir}
         else:
             try:
                 self._open_npz()
@@ -347,8 +348,10 @@ class DumpFile:
                 self.stacked = Stacked(self)
                 self.keys = Keys(self.keys, self.stacked)
                 return
-            heads = {k.partition(".")[0] for k in self.keys if k.startswith("c")}
-            stray = sorted(h for h in heads if h[1:].isdigit() and int(h[1:]) >= self.count)
+            top = None if self._zdir is None else self._zdir.top_case
+            heads = {k.partition(".")[0] for k in self.keys if k.startswith("c")} \
+                if top is None or top >= self.count else set()     # else: none can be
+            stray = sorted(h for h in heads if h[1:].isdecimal() and int(h[1:]) >= self.count)
             if stray:
                 raise DumpError(self.path, "count",
                                 f"{self.count}, but the archive also holds {', '.join(stray[:5])}")
@@ -511,9 +514,13 @@ class Directory(Mapping[str, _Entry]):
     ``row`` (name -> row; a name given twice: the last, as ``zipfile`` keeps). An entry is
     built when asked for; :meth:`rows` finds many at once, for the many-member reader."""
 
-    def __init__(self, names: List[str], cols: np.ndarray):
+    def __init__(self, names: List[str], cols: np.ndarray, keys: Optional[set] = None,
+                 top_case: Optional[int] = None):
         self.cols = cols
         self.row: Dict[str, int] = dict(zip(names, range(len(names))))
+        #: the member names without ``.npy`` and the largest case number among their heads
+        #: (``c<N>``; -1: none), where the directory's reader found them (else None)
+        self.member_keys, self.top_case = keys, top_case
         self._lists: Optional[List[List[int]]] = None
         self._gets = 0
 
@@ -599,6 +606,63 @@ def _zip_directory(raw: Any) -> Optional[Directory]:
         return None
 
 
+def _joined(buf8: np.ndarray, start: np.ndarray, size: np.ndarray) -> bytes:
+    """The byte strings ``buf8[start[k]:start[k] + size[k]]``, each followed by a newline,
+    in one piece (one gather).
+
+    >>> _joined(np.frombuffer(b"abcdef", np.uint8), np.array([1, 4]), np.array([2, 0]))
+    b'bc\\n\\n'
+    """
+    n = len(start)
+    out = np.full(int(size.sum()) + n, 10, np.uint8)
+    ends = np.cumsum(size + 1) - 1                        # each string's newline in out
+    src = np.arange(out.size) + np.repeat(start - (ends - size), size + 1)
+    keep = np.ones(out.size, bool)
+    keep[ends] = False
+    out[keep] = buf8[src[keep]]
+    return out.tobytes()
+
+
+#: digits of a case number :func:`_top_case` reads (more: the names are read one by one)
+_CASE_DIGITS = 18
+
+
+def _top_case(buf8: np.ndarray, start: np.ndarray, size: np.ndarray) -> Optional[int]:
+    """The largest ``N`` among the ASCII names ``buf8[start[k]:start[k] + size[k]]`` of
+    the form ``c<N>`` or ``c<N>.<anything>`` (the case heads :class:`DumpFile` checks
+    against its count), -1 when there is none, None when some name holds a longer number
+    than :data:`_CASE_DIGITS` digits (then the names are read one by one).
+
+    >>> names = [b"c12.meta.npy", b"c3", b"c.npy", b"c4x.npy", b"count.npy", b"c07.npy"]
+    >>> buf = np.frombuffer(b"".join(names), np.uint8)
+    >>> size = np.array([len(n) for n in names])
+    >>> _top_case(buf, np.cumsum(size) - size, size)
+    12
+    """
+    d = min(int(size.max(initial=0)) - 1, _CASE_DIGITS)
+    if d < 1:
+        return -1
+    room = size - 1                                   # the bytes after the "c"
+    k = np.arange(d + 1)
+    b = buf8[np.minimum(start[:, None] + 1 + k, buf8.size - 1)]
+    digit = (k < room[:, None]) & (b >= 48) & (b <= 57)
+    digit[:, d] = False                               # a stop past the window
+    run = np.argmin(digit, axis=1)                    # digits after the "c"
+    first = buf8[np.minimum(start, buf8.size - 1)]
+    head = (size >= 2) & (first == ord("c")) & (run >= 1)
+    if (head & (run == d) & (room > d)).any():        # a longer number: not read here
+        return None
+    after = b[np.arange(len(b)), run]
+    head &= (run == room) | (after == ord("."))
+    if not head.any():
+        return -1
+    value = np.zeros(len(b), np.int64)
+    for j in range(d):                                # digit j of each head's number
+        on = head & (j < run)
+        value[on] = value[on] * 10 + (b[on, j].astype(np.int64) - 48)
+    return int(value[head].max())
+
+
 def _le16(buf8: np.ndarray, at: np.ndarray) -> np.ndarray:
     """int64: the little-endian 16-bit numbers at byte offsets ``at`` of ``buf8`` (uint8)."""
     return buf8[at].astype(np.int64) | buf8[at + 1].astype(np.int64) << 8
@@ -631,14 +695,14 @@ def _directory_columns(raw: Any, off_cd: int, size_cd: int,
     cols = np.stack([u32(42), u16(10), u16(8), u32(20), u32(24), u32(16)], 1)
     if (cols[:, [0, 3, 4]] == 0xFFFFFFFF).any():
         return None
-    edge = np.zeros(size_cd + 1, np.int8)     # the names' bytes, all of them at once
-    np.add.at(edge, at + 46, 1)
-    np.add.at(edge, at + 46 + nlen, -1)
-    text = cd[np.cumsum(edge[:size_cd], dtype=np.int64) > 0].tobytes()
-    if text.isascii():                  # the same text in utf-8 and cp437, decoded fast
-        t = text.decode("ascii")
-        starts = (np.cumsum(nlen) - nlen).tolist()
-        names = [t[a:a + n] for a, n in zip(starts, nlen.tolist())]
+    text = _joined(cd, at + 46, nlen)    # the names, each followed by a newline
+    if text.isascii() and text.count(b"\n") == total:   # (no name holds one)
+        names = text[:-1].decode("ascii").split("\n")    # the same in utf-8 and cp437
+        npy = nlen >= 4
+        npy &= (cd[np.where(npy, at + 42 + nlen, 0)[:, None] + np.arange(4)] ==
+                np.frombuffer(b".npy", np.uint8)).all(axis=1)
+        keys = set(_joined(cd, at + 46, nlen - 4 * npy)[:-1].decode("ascii").split("\n"))
+        return Directory(names, cols, keys, _top_case(cd, at + 46, nlen))
     else:
         names = []
         for a, n, fl in zip((at + off_cd + 46).tolist(), nlen.tolist(), cols[:, 2].tolist()):
