@@ -232,6 +232,67 @@ def test_uniform_stored_file_reads_rows_in_runs(tmp_path, monkeypatch, pieces):
     assert got.mismatched == len({i for i in range(40) if i % 7 == 3 or i % 11 == 5}) > 0
 
 
+@pytest.mark.parametrize("compress", [False, True])
+@pytest.mark.parametrize("pieces", ["default", "small"])
+def test_damaged_cases_inside_a_run_of_like_cases(tmp_path, monkeypatch, compress, pieces):
+    """Cases that share one meta are stacked a run at a time; a case in the middle of such a
+    run whose member fails its CRC, whose region is another dtype, or that recorded only
+    some regions after the call goes to the per-case path, and its neighbours stay
+    stacked. The report is the per-case path's; the stacked count is the cases left
+    undamaged (a planted mismatch is found and handed back too)."""
+    import zipfile
+
+    from ascend_ref.batch import run_cases
+    from ascend_ref.case import Case
+    from ascend_ref.verify import fast, regions, verify, write_dumps
+
+    rng = np.random.default_rng(12)
+    cases = []
+    for i in range(40):
+        ub = np.zeros(4096, np.uint8)
+        ub[:2048] = rng.standard_normal(1024).astype(np.float16).view(np.uint8)
+        cases.append(Case("whole_reduce_sum", "atlas_a2", "float16", None, 128,
+                          {"repeat": 4, "dst_rep_stride": 1, "src_blk_stride": 1,
+                           "src_rep_stride": 8}, {"src": (0, 1024), "dst": (2048, 16)}, ub))
+    afters = [o.ub.copy() for o in run_cases(cases)]
+    afters[30][2048] ^= 0x04                                   # a mismatch
+    p = tmp_path / "w.npz"
+    write_dumps(p, cases, afters, regions="tensors", compress=compress)
+    with np.load(p) as z:
+        members = dict(z)
+    members["c17.after.dst"] = members["c17.after.dst"].view(np.int16)   # another dtype
+    del members["c23.after.src"]                                         # one region only
+    q = tmp_path / "d.npz"
+    (np.savez_compressed if compress else np.savez)(q, **members)
+    raw = bytearray(q.read_bytes())
+    info = zipfile.ZipFile(q).getinfo("c9.before.src.npy")
+    h = info.header_offset
+    start = h + 30 + int.from_bytes(raw[h + 26:h + 28], "little") + \
+        int.from_bytes(raw[h + 28:h + 30], "little")
+    raw[start + info.compress_size // 2] ^= 0x20                         # its CRC fails
+    q.write_bytes(bytes(raw))
+    monkeypatch.setattr(regions, "MIN_CASES", 1)
+    if pieces == "small":
+        monkeypatch.setattr(regions, "BLOCK", 7)
+        monkeypatch.setattr(regions, "CHUNK_BYTES", 5000)
+    in_runs = []
+    add_run = regions._Rows.add_run
+
+    def spy(self, cases, *args):
+        in_runs.extend(cases)
+        return add_run(self, cases, *args)
+
+    monkeypatch.setattr(regions._Rows, "add_run", spy)
+    fast.STATS.clear()
+    got = verify(q, progress=False)
+    want = verify(q, progress=False, vectorised=False)
+    assert got.to_json() == want.to_json()
+    assert fast.STATS["vectorised"] == 40 - len({9, 17, 23, 30})
+    # most cases went in runs, the damaged ones never
+    assert len(in_runs) >= 20 and not {9, 17, 23} & set(in_runs)
+    assert not got.ok and got.mismatched >= 1
+
+
 @pytest.mark.parametrize("names, columns", [
     ([f"c{i}.before.src.npy" for i in range(60)], True),
     (["c0.meta.npy", "aPK\x01\x02b.npy", "c1.meta.npy"], False),   # a signature in a name

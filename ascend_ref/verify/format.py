@@ -37,6 +37,7 @@ raises :class:`DumpError` naming the file, the case and the field.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from dataclasses import dataclass, field
@@ -552,8 +553,8 @@ class Directory(Mapping[str, _Entry]):
 
     def rows(self, names: Sequence[str]) -> np.ndarray:
         """int64: the row of each of ``names`` (-1 where the archive has no such member)."""
-        get = self.row.get
-        return np.fromiter((get(n, -1) for n in names), np.int64, len(names))
+        return np.fromiter(map(self.row.get, names, itertools.repeat(-1)), np.int64,
+                           len(names))
 
 
 def _zip_directory(raw: Any) -> Optional[Directory]:

@@ -69,7 +69,7 @@ def read_members(f: "DumpFile", keys: Sequence[str],
     have = np.flatnonzero(row >= 0)
     if not have.size:
         return out
-    where = have.tolist()
+    where = have                              # key position of each member found
     e = zdir.cols[row[have]]
     off, method, flags, csize, usize, crc = e.T
     raw8 = np.frombuffer(raw, np.uint8)
@@ -92,10 +92,12 @@ def read_members(f: "DumpFile", keys: Sequence[str],
             _inflated(mv, raw8, packed, start, csize, usize, crc, where, out)
     finally:
         mv.release()
-    for p in np.flatnonzero(ok & ~lead).tolist():
-        out[where[p]] = out[where[int(first[p])]]
-        if at is not None:
-            at[where[p]] = at[where[int(first[p])]]
+    copy = np.flatnonzero(ok & ~lead)          # repeats: the first one's array
+    dst, src = where[copy], where[first[copy]]
+    for d, c in zip(dst.tolist(), src.tolist()):
+        out[d] = out[c]
+    if at is not None:
+        at[dst] = at[src]
     return out
 
 
@@ -141,7 +143,7 @@ def repeats(mv: memoryview, e: np.ndarray, start: np.ndarray, ok: np.ndarray) ->
 
 
 def _inflated(mv: memoryview, raw8: np.ndarray, idx: np.ndarray, start: np.ndarray,
-              csize: np.ndarray, usize: np.ndarray, crc: np.ndarray, where: List[int],
+              csize: np.ndarray, usize: np.ndarray, crc: np.ndarray, where: np.ndarray,
               out: list) -> None:
     """Deflated members, each inflated into its place in one buffer (:func:`inflate_into`)
     and then checked as stored members are."""
@@ -187,7 +189,7 @@ def inflate_into(mv: memoryview, raw8: np.ndarray, start: np.ndarray, csize: np.
 
 
 def _columns(buf: Any, buf8: np.ndarray, idx: np.ndarray, s: np.ndarray, size: np.ndarray,
-             crc: np.ndarray, where: List[int], out: list,
+             crc: np.ndarray, where: np.ndarray, out: list,
              at: Optional[np.ndarray] = None) -> None:
     """The members ``idx`` whose ``.npy`` bytes lie at ``s`` (``size`` long) in ``buf``:
     their headers checked as columns, each distinct header text parsed once, a CRC-32 a
@@ -227,10 +229,11 @@ def _columns(buf: Any, buf8: np.ndarray, idx: np.ndarray, s: np.ndarray, size: n
         if dt != np.uint8 or len(shape) != 1 or fortran:
             arrs = [a.view(dt) for a in arrs] if dt != np.uint8 else arrs
             arrs = [a.reshape(shape[::-1]).T if fortran else a.reshape(shape) for a in arrs]
-        for r, a in zip(idx[rows].tolist(), arrs):
-            out[where[r]] = a
+        keys = where[idx[rows]]
+        for r, a in zip(keys.tolist(), arrs):
+            out[r] = a
         if at is not None:
-            at[[where[r] for r in idx[rows].tolist()]] = data[rows]
+            at[keys] = data[rows]
 
 
 def _crcs(buf: Any, buf8: np.ndarray, s: np.ndarray, size: np.ndarray) -> np.ndarray:

@@ -78,12 +78,64 @@ class _Rows:
     ub_bytes: List[int] = field(default_factory=list)
     regions: List[list] = field(default_factory=list)
     error: List[Optional[str]] = field(default_factory=list)
+    #: each region's bytes, a list a region (after: only the cases that recorded it)
     before: List[List[np.ndarray]] = field(default_factory=list)
-    after: List[Optional[List[np.ndarray]]] = field(default_factory=list)
+    after: List[List[np.ndarray]] = field(default_factory=list)
+    has: List[bool] = field(default_factory=list)         # the case recorded after
     extra: List[dict] = field(default_factory=list)
-    #: where each region's bytes start in ``flat`` (-1: not a view of it), before and after
-    before_in: List[List[int]] = field(default_factory=list)
-    after_in: List[List[int]] = field(default_factory=list)
+    #: where each region's bytes start in ``flat`` (-1: not a view of it), before and after,
+    #: case by case, region by region
+    before_in: List[int] = field(default_factory=list)
+    after_in: List[int] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        regions = len(self.key[-1])
+        self.before = [[] for _ in range(regions)]
+        self.after = [[] for _ in range(regions)]
+
+    def add(self, i: int, vals: tuple, before: List[np.ndarray],
+            after: Optional[List[np.ndarray]], where: List[int]) -> None:
+        """Case ``i`` (``vals``: its meta row's values), its regions' bytes and where
+        they lie (before and after for each region in turn)."""
+        pv, tv, mw, ub, rv, err, extra, _ = vals
+        self.case.append(i)
+        self.params.append(pv)
+        self.tensors.append(tv)
+        self.mask.append(mw)
+        self.ub_bytes.append(ub)
+        self.regions.append(rv)
+        self.error.append(err)
+        self.extra.append(extra)
+        self.has.append(after is not None)
+        for j, b in enumerate(before):
+            self.before[j].append(b)
+            if after is not None:
+                self.after[j].append(after[j])
+        self.before_in.extend(where[0::2])
+        self.after_in.extend(where[1::2])
+
+    def add_run(self, cases: Sequence[int], vals: tuple, read: List[Any],
+                where: List[int]) -> None:
+        """:meth:`add` of the cases ``cases``, which share one meta row (``vals``) and
+        recorded every region before and after: ``read`` / ``where`` hold their members
+        case by case (before and after for each region in turn)."""
+        pv, tv, mw, ub, rv, err, extra, _ = vals
+        k = len(cases)
+        m = 2 * len(self.before)
+        self.case.extend(cases)
+        self.params.extend([pv] * k)
+        self.tensors.extend([tv] * k)
+        self.mask.extend([mw] * k)
+        self.ub_bytes.extend([ub] * k)
+        self.regions.extend([rv] * k)
+        self.error.extend([err] * k)
+        self.extra.extend([extra] * k)
+        self.has.extend([True] * k)
+        for j in range(m // 2):
+            self.before[j].extend(read[2 * j::m])
+            self.after[j].extend(read[2 * j + 1::m])
+        self.before_in.extend(where[0::2])
+        self.after_in.extend(where[1::2])
 
     def group(self, number: int) -> Group:
         api, chip, dtype, _, option, saturate, words, pnames, tnames, rnames = self.key
@@ -96,7 +148,7 @@ class _Rows:
             except Exception:                   # noqa: BLE001 - an unknown product: the
                 size[size < 0] = 0              # rows fail the array checks, go case by case
         reg = np.array(self.regions, np.int64).reshape(m, len(rnames), 2)
-        has = np.array([a is not None for a in self.after], bool)
+        has = np.array(self.has, bool)
         nb = reg[:, :, 1]
         before: Dict[str, np.ndarray] = {}
         after: Dict[str, np.ndarray] = {}
@@ -113,12 +165,12 @@ class _Rows:
             if self.flat is not None and (b_in[:, j] >= 0).all():
                 before[name], b_at[j] = self.flat, b_in[:, j]
             else:
-                before[name] = column_of([b[j] for b in self.before])
+                before[name] = column_of(self.before[j])
                 b_at[j] = np.cumsum(nb[:, j]) - nb[:, j]
             if self.flat is not None and (a_in[has, j] >= 0).all():
                 after[name], a_at[j] = self.flat, np.where(has, a_in[:, j], 0)
             else:
-                after[name] = column_of([a[j] for a in self.after if a is not None])
+                after[name] = column_of(self.after[j])
                 a_at[j] = np.cumsum(sizes) - sizes
         gm = {"api": api, "chip": chip, "dtype": dtype, "option": option,
               "saturate": saturate, "mask_words": words, "params": list(pnames),
@@ -220,6 +272,22 @@ def _members(f: DumpFile, i: int, names: list, keys: List[str],
     return before, after or None
 
 
+_U8 = np.dtype(np.uint8)
+
+
+def _plain(seg: List[Optional[np.ndarray]], names: list) -> List[bool]:
+    """For each case in ``seg`` (their members in turn: before and after for each region of
+    ``names``): every member was read and is a ``uint8`` array of its region's size."""
+    m = 2 * len(names)
+    ok = [True] * (len(seg) // m)
+    for j, (_, n) in enumerate(names):
+        shape = (n,)
+        for side in (2 * j, 2 * j + 1):
+            ok = [o and a is not None and a.dtype is _U8 and a.shape == shape
+                  for o, a in zip(ok, seg[side::m])]
+    return ok
+
+
 def stack_regions(f: DumpFile, todo: Sequence[int],
                   rest: List[int]) -> Iterator[List[Group]]:
     """The cases ``todo`` of the version-1 file ``f`` as stacked groups, in pieces of about
@@ -252,38 +320,55 @@ def stack_regions(f: DumpFile, todo: Sequence[int],
         where = np.full(len(keys), -1, np.int64)
         read = read_members(f, keys, where)
         where_l = where.tolist()
-        at = 0
-        for i, row in zip(block, rows):
-            got = None
-            if row is not None:
-                m = 2 * len(row[1][7])
-                try:
-                    got = _members(f, i, row[1][7], keys[at:at + m], read[at:at + m])
-                except DumpError:               # the per-case path reports it
-                    got = None
-                at += m
-            if got is None:
-                rest.append(i)
+        at, c, n_block = 0, 0, len(block)
+        while c < n_block:
+            row = rows[c]
+            if row is None:
+                rest.append(block[c])
+                c += 1
                 continue
-            key, (pv, tv, mw, ub, rv, err, extra, _) = row
-            before, after = got
-            g = acc.get(key)
-            if g is None:
-                g = acc[key] = _Rows(key, flat)
-            w = where_l[at - len(before) * 2:at]
-            g.before_in.append(w[0::2])
-            g.after_in.append(w[1::2])
-            g.case.append(i)
-            g.params.append(pv)
-            g.tensors.append(tv)
-            g.mask.append(mw)
-            g.ub_bytes.append(ub)
-            g.regions.append(rv)
-            g.error.append(err)
-            g.before.append(before)
-            g.after.append(after)
-            g.extra.append(extra)
-            held += sum(b.size for b in before) * 2
+            key, vals = row
+            names = vals[7]
+            m = 2 * len(names)
+            each = 2 * sum(n for _, n in names)                 # region bytes a case
+            # a run of cases with this very meta row, up to the piece's end: the cases whose
+            # members are all plain uint8[n] arrays added as columns, run by run (no
+            # per-case checks), every other one by itself
+            j = c + 1
+            while j < n_block and rows[j] is row:
+                j += 1
+            if held < CHUNK_BYTES and each:
+                j = min(j, c + max(1, -(-(CHUNK_BYTES - held) // each)))
+            plain = _plain(read[at:at + (j - c) * m], names)
+            p = 0
+            while p < len(plain):
+                q = p + 1
+                if plain[p]:                            # a run of plain cases: as columns
+                    while q < len(plain) and plain[q]:
+                        q += 1
+                    g = acc.get(key)
+                    if g is None:
+                        g = acc[key] = _Rows(key, flat)
+                    g.add_run(block[c + p:c + q], vals, read[at:at + (q - p) * m],
+                              where_l[at:at + (q - p) * m])
+                    held += each * (q - p)
+                else:                                   # this case by itself
+                    i = block[c + p]
+                    try:
+                        got = _members(f, i, names, keys[at:at + m], read[at:at + m])
+                    except DumpError:                   # the per-case path reports it
+                        got = None
+                    if got is None:
+                        rest.append(i)
+                    else:
+                        g = acc.get(key)
+                        if g is None:
+                            g = acc[key] = _Rows(key, flat)
+                        g.add(i, vals, got[0], got[1], where_l[at:at + m])
+                        held += each
+                at += (q - p) * m
+                p = q
+            c = j
             if held >= CHUNK_BYTES:
                 yield [r.group(n) for n, r in enumerate(acc.values())]
                 acc, held = {}, 0
