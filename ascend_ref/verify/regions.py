@@ -301,7 +301,12 @@ def stack_regions(f: DumpFile, todo: Sequence[int],
     for b0 in range(0, len(todo), BLOCK):
         block = todo[b0:b0 + BLOCK]
         rows = []
+        last: Any = None                        # the meta array read last, and its row
+        row: Any = None
         for i, a in zip(block, read_members(f, [f"c{i}.meta" for i in block])):
+            if a is not None and a is last:     # a repeat the reader shares: the same row
+                rows.append(row)
+                continue
             try:
                 if a is None:
                     a = f._get(f"c{i}.meta", i)
@@ -312,8 +317,9 @@ def stack_regions(f: DumpFile, todo: Sequence[int],
                     if len(seen) > 4096:
                         seen.clear()
                     row = seen[k] = _meta_row(f._parse_meta(a, i))
+                last = a
             except DumpError:                   # the per-case path reports it
-                row = None
+                row, last = None, None
             rows.append(row)
         keys = [f"c{i}.{side}.{name}" for i, row in zip(block, rows) if row is not None
                 for name, _ in row[1][7] for side in ("before", "after")]
