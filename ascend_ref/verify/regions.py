@@ -97,31 +97,29 @@ class _Rows:
             after: Optional[List[np.ndarray]], where: List[int]) -> None:
         """Case ``i`` (``vals``: its meta row's values), its regions' bytes and where
         they lie (before and after for each region in turn)."""
-        pv, tv, mw, ub, rv, err, extra, _ = vals
-        self.case.append(i)
-        self.params.append(pv)
-        self.tensors.append(tv)
-        self.mask.append(mw)
-        self.ub_bytes.append(ub)
-        self.regions.append(rv)
-        self.error.append(err)
-        self.extra.append(extra)
-        self.has.append(after is not None)
+        self._fields([i], vals, after is not None, where)
         for j, b in enumerate(before):
             self.before[j].append(b)
             if after is not None:
                 self.after[j].append(after[j])
-        self.before_in.extend(where[0::2])
-        self.after_in.extend(where[1::2])
 
     def add_run(self, cases: Sequence[int], vals: tuple, read: List[Any],
                 where: List[int]) -> None:
         """:meth:`add` of the cases ``cases``, which share one meta row (``vals``) and
         recorded every region before and after: ``read`` / ``where`` hold their members
         case by case (before and after for each region in turn)."""
+        self._fields(cases, vals, True, where)
+        m = 2 * len(self.before)
+        for j in range(m // 2):
+            self.before[j].extend(read[2 * j::m])
+            self.after[j].extend(read[2 * j + 1::m])
+
+    def _fields(self, cases: Sequence[int], vals: tuple, has: bool,
+                where: List[int]) -> None:
+        """The cases' fields from their one meta row, whether they recorded after, and
+        where their members lie."""
         pv, tv, mw, ub, rv, err, extra, _ = vals
         k = len(cases)
-        m = 2 * len(self.before)
         self.case.extend(cases)
         self.params.extend([pv] * k)
         self.tensors.extend([tv] * k)
@@ -130,10 +128,7 @@ class _Rows:
         self.regions.extend([rv] * k)
         self.error.extend([err] * k)
         self.extra.extend([extra] * k)
-        self.has.extend([True] * k)
-        for j in range(m // 2):
-            self.before[j].extend(read[2 * j::m])
-            self.after[j].extend(read[2 * j + 1::m])
+        self.has.extend([has] * k)
         self.before_in.extend(where[0::2])
         self.after_in.extend(where[1::2])
 
@@ -298,6 +293,13 @@ def stack_regions(f: DumpFile, todo: Sequence[int],
     seen: Dict[tuple, Any] = {}              # meta members repeat from case to case
     raw = f._raw()
     flat = None if raw is None else np.frombuffer(raw, np.uint8)
+
+    def rows_of(key: tuple) -> _Rows:              # the group being collected for key
+        g = acc.get(key)
+        if g is None:
+            g = acc[key] = _Rows(key, flat)
+        return g
+
     for b0 in range(0, len(todo), BLOCK):
         block = todo[b0:b0 + BLOCK]
         rows = []
@@ -352,11 +354,8 @@ def stack_regions(f: DumpFile, todo: Sequence[int],
                 if plain[p]:                            # a run of plain cases: as columns
                     while q < len(plain) and plain[q]:
                         q += 1
-                    g = acc.get(key)
-                    if g is None:
-                        g = acc[key] = _Rows(key, flat)
-                    g.add_run(block[c + p:c + q], vals, read[at:at + (q - p) * m],
-                              where_l[at:at + (q - p) * m])
+                    rows_of(key).add_run(block[c + p:c + q], vals, read[at:at + (q - p) * m],
+                                         where_l[at:at + (q - p) * m])
                     held += each * (q - p)
                 else:                                   # this case by itself
                     i = block[c + p]
@@ -367,10 +366,7 @@ def stack_regions(f: DumpFile, todo: Sequence[int],
                     if got is None:
                         rest.append(i)
                     else:
-                        g = acc.get(key)
-                        if g is None:
-                            g = acc[key] = _Rows(key, flat)
-                        g.add(i, vals, got[0], got[1], where_l[at:at + m])
+                        rows_of(key).add(i, vals, got[0], got[1], where_l[at:at + m])
                         held += each
                 at += (q - p) * m
                 p = q
