@@ -535,7 +535,7 @@ def _pack(q: dict, b: int, share: bool) -> tuple:
         v = v.reshape(b, -1)
         # a scalar given for every case (stride 0) is shared without comparing B values
         same = share and b > 0 and key != "ub_base" and \
-            (v.strides[0] == 0 or bool(np.all(v == v[:1])))
+            bool(np.all(batch_args.uniform(v) == v[:1]))
         columns.append((key, v.shape[1], same))
         (common if same else cols).append(v[0] if same else v)
     rows = np.concatenate(cols, axis=1) if cols else np.zeros((b, 0), np.int32)

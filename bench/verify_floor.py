@@ -46,8 +46,8 @@ import bench  # noqa: E402
 
 import ascend_ref as ar  # noqa: E402
 from ascend_ref.verify import dumps_from_cases, verify  # noqa: E402
-from ascend_ref.verify.format import _le16, open_dump  # noqa: E402
-from ascend_ref.verify.members import _crcs, inflate_into, repeats  # noqa: E402
+from ascend_ref.verify.format import open_dump  # noqa: E402
+from ascend_ref.verify.members import _crcs, data_starts, inflate_into, repeats  # noqa: E402
 
 
 def member_check(path: str, keep: list) -> Callable[[], int]:
@@ -61,7 +61,7 @@ def member_check(path: str, keep: list) -> Callable[[], int]:
     raw8 = np.frombuffer(raw, np.uint8)
     e = f._zdir.cols
     off, method, _, csize, usize, crc = e.T
-    start = off + 30 + _le16(raw8, off + 26) + _le16(raw8, off + 28)
+    start = data_starts(raw8, off)
     assert ((method == 0) | (method == 8)).all(), "a member neither stored nor deflated"
 
     def check() -> int:

@@ -77,7 +77,7 @@ def read_members(f: "DumpFile", keys: Sequence[str],
     ok = ((method == 0) | (method == 8)) & (flags & 1 == 0) & (off >= 0) & (off + 30 <= n)
     lh = np.where(ok, off, 0)                 # the local headers
     ok &= (raw8[lh[:, None] + np.arange(4)] == _LOCAL).all(1)
-    start = lh + 30 + _le16(raw8, lh + 26) + _le16(raw8, lh + 28)
+    start = data_starts(raw8, lh)
     ok &= start + csize <= n
     mv = memoryview(raw)
     try:
@@ -99,6 +99,12 @@ def read_members(f: "DumpFile", keys: Sequence[str],
     if at is not None:
         at[dst] = at[src]
     return out
+
+
+def data_starts(raw8: np.ndarray, header: np.ndarray) -> np.ndarray:
+    """int64: where each member's stored bytes start, from its local header's offset
+    ``header`` in the archive's bytes ``raw8`` (30 bytes, then the name and extra field)."""
+    return header + 30 + _le16(raw8, header + 26) + _le16(raw8, header + 28)
 
 
 def repeats(mv: memoryview, e: np.ndarray, start: np.ndarray, ok: np.ndarray) -> np.ndarray:
@@ -274,4 +280,5 @@ def _crcs(buf: Any, buf8: np.ndarray, s: np.ndarray, size: np.ndarray) -> np.nda
     return got
 
 
-__all__ = ["read_members", "repeats", "inflate_into", "LIBDEFLATE_MIN", "SMALL", "INFLATE_MAX"]
+__all__ = ["read_members", "data_starts", "repeats", "inflate_into", "LIBDEFLATE_MIN", "SMALL",
+           "INFLATE_MAX"]
