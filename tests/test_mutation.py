@@ -40,6 +40,12 @@ def test_a_mutant_is_applied_to_a_copy_only(tmp_path):
     assert m.new in (copy / m.file).read_text() and m.old not in (copy / m.file).read_text()
     assert (ROOT / m.file).read_text() == before
     assert not list(copy.rglob("__pycache__"))
+    # no virtual environment (the README's .venv, CI's .venv-ci: ~0.9 GB each) nor build
+    # output; what the runs in the copy read is there
+    assert not list(copy.rglob("pyvenv.cfg")) and not (copy / ".mypy_cache").exists()
+    for need in ("ascend_ref/__init__.py", "configs", "tests/conftest.py", "README.md",
+                 "pyproject.toml", "notebooks"):
+        assert (copy / need).exists(), need
 
 
 @pytest.mark.slow
