@@ -678,8 +678,16 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
     ins = registry.lookup(api, api="run_batch")
     dtype = dtype_name(dtype)
     option: Any = None
+    given = {"order": order, "reduce_type": reduce_type, "cal_index": cal_index}
+    foreign = {k: v for k, v in given.items() if (ins.option is None or k != ins.option.key)
+               and v is not None and not (k == "cal_index" and v is False)}
+    if not ins.saturating and saturate is not None:
+        foreign["saturate"] = saturate
+    if foreign:          # what the public function would refuse as an unexpected keyword
+        k = sorted(foreign)[0]
+        raise ConstraintError(Code.BAD_ARGUMENT, api="run_batch", param=k, value=foreign[k],
+                              allowed=f"a parameter of {api}: {k} is not one (leave it out)")
     if ins.option is not None:
-        given = {"order": order, "reduce_type": reduce_type, "cal_index": cal_index}
         raw = given[ins.option.key] if ins.option.key in given else params.pop(ins.option.key,
                                                                                 None)
         if isinstance(ins.option, registry.FlagOption):
@@ -710,6 +718,11 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
     if params:
         raise ConstraintError(Code.BAD_ARGUMENT, api="run_batch", param=sorted(params)[0],
                               value=params[sorted(params)[0]], allowed="a parameter of " + api)
+    if max_repeat is not None and (isinstance(max_repeat, (bool, np.bool_))
+                                   or not isinstance(max_repeat, (int, np.integer))
+                                   or not 1 <= max_repeat <= 2**31 - 1):
+        raise ConstraintError(Code.BAD_ARGUMENT, api="run_batch", param="max_repeat",
+                              value=max_repeat, allowed="None or an int in [1, 2**31 - 1]")
     base = batch_args.int_param(api, "ub_base", ub_base, b)
     base1 = batch_args.uniform(base)
     if (base1 % 32).any() or (base1 < 0).any():
@@ -726,16 +739,19 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
                                         default if saturate is None else saturate, b)
     q = {k: np.asarray(v, np.uint32 if k == "mask" and mask_mode == "bits" else
                        (bool if k == "saturate" else np.int32)) for k, v in q.items()}
+    no_bytes = ubs.shape[1] == 0 and b > 0
+    if no_bytes:
+        # a UB of no bytes: the kernels need a row to read, so they read 32 zero bytes whose
+        # length the rules are told is 0 (each case gets the code the public function
+        # raises, UB_BOUNDS unless a rule before it fails); the result keeps no column
+        q["ub_len"] = np.zeros(b, np.int32)
+        ubs = batch_prep.aligned_zeros((b, 32))
     path = engine._PATH.get()
     devs = tuple(devices) if devices is not None else scale.default_devices()
     # a host-side choice; processes of one SPMD call might choose differently: not there
     static = None if path == "general" or scale._is_global(devs) else \
         _static_src(api, option, max_repeat, q, ubs.shape[1], dtype)
     one_device = len(devs) == 1
-    columns, rows, shared = _pack(q, b, share=one_device)
-    fn = _array_fn(api, chip if isinstance(chip, str) else chip.id, dtype, option, mask_mode,
-                   max_repeat, has_sat, path, static, columns, bool(return_undefined))
-    engine.release_if_needed()
     # the result starts as a copy of the input, chunk by chunk (see below); the kernel reads
     # its rows (in place on CPU) before the chunk's words are merged into them
     # (or, under overwrite_input(), is ubs itself when the kernel can read it in place);
@@ -759,6 +775,10 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
         held.append(touched)
     if b == 0:
         return (out, status, undef) if undef is not None else (out, status)
+    columns, rows, shared = _pack(q, b, share=one_device)
+    fn = _array_fn(api, chip if isinstance(chip, str) else chip.id, dtype, option, mask_mode,
+                   max_repeat, has_sat, path, static, columns, bool(return_undefined))
+    engine.release_if_needed()
     size = np.dtype(dtype).itemsize
     words = static is not None and ubs.shape[1] % size == 0
     # one device: chunks of equal shape (one compile); several: one sharded call (SPMD)
@@ -824,6 +844,9 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
         finish(*item)
     if pending is not None:
         finish(*pending)
+    if no_bytes:
+        out = out[:, :0]
+        undef = None if undef is None else undef[:, :0]
     return (out, status, undef) if undef is not None else (out, status)
 
 

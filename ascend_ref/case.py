@@ -127,7 +127,11 @@ def run_oracle(case, chip: Optional[str] = None, spr: bool = False) -> Outcome:
     from . import oracle
 
     c = case if chip is None else _on(case, chip)
-    ins = c.instruction
+    try:                          # a case that names no instruction or lacks an argument:
+        ins = c.instruction       # the code run_jax gives it (a ConstraintError there too)
+        ins.check_case(c)
+    except ConstraintError as e:
+        return Outcome(e.code)
     setter = getattr(oracle.spr, ins.name, None) if spr and ins.spr is not None else None
     if setter is None:
         try:

@@ -615,9 +615,26 @@ class Instruction:
 
     # -------------------------------------------------------------- calls ------------------
 
+    def check_case(self, case: Any) -> None:
+        """A :class:`~ascend_ref.case.Case` of this instruction names every parameter and
+        operand (``case.params`` / ``case.tensors`` dicts holding them): else a BAD_ARGUMENT
+        error naming the first one missing (was a KeyError from deep inside a call)."""
+        for group, names in (("params", self.params), ("tensors", self.operands)):
+            have = getattr(case, group)
+            if not isinstance(have, Mapping):
+                raise ConstraintError(Code.BAD_ARGUMENT, api=self.name, param=f"case.{group}",
+                                      value=type(have).__name__,
+                                      allowed=f"a dict naming {', '.join(names)}")
+            missing = [n for n in names if n not in have]
+            if missing:
+                raise ConstraintError(Code.BAD_ARGUMENT, api=self.name, param=missing[0],
+                                      value=None, allowed=f"a value in case.{group} (which "
+                                      f"names {', '.join(names)} for {self.name})")
+
     def call_args(self, case: Any, tensor: Callable[[str], Any]) -> Tuple[list, dict]:
         """Positional and keyword arguments (after ``ub``) of the public function for
         ``case``; ``tensor(name)`` builds each tensor argument."""
+        self.check_case(case)
         args: list = []
         kw: dict = {}
         for name in self.signature:
@@ -674,6 +691,7 @@ class Instruction:
         """:meth:`prepare` for a :class:`~ascend_ref.case.Case` (its UB unless ``ub``)."""
         from .ub import Tensor
 
+        self.check_case(case)
         tensors = {k: Tensor(a, self.tensor_dtype(k, case.dtype), s)
                    for k, (a, s) in case.tensors.items()}
         params = {k: case.params[k] for k in self.params}

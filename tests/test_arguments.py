@@ -17,6 +17,8 @@ import pytest
 
 import ascend_ref as ar
 from ascend_ref import Tensor
+from ascend_ref.case import Case, run_jax, run_oracle
+from ascend_ref.fuzz.compare import diff
 
 A2 = "atlas_a2"
 
@@ -136,6 +138,72 @@ def test_run_batch_rejects_wrapped_or_truncated_parameters(over, param):
         _batch(**over)
     assert e.value.code == ar.Code.BAD_ARGUMENT and e.value.param.startswith(param.split(".")[0])
     assert param in str(e.value)
+
+
+@pytest.mark.parametrize("api, over", [
+    ("whole_reduce_sum", dict(order="ORDER_VALUE_INDEX")),
+    ("whole_reduce_sum", dict(reduce_type="SUM")), ("whole_reduce_sum", dict(cal_index=True)),
+    ("whole_reduce_min", dict(saturate=False)), ("whole_reduce_min", dict(saturate=True)),
+    ("whole_reduce_sum", dict(max_repeat=0)), ("whole_reduce_sum", dict(max_repeat="255")),
+    ("whole_reduce_sum", dict(max_repeat=True)), ("whole_reduce_sum", dict(max_repeat=2.0)),
+])
+def test_run_batch_rejects_keywords_the_api_does_not_take(api, over):
+    """A keyword of another API (the public function: TypeError, unexpected keyword) and a
+    table height that is not a positive int are BAD_ARGUMENT errors naming them, not
+    ignored (saturate for WholeReduceMin) nor a traceback (max_repeat 0 or a string)."""
+    kw = dict(chip=A2, dtype="float16", mask=128, repeat=1, dst_rep_stride=1, src_blk_stride=1,
+              src_rep_stride=8, dst=(1024, 16), src=(0, 128), **over)
+    with pytest.raises(ar.ConstraintError) as e:
+        ar.run_batch(api, np.zeros((2, 2048), np.uint8), **kw)
+    param = next(iter(over))
+    assert e.value.code == ar.Code.BAD_ARGUMENT and e.value.param == param
+    assert param in str(e.value)
+    with pytest.raises(TypeError, match=param):        # what the public function does
+        getattr(ar.ascendc, api)(np.zeros(2048, np.uint8), Tensor(1024, "half", 16),
+                                 Tensor(0, "half", 128), 128, 1, 1, 1, 8, chip=A2,
+                                 **{param: over[param]})
+
+
+def test_run_batch_defaults_of_other_keywords_are_accepted():
+    """The signature's defaults (``order`` / ``reduce_type`` / ``saturate`` None,
+    ``cal_index`` False) stand for "not given"."""
+    _, st = ar.run_batch("whole_reduce_min", np.zeros((2, 2048), np.uint8), chip=A2,
+                         dtype="float16", mask=128, repeat=1, dst_rep_stride=1,
+                         src_blk_stride=1, src_rep_stride=8, dst=(1024, 16), src=(0, 128),
+                         order=None, reduce_type=None, cal_index=False, saturate=None)
+    assert st.tolist() == [0, 0]
+
+
+@pytest.mark.parametrize("api, kw", [
+    ("whole_reduce_min", dict(dst_rep_stride=1, src_blk_stride=1, src_rep_stride=8,
+                              dst=(0, 16), src=(0, 128))),
+    ("vec_reduce_add", dict(src_rep_stride=8, dst=(0, 16), src=(0, 128), work_tensor=(0, 64))),
+])
+def test_run_batch_on_no_rows_or_a_ub_of_no_bytes(api, kw):
+    """``uint8[0, W]``: nothing to run, an empty result (was a ValueError from reshape).
+    ``uint8[B, 0]``: each case gets the code its public function raises on a 0-byte UB
+    (was a TypeError from the gather), on both paths, and the result has no column."""
+    ins = ar.registry.lookup(api)
+    rep = ins.public_arg("repeat")
+    out, st = ar.run_batch(api, np.zeros((0, 2048), np.uint8), chip=A2, dtype="float16",
+                           mask=128, **{rep: 1}, **kw)
+    assert out.shape == (0, 2048) and st.shape == (0,)
+    repeats = np.array([1, 0, -1, 3])
+    want = []
+    for r in repeats.tolist():
+        c = Case(api, A2, "float16", ins.canonical_option(None), 128,
+                 {"repeat": r, **{k: v for k, v in kw.items() if k in ins.params}},
+                 {k: v for k, v in kw.items() if k in ins.operands}, np.zeros(0, np.uint8))
+        o = run_oracle(c)
+        assert diff(o, run_jax(c)) is None, c.describe()
+        want.append(int(o.code))
+    assert int(ar.Code.UB_BOUNDS) in want
+    for path in ("fast", "general"):
+        with ar.engine.use_path(path):
+            out, st, und = ar.run_batch(api, np.zeros((4, 0), np.uint8), chip=A2,
+                                        dtype="float16", mask=128, **{rep: repeats}, **kw,
+                                        return_undefined=True)
+        assert out.shape == und.shape == (4, 0) and st.tolist() == want, path
 
 
 def test_run_batch_in_range_values_and_explicit_mask_mode():
@@ -284,3 +352,28 @@ def test_block_reduce_aliases_take_the_documented_order():
         # the other order would be repeat 100 (> src), i.e. an error, not the same result
         with pytest.raises(ar.ConstraintError):
             getattr(ar.ascendc, name)(ub, dst, src, 100, 3, 1, 1, 8, chip=A2)
+
+
+def test_a_case_missing_an_argument_is_bad_argument_on_every_path():
+    """A Case without one of its instruction's parameters or operands (or with no dict of
+    them): BAD_ARGUMENT naming it from the public call, the same code from run_jax, the
+    oracle and run_cases (was a KeyError); run_columns without that column likewise."""
+    p = {"repeat": 1, "dst_rep_stride": 1, "src_blk_stride": 1, "src_rep_stride": 8}
+    t = {"dst": (512, 16), "src": (0, 128)}
+    ub = np.zeros(1024, np.uint8)
+    good = Case("whole_reduce_sum", A2, "float16", None, 128, p, t, ub)
+    assert run_jax(good).code is None
+    bad = {"dst_rep_stride": ({k: v for k, v in p.items() if k != "dst_rep_stride"}, t),
+           "src": (p, {"dst": t["dst"]}), "case.params": (None, t)}
+    for param, (params, tensors) in bad.items():
+        c = Case("whole_reduce_sum", A2, "float16", None, 128, params, tensors, ub)
+        with pytest.raises(ar.ConstraintError) as e:
+            c.call(ar)
+        assert e.value.code == ar.Code.BAD_ARGUMENT and e.value.param == param
+        codes = {run_jax(c).code, run_oracle(c).code, ar.run_cases([c])[0].code,
+                 ar.run_cases([c, good])[0].code}
+        assert codes == {ar.Code.BAD_ARGUMENT}, (param, codes)
+        if params is not None:
+            got = ar.run_columns("whole_reduce_sum", A2, "float16", None, 128, params,
+                                 tensors, np.zeros((2, 1024), np.uint8))
+            assert got.code.tolist() == [int(ar.Code.BAD_ARGUMENT)] * 2, param

@@ -233,7 +233,8 @@ def _group(v: "Verifier", f: DumpFile, g: Group, rows: np.ndarray) -> np.ndarray
     with overwrite_input(), fill_rows(fill), undefined_rows() as marked:
         out, status, undef = run_batch(
             case.api, wins, chip=prof.id, dtype=case.dtype, mask=mask, mask_mode=mode,
-            saturate=case.saturate, ub_base=int(base[0]) if (base == base[0]).all() else pad(base),
+            saturate=case.saturate if ins.saturating else None,   # as the per-case path
+            ub_base=int(base[0]) if (base == base[0]).all() else pad(base),
             max_repeat=height, return_undefined=True, **kw)
     out, status, undef, touched = out[:m], status[:m], undef[:m], marked[0][:m]
     err = g.error[grow]
