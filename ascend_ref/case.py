@@ -138,11 +138,17 @@ def run_oracle(case, chip: Optional[str] = None, spr: bool = False) -> Outcome:
             r = c.call(oracle)
         except oracle.OracleError as e:
             return Outcome(Code(e.code))
+        except ConstraintError as e:   # the arguments' own types (ub.Tensor: an unknown dtype)
+            return Outcome(e.code)
         return Outcome(None, r.ub, r.written, r.undefined)
     from .ub import Tensor
 
-    args, kw = ins.call_args(c, lambda k: Tensor(c.tensors[k][0], ins.tensor_dtype(k, c.dtype),
-                                                 c.tensors[k][1]))
+    try:
+        args, kw = ins.call_args(c, lambda k: Tensor(c.tensors[k][0],
+                                                     ins.tensor_dtype(k, c.dtype),
+                                                     c.tensors[k][1]))
+    except ConstraintError as e:
+        return Outcome(e.code, spr=oracle.spr.OracleSpr())
     try:
         r, state = setter(oracle.spr.OracleSpr(), c.ub.copy(), *args, **{**kw, "chip": c.chip})
     except oracle.OracleError as e:

@@ -617,8 +617,9 @@ class Instruction:
 
     def check_case(self, case: Any) -> None:
         """A :class:`~ascend_ref.case.Case` of this instruction names every parameter and
-        operand (``case.params`` / ``case.tensors`` dicts holding them): else a BAD_ARGUMENT
-        error naming the first one missing (was a KeyError from deep inside a call)."""
+        operand (``case.params`` / ``case.tensors`` dicts holding them; each operand an
+        ``(addr, size)`` pair): else a BAD_ARGUMENT error naming the first one missing or
+        malformed (was a KeyError, IndexError or ValueError from deep inside a call)."""
         for group, names in (("params", self.params), ("tensors", self.operands)):
             have = getattr(case, group)
             if not isinstance(have, Mapping):
@@ -630,6 +631,11 @@ class Instruction:
                 raise ConstraintError(Code.BAD_ARGUMENT, api=self.name, param=missing[0],
                                       value=None, allowed=f"a value in case.{group} (which "
                                       f"names {', '.join(names)} for {self.name})")
+        for t in self.operands:
+            v = case.tensors[t]
+            if not isinstance(v, (tuple, list)) or len(v) != 2:
+                raise ConstraintError(Code.BAD_ARGUMENT, api=self.name, param=t, value=v,
+                                      allowed="an (addr, size) pair in case.tensors")
 
     def call_args(self, case: Any, tensor: Callable[[str], Any]) -> Tuple[list, dict]:
         """Positional and keyword arguments (after ``ub``) of the public function for

@@ -364,7 +364,8 @@ def test_a_case_missing_an_argument_is_bad_argument_on_every_path():
     good = Case("whole_reduce_sum", A2, "float16", None, 128, p, t, ub)
     assert run_jax(good).code is None
     bad = {"dst_rep_stride": ({k: v for k, v in p.items() if k != "dst_rep_stride"}, t),
-           "src": (p, {"dst": t["dst"]}), "case.params": (None, t)}
+           "src": (p, {"dst": t["dst"]}), "case.params": (None, t),
+           "dst": (p, {"dst": (512, 16, 1), "src": t["src"]})}      # not an (addr, size) pair
     for param, (params, tensors) in bad.items():
         c = Case("whole_reduce_sum", A2, "float16", None, 128, params, tensors, ub)
         with pytest.raises(ar.ConstraintError) as e:
@@ -373,7 +374,22 @@ def test_a_case_missing_an_argument_is_bad_argument_on_every_path():
         codes = {run_jax(c).code, run_oracle(c).code, ar.run_cases([c])[0].code,
                  ar.run_cases([c, good])[0].code}
         assert codes == {ar.Code.BAD_ARGUMENT}, (param, codes)
-        if params is not None:
+        if params is not None and tensors["dst"] == t["dst"]:
             got = ar.run_columns("whole_reduce_sum", A2, "float16", None, 128, params,
                                  tensors, np.zeros((2, 1024), np.uint8))
             assert got.code.tolist() == [int(ar.Code.BAD_ARGUMENT)] * 2, param
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", None])
+@pytest.mark.parametrize("api, option", [("whole_reduce_sum", None),
+                                         ("whole_reduce_min", "ORDER_VALUE_INDEX")])
+def test_an_unknown_dtype_is_the_same_outcome_on_every_path(api, option, dtype):
+    """run_oracle returned no outcome for it (the ConstraintError of ``ub.Tensor`` escaped)
+    where run_jax and run_cases give DTYPE_UNSUPPORTED; with the registers asked for too
+    (WholeReduceMin sets them: the oracle's register path)."""
+    c = Case(api, A2, dtype, option, 128,
+             {"repeat": 1, "dst_rep_stride": 1, "src_blk_stride": 1, "src_rep_stride": 8},
+             {"dst": (512, 16), "src": (0, 128)}, np.zeros(1024, np.uint8))
+    codes = {run_jax(c).code, run_oracle(c).code, ar.run_cases([c])[0].code,
+             run_oracle(c, spr=True).code, run_jax(c, spr=True).code}
+    assert codes == {ar.Code.DTYPE_UNSUPPORTED}
