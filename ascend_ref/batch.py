@@ -147,6 +147,22 @@ def _vmapped_spr(ins, spec):
     return run
 
 
+def _heights(api: str, heights: Any) -> Tuple[int, ...]:
+    """``heights`` as a tuple of ints (any order; a height below 1 holds no case), else a
+    BAD_ARGUMENT error naming it (a string or floats were a TypeError deep in the grouping)."""
+    try:
+        hs = tuple(heights)
+    except TypeError:
+        hs = None
+    if isinstance(heights, (str, bytes)) or hs is None or not all(
+            isinstance(h, (int, np.integer)) and not isinstance(h, (bool, np.bool_))
+            for h in hs):
+        raise ConstraintError(Code.BAD_ARGUMENT, api=api, param="heights", value=heights,
+                              allowed="a sequence of ints (repeat-table heights, e.g. "
+                                      f"{TABLE_HEIGHTS}; () for one table per API)")
+    return tuple(int(h) for h in hs)
+
+
 def _prepare_case(case: Case):
     return case.prepare(info=True)
 
@@ -182,6 +198,7 @@ def run_cases(cases: Iterable[Case], *, heights: Sequence[int] = TABLE_HEIGHTS,
     Only the setters' kernels change (they compute the update); asked for or not, the
     bytes are the same.
     """
+    heights = _heights("run_cases", heights)
     cases = list(cases)
     outcomes: List[Optional[Outcome]] = [None] * len(cases)
     parts = batch_prep.prepare(cases, outcomes, heights)
@@ -223,6 +240,7 @@ def run_columns(api: str, chip, dtype: str, option, mask, params: dict, tensors:
     >>> got.code.tolist(), got.ub[:, 512:514].copy().view(np.float16)[:, 0].tolist()
     ([0, 0, 0], [8128.0, 6.0, 0.0])
     """
+    heights = _heights("run_columns", heights)
     ubs = np.asarray(ubs)
     if ubs.ndim != 2 or ubs.dtype != np.uint8:
         raise ConstraintError(Code.BAD_ARGUMENT, api="run_columns", param="ubs",

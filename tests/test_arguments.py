@@ -393,3 +393,31 @@ def test_an_unknown_dtype_is_the_same_outcome_on_every_path(api, option, dtype):
     codes = {run_jax(c).code, run_oracle(c).code, ar.run_cases([c])[0].code,
              run_oracle(c, spr=True).code, run_jax(c, spr=True).code}
     assert codes == {ar.Code.DTYPE_UNSUPPORTED}
+
+
+@pytest.mark.parametrize("heights", ["16", [1.5], [True], 16, None])
+def test_table_heights_must_be_ints(heights):
+    c = Case("whole_reduce_sum", A2, "float16", None, 128,
+             {"repeat": 1, "dst_rep_stride": 1, "src_blk_stride": 1, "src_rep_stride": 8},
+             {"dst": (512, 16), "src": (0, 128)}, np.zeros(1024, np.uint8))
+    for call in (lambda: ar.run_cases([c], heights=heights),
+                 lambda: ar.run_columns("whole_reduce_sum", A2, "float16", None, 128, c.params,
+                                        c.tensors, np.zeros((2, 1024), np.uint8),
+                                        heights=heights)):
+        with pytest.raises(ar.ConstraintError) as e:
+            call()
+        assert e.value.code == ar.Code.BAD_ARGUMENT and e.value.param == "heights"
+
+
+def test_table_heights_in_any_order_or_below_one_give_the_same_outcomes():
+    rng = np.random.default_rng(5)
+    ubs = rng.integers(0, 256, (3, 66 * 1024), dtype=np.uint8)
+    cases = [Case("whole_reduce_sum", A2, "float16", None, 128,
+                  {"repeat": r, "dst_rep_stride": 1, "src_blk_stride": 1, "src_rep_stride": 8},
+                  {"dst": (65536, 256), "src": (0, 128 * r)}, ubs[k])
+             for k, r in enumerate((1, 20, 255))]
+    want = ar.run_cases(cases)
+    assert all(o.code is None for o in want)
+    for heights in ((256, 16), (0, -3), np.array([16, 256])):
+        for w, g in zip(want, ar.run_cases(cases, heights=heights)):
+            assert diff(w, g) is None, heights
