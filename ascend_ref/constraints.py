@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Union
 
 if TYPE_CHECKING:
     import jax
@@ -83,9 +83,26 @@ DESCRIPTIONS = {
 }
 
 
-def explain(code: int) -> str:
-    """One line naming a status code and what it means (for batched status arrays)."""
-    c = Code(int(code))
+def explain(code: Union[int, str, "Code"]) -> str:
+    """One line naming a status code and what it means (for batched status arrays): an int
+    (numpy's too), a :class:`Code` member or its name.
+
+    >>> explain(14), explain("UB_BOUNDS") == explain(14)
+    ("UB_BOUNDS: a tensor's declared extent leaves the Unified Buffer", True)
+    """
+    c: Optional[Code] = None
+    if isinstance(code, str):
+        c = Code.__members__.get(code.strip().upper())
+    elif not (isinstance(code, bool) or str(getattr(code, "dtype", "")) == "bool"):
+        try:
+            f = float(code)
+            c = Code(int(f)) if f.is_integer() else None
+        except (TypeError, ValueError, OverflowError):
+            c = None
+    if c is None:
+        raise ConstraintError(Code.BAD_ARGUMENT, api="explain", param="code", value=code,
+                              allowed=f"a status code: an int in [0, {int(max(Code))}], a Code "
+                                      "member or its name (e.g. 'UB_BOUNDS')")
     return f"{c.name}: {DESCRIPTIONS[c]}"
 
 

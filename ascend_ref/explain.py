@@ -37,7 +37,7 @@ import sys
 import types
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import List, Optional, Sequence
+from typing import List, Optional, Sequence, Union
 
 import jax
 import jax.numpy as jnp
@@ -47,7 +47,7 @@ from . import addressing, mask as masks, numerics
 from . import registry
 from .case import JAX, Case
 from .chips import chip as get_chip
-from .constraints import ConstraintError
+from .constraints import Code, ConstraintError
 from .constraints import explain as explain_code
 from .engine import Spec, arithmetic, source_reads
 from .params import Params
@@ -1010,7 +1010,7 @@ class _CallableModule(types.ModuleType):
     (``ascend_ref.explain(3)``); importing the module replaces that attribute of the package,
     so the module answers the same call."""
 
-    def __call__(self, code: int) -> str:
+    def __call__(self, code: Union[int, str, Code]) -> str:
         return explain_code(code)
 
 

@@ -100,3 +100,16 @@ def test_valid_neighbours_do_not_raise():
     tik()(ar.tik)
     tik(work=T(4160, H, 18))(ar.tik)
     wr(dst=T(512, H, 64), rs=8, r=1)(ar.ascendc)   # in place, one repeat: allowed
+
+
+def test_explain_takes_a_code_its_name_or_an_integral_number():
+    want = ar.explain(int(Code.UB_BOUNDS))
+    assert want.startswith("UB_BOUNDS: ")
+    for same in (Code.UB_BOUNDS, "UB_BOUNDS", "ub_bounds", np.int32(14), np.array(14), 14.0):
+        assert ar.explain(same) == want, repr(same)
+    assert ar.explain(0).startswith("OK: ")
+    for bad in (14.5, True, np.bool_(False), 9999, -1, "x", None, [14], float("nan")):
+        with pytest.raises(ar.ConstraintError) as e:      # was: a wrong code or a ValueError
+            ar.explain(bad)
+        assert e.value.code == Code.BAD_ARGUMENT and e.value.param == "code", repr(bad)
+        assert f"[0, {int(max(Code))}]" in str(e.value)
