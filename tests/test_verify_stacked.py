@@ -584,3 +584,21 @@ def test_count_true_is_count_nonzero():
                     np.count_nonzero(sub, axis=1).tolist()
                 assert vfast._count_true(full[:, ::2]).tolist() == \
                     np.count_nonzero(full[:, ::2], axis=1).tolist()
+
+
+def test_a_saturate_flag_on_an_api_without_one_is_ignored_on_both_paths(tmp_path):
+    """A dump whose meta gives ``saturate`` to vec_reduce_max (no such argument: the per-case
+    path ignores it) verifies as agreed in whole batches too: the batch path passes run_batch
+    no saturate for it (run_batch refuses one; the batch path would then hand every case to
+    the per-case path, exact but slow, so the test counts the cases decided in batches)."""
+    cases = [mk("vec_reduce_max", "float16", False, 128, 1 + k % 3, chip="atlas_training",
+                seed=k, sat=bool(k % 2)) for k in range(8)]
+    outs = run_cases(cases)
+    assert all(o.code is None for o in outs)
+    _write(tmp_path / "v2", cases, [o.ub.copy() for o in outs], [None] * 8, stacked=True,
+           per_file=8)
+    for fast in (True, False):
+        before = vfast.STATS["vectorised"]
+        rep = verify([tmp_path / "v2"], vectorised=fast, progress=False)
+        assert (rep.cases, rep.agreed, rep.exit_code) == (8, 8, 0), fast
+        assert vfast.STATS["vectorised"] - before == (8 if fast else 0)
