@@ -698,7 +698,8 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
     option: Any = None
     given = {"order": order, "reduce_type": reduce_type, "cal_index": cal_index}
     foreign = {k: v for k, v in given.items() if (ins.option is None or k != ins.option.key)
-               and v is not None and not (k == "cal_index" and v is False)}
+               and v is not None and not (k == "cal_index" and
+                                          isinstance(v, (bool, np.bool_)) and not v)}
     if not ins.saturating and saturate is not None:
         foreign["saturate"] = saturate
     if foreign:          # what the public function would refuse as an unexpected keyword

@@ -633,7 +633,8 @@ class Instruction:
                                       f"names {', '.join(names)} for {self.name})")
         for t in self.operands:
             v = case.tensors[t]
-            if not isinstance(v, (tuple, list)) or len(v) != 2:
+            if not (isinstance(v, (tuple, list)) and len(v) == 2
+                    or getattr(v, "shape", None) == (2,)):          # a numpy pair too
                 raise ConstraintError(Code.BAD_ARGUMENT, api=self.name, param=t, value=v,
                                       allowed="an (addr, size) pair in case.tensors")
 

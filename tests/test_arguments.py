@@ -170,7 +170,7 @@ def test_run_batch_defaults_of_other_keywords_are_accepted():
     _, st = ar.run_batch("whole_reduce_min", np.zeros((2, 2048), np.uint8), chip=A2,
                          dtype="float16", mask=128, repeat=1, dst_rep_stride=1,
                          src_blk_stride=1, src_rep_stride=8, dst=(1024, 16), src=(0, 128),
-                         order=None, reduce_type=None, cal_index=False, saturate=None)
+                         order=None, reduce_type=None, cal_index=np.False_, saturate=None)
     assert st.tolist() == [0, 0]
 
 
@@ -363,6 +363,9 @@ def test_a_case_missing_an_argument_is_bad_argument_on_every_path():
     ub = np.zeros(1024, np.uint8)
     good = Case("whole_reduce_sum", A2, "float16", None, 128, p, t, ub)
     assert run_jax(good).code is None
+    pairs = Case("whole_reduce_sum", A2, "float16", None, 128, p,     # lists, numpy pairs
+                 {"dst": np.array([512, 16]), "src": [0, 128]}, ub)
+    assert {run_jax(pairs).code, run_oracle(pairs).code, ar.run_cases([pairs])[0].code} == {None}
     bad = {"dst_rep_stride": ({k: v for k, v in p.items() if k != "dst_rep_stride"}, t),
            "src": (p, {"dst": t["dst"]}), "case.params": (None, t),
            "dst": (p, {"dst": (512, 16, 1), "src": t["src"]})}      # not an (addr, size) pair
