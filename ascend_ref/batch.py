@@ -154,9 +154,8 @@ def _heights(api: str, heights: Any) -> Tuple[int, ...]:
         hs = tuple(heights)
     except TypeError:
         hs = None
-    if isinstance(heights, (str, bytes)) or hs is None or not all(
-            isinstance(h, (int, np.integer)) and not isinstance(h, (bool, np.bool_))
-            for h in hs):
+    if isinstance(heights, (str, bytes)) or hs is None or \
+            not all(batch_args.is_int(h) for h in hs):
         raise ConstraintError(Code.BAD_ARGUMENT, api=api, param="heights", value=heights,
                               allowed="a sequence of ints (repeat-table heights, e.g. "
                                       f"{TABLE_HEIGHTS}; () for one table per API)")
@@ -737,9 +736,8 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
     if params:
         raise ConstraintError(Code.BAD_ARGUMENT, api="run_batch", param=sorted(params)[0],
                               value=params[sorted(params)[0]], allowed="a parameter of " + api)
-    if max_repeat is not None and (isinstance(max_repeat, (bool, np.bool_))
-                                   or not isinstance(max_repeat, (int, np.integer))
-                                   or not 1 <= max_repeat <= 2**31 - 1):
+    if max_repeat is not None and not (batch_args.is_int(max_repeat)
+                                       and 1 <= max_repeat <= 2**31 - 1):
         raise ConstraintError(Code.BAD_ARGUMENT, api="run_batch", param="max_repeat",
                               value=max_repeat, allowed="None or an int in [1, 2**31 - 1]")
     base = batch_args.int_param(api, "ub_base", ub_base, b)

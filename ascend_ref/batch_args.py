@@ -33,6 +33,11 @@ def _bad(api: str, name: str, value: Any, allowed: str) -> ConstraintError:
     return ConstraintError(Code.BAD_ARGUMENT, api=api, param=name, value=value, allowed=allowed)
 
 
+def is_int(v: Any) -> bool:
+    """A Python or numpy integer, not a bool (a static count: ``max_repeat``, a height)."""
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
 def int_param(api: str, name: str, v: Any, b: int) -> np.ndarray:
     """``v`` (int or ``[B]`` integer array) as int32 ``[B]``; BAD_ARGUMENT otherwise. A
     scalar comes back as a read-only ``[B]`` view of one value (stride 0: :func:`uniform`

@@ -127,10 +127,9 @@ def run_oracle(case, chip: Optional[str] = None, spr: bool = False) -> Outcome:
     from . import oracle
 
     c = case if chip is None else _on(case, chip)
-    try:                          # a case that names no instruction or lacks an argument:
-        ins = c.instruction       # the code run_jax gives it (a ConstraintError there too)
-        ins.check_case(c)
-    except ConstraintError as e:
+    try:                          # a case that names no instruction: the code run_jax gives
+        ins = c.instruction       # it (a ConstraintError there too); one that lacks an
+    except ConstraintError as e:  # argument fails in call_args (Instruction.check_case)
         return Outcome(e.code)
     setter = getattr(oracle.spr, ins.name, None) if spr and ins.spr is not None else None
     if setter is None:
@@ -138,7 +137,7 @@ def run_oracle(case, chip: Optional[str] = None, spr: bool = False) -> Outcome:
             r = c.call(oracle)
         except oracle.OracleError as e:
             return Outcome(Code(e.code))
-        except ConstraintError as e:   # the arguments' own types (ub.Tensor: an unknown dtype)
+        except ConstraintError as e:   # the arguments: missing, or an unknown tensor dtype
             return Outcome(e.code)
         return Outcome(None, r.ub, r.written, r.undefined)
     from .ub import Tensor

@@ -381,6 +381,10 @@ def test_a_case_missing_an_argument_is_bad_argument_on_every_path():
             got = ar.run_columns("whole_reduce_sum", A2, "float16", None, 128, params,
                                  tensors, np.zeros((2, 1024), np.uint8))
             assert got.code.tolist() == [int(ar.Code.BAD_ARGUMENT)] * 2, param
+    # a register setter asked for its registers: both paths give the code and a fresh state
+    c = Case("whole_reduce_min", A2, "float16", "ORDER_VALUE_INDEX", 128, {"repeat": 1}, t, ub)
+    for o in (run_jax(c, spr=True), run_oracle(c, spr=True)):
+        assert o.code == ar.Code.BAD_ARGUMENT and o.spr is not None
 
 
 @pytest.mark.parametrize("dtype", ["bfloat16", None])
