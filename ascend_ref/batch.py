@@ -764,7 +764,7 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
         q["ub_len"] = np.zeros(b, np.int32)
         ubs = batch_prep.aligned_zeros((b, 32))
     path = engine._PATH.get()
-    devs = tuple(devices) if devices is not None else scale.default_devices()
+    devs = scale.checked_devices(devices, "run_batch")
     # a host-side choice; processes of one SPMD call might choose differently: not there
     static = None if path == "general" or scale._is_global(devs) else \
         _static_src(api, option, max_repeat, q, ubs.shape[1], dtype)

@@ -57,6 +57,23 @@ def default_devices() -> Tuple:
     return _DEVICES if _DEVICES is not None else tuple(jax.local_devices())
 
 
+def checked_devices(devices: Optional[Sequence], api: str = "run_rows") -> Tuple:
+    """``devices`` as a tuple of JAX devices (None: :func:`default_devices`); an empty or
+    non-sequence value, or an item that is no device (the string ``"cpu"``, None), is a
+    BAD_ARGUMENT error naming ``devices`` (was an AttributeError or a ValueError later)."""
+    if devices is None:
+        return default_devices()
+    devs = None if isinstance(devices, (str, bytes, jax.Device)) else \
+        (tuple(devices) if isinstance(devices, (Sequence, np.ndarray, Iterator)) else None)
+    if not devs or not all(isinstance(d, jax.Device) for d in devs):
+        from .constraints import Code, ConstraintError
+
+        raise ConstraintError(Code.BAD_ARGUMENT, api=api, param="devices", value=devices,
+                              allowed="None or a non-empty sequence of JAX devices, e.g. "
+                                      "jax.local_devices()[:1]")
+    return devs
+
+
 @contextlib.contextmanager
 def use_devices(devices: Optional[Sequence]) -> Iterator[None]:
     """Within the block, batched paths (``run_cases`` and everything on it) use ``devices``
@@ -64,7 +81,7 @@ def use_devices(devices: Optional[Sequence]) -> Iterator[None]:
     one device."""
     global _DEVICES
     old = _DEVICES
-    _DEVICES = None if devices is None else tuple(devices)
+    _DEVICES = None if devices is None else checked_devices(devices, "use_devices")
     try:
         yield
     finally:
@@ -155,9 +172,7 @@ def run_rows(fn: Callable, *args: Any, devices: Optional[Sequence] = None,
     ``args`` are this process's rows and the result is this process's rows (every process
     must call with the same ``fn``; the row counts may differ between processes).
     """
-    devs = tuple(devices) if devices is not None else default_devices()
-    if not devs:
-        raise ValueError("run_rows: no device")
+    devs = checked_devices(devices)
     donate = tuple(donate_argnums)
     n = _rows(args)
     CALLS[len(devs)] += 1

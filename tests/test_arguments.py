@@ -428,3 +428,19 @@ def test_table_heights_in_any_order_or_below_one_give_the_same_outcomes():
     for heights in ((256, 16), (0, -3), np.array([16, 256])):
         for w, g in zip(want, ar.run_cases(cases, heights=heights)):
             assert diff(w, g) is None, heights
+
+
+@pytest.mark.parametrize("devices", [[], "cpu", [None], "first"])
+def test_devices_must_be_a_sequence_of_devices(devices):
+    """An empty list was a ValueError from run_rows, ``"cpu"`` or ``[None]`` an
+    AttributeError, a single device (not in a list) the same: BAD_ARGUMENT naming devices,
+    from run_batch and from scale.use_devices (run_cases' setting)."""
+    devices = jax.local_devices()[0] if devices == "first" else devices
+    with pytest.raises(ar.ConstraintError) as e:
+        _batch(devices=devices)
+    assert e.value.code == ar.Code.BAD_ARGUMENT and e.value.param == "devices"
+    with pytest.raises(ar.ConstraintError, match="devices"):
+        with ar.scale.use_devices(devices):
+            pass
+    _, st = _batch(devices=np.array(jax.local_devices()[:1]))     # a numpy array of them: ok
+    assert st.tolist() == [0] * 8
