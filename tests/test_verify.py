@@ -13,6 +13,7 @@ import pytest
 
 from ascend_ref.case import Case
 from ascend_ref.cli import main as cli_main
+from ascend_ref.constraints import Code
 from ascend_ref.verify import (DumpError, dumps_from_cases, explain, iter_dump_cases,
                                open_dump, verify, write_dump, write_dumps)
 from ascend_ref.batch import run_cases
@@ -362,3 +363,32 @@ def test_region_outside_the_ub_is_refused_when_writing(tmp_path, region):
     with pytest.raises(ValueError, match="outside its 4096-byte UB"):
         write_dump(tmp_path / "x.npz", c, ub_after=c.ub, regions={"dst": region})
     assert not (tmp_path / "x.npz").exists()
+
+
+@pytest.mark.parametrize("stacked", [False, True])
+def test_writer_arguments_are_checked_before_anything_is_written(tmp_path, base, stacked):
+    """An error that is no Code ("NOPE" was written into the meta as it was), regions that
+    are neither None, "tensors" nor {name: (addr, nbytes)} (an AttributeError / a ValueError
+    from dict()), dumps_from_cases' per_file below 1 (0: a ValueError from range(); -1: no
+    file and no error) or a short outcomes list (an AttributeError): each a ValueError
+    saying what it takes, and nothing written."""
+    cases, outs = base
+    c = cases[0]
+    bad = [dict(errors=["NOPE"]), dict(errors=[True]), dict(errors=[9999]),
+           dict(regions="nope"), dict(regions=[("dst", 2048, 64)]), dict(regions={}),
+           dict(regions={"dst": (2048.0, 64)})]
+    for kw in bad:
+        with pytest.raises(ValueError, match=next(iter(kw))):
+            write_dumps(tmp_path / "x.npz", [c], [c.ub], stacked=stacked, **kw)
+        assert not (tmp_path / "x.npz").exists()
+    for err in (Code.MASK_RANGE, "MASK_RANGE", int(Code.MASK_RANGE), np.int32(7)):
+        write_dumps(tmp_path / "e.npz", [c], [None], errors=[err], stacked=stacked)
+        (got,) = list(iter_dump_cases([tmp_path / "e.npz"]))
+        assert got.error == Code.MASK_RANGE, err
+    for per_file in (0, -1, 1.5):
+        with pytest.raises(ValueError, match="per_file"):
+            dumps_from_cases(cases, tmp_path / "d", per_file=per_file, outcomes=outs,
+                             stacked=stacked)
+    with pytest.raises(ValueError, match="outcomes"):
+        dumps_from_cases(cases, tmp_path / "d", outcomes=outs[:-1], stacked=stacked)
+    assert not (tmp_path / "d").exists()

@@ -50,9 +50,13 @@ def dumps_from_cases(cases: Sequence, out_dir, *, per_file: int = 1, regions=Non
     """
     from ..batch import run_cases
 
-    os.makedirs(out_dir, exist_ok=True)
+    if isinstance(per_file, bool) or not isinstance(per_file, int) or per_file < 1:
+        raise ValueError(f"per_file = {per_file!r}: expected an int >= 1 (cases a file)")
     cases = list(cases)
     outs = list(outcomes) if outcomes is not None else run_cases(cases)
+    if len(outs) != len(cases):
+        raise ValueError(f"{len(outs)} outcomes for {len(cases)} cases: one outcome a case")
+    os.makedirs(out_dir, exist_ok=True)
     paths = []
     for k in range(0, len(cases), per_file):
         cs, os_ = cases[k:k + per_file], outs[k:k + per_file]

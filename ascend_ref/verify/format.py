@@ -145,14 +145,14 @@ def write_dumps(path: PathLike, cases: Sequence[Case], ub_afters: Optional[Seque
     regs = list(sprs) if sprs is not None else [None] * n
     if len(ub_afters) != n or len(errors) != n or len(regs) != n:
         raise ValueError("cases, ub_afters, errors and sprs must have the same length")
+    _check_regions(regions)
+    errors = [_error_name(k, e) for k, e in enumerate(errors)]
     arrays: Dict[str, Any] = {"format": np.array(FORMAT), "count": np.array(n)}
     if stacked:
         from .stacked import VERSION as STACKED, stacked_arrays
 
         arrays["version"] = np.array(STACKED)
-        arrays.update(stacked_arrays(cases, ub_afters, regions,
-                                     [e.name if isinstance(e, Code) else e for e in errors],
-                                     regs))
+        arrays.update(stacked_arrays(cases, ub_afters, regions, errors, regs))
     else:
         arrays["version"] = np.array(VERSION)
         for i, (c, a, e, r) in enumerate(zip(cases, ub_afters, errors, regs)):
@@ -161,6 +161,37 @@ def write_dumps(path: PathLike, cases: Sequence[Case], ub_afters: Optional[Seque
     with open(tmp, "wb") as fh:
         _savez(fh, arrays, compress)
     os.replace(tmp, path)
+
+
+def _check_regions(regions: Any) -> None:
+    """``regions`` as :func:`write_dumps` takes it, else a ValueError saying what it takes
+    (a string or a list was an AttributeError or a ValueError from ``dict()``)."""
+    if regions is None or (isinstance(regions, str) and regions == "tensors"):
+        return
+    if isinstance(regions, Mapping) and regions and all(
+            isinstance(k, str) and isinstance(r, (tuple, list)) and len(r) == 2
+            and all(isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+                    for x in r) for k, r in regions.items()):
+        return
+    raise ValueError(f"regions = {regions!r}: expected None (the whole UB), \"tensors\" (each "
+                     "tensor's declared extent) or a non-empty {name: (addr, nbytes)} of ints")
+
+
+def _error_name(k: int, e: Any) -> Optional[str]:
+    """``errors[k]`` as a :class:`Code`'s name (None: the device ran the call); an unknown
+    name or a value that is no code is a ValueError (``"NOPE"`` was written into the meta
+    as it was)."""
+    if e is None:
+        return None
+    if isinstance(e, Code):
+        return e.name
+    if isinstance(e, str) and e in Code.__members__:
+        return e
+    if isinstance(e, (int, np.integer)) and not isinstance(e, (bool, np.bool_)) and \
+            int(e) in {int(c) for c in Code}:
+        return Code(int(e)).name
+    raise ValueError(f"errors[{k}] = {e!r}: expected None, a Code, its name (e.g. "
+                     "'MASK_RANGE') or its number")
 
 
 #: a member deflates only when that saves at least this share of its bytes (noise-like
