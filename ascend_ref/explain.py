@@ -514,8 +514,9 @@ def _trace(ins, spec: Spec, kind: str, p: Params, bits, active):
     return writes, idx, best_r
 
 
-def access_map(case: Case) -> AccessMap:
-    """The access map of ``case`` (see :class:`AccessMap`), from the kernels' own tables.
+def access_map(case: Union[Case, str]) -> AccessMap:
+    """The access map of ``case`` (see :class:`AccessMap`), from the kernels' own tables;
+    an API name stands for :func:`make_case`'s default call of it (``access_map("vcadd")``).
 
     The reads and active lanes are the shared source gather
     (:func:`ascend_ref.engine.source_reads`: :func:`ascend_ref.addressing.source_table` over
@@ -524,6 +525,12 @@ def access_map(case: Case) -> AccessMap:
     call (``return_info=True``). A call that breaks a rule is still mapped; ``error`` says
     which rule.
     """
+    if isinstance(case, str):
+        case = make_case(case)
+    elif not isinstance(case, Case):            # was an AttributeError (no .prepare)
+        raise ConstraintError(Code.BAD_ARGUMENT, api="access_map", param="case",
+                              value=type(case).__name__,
+                              allowed="a Case (explain.make_case(api, ...)) or an API name")
     prep = case.prepare(info=False)        # the call's own checked parameters, not run
     ins, spec, p = prep.ins, prep.spec, prep.p
     prof = get_chip(case.chip)

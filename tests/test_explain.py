@@ -234,3 +234,16 @@ def test_pictures_render(tmp_path):
     viz.save(viz.rounding_tree(t), str(tmp_path / "tree.png"))
     viz.save(viz.rounding_tree(t, root=(4, 1)), str(tmp_path / "sub.png"))
     assert (tmp_path / "sub.png").stat().st_size > 10_000
+
+
+def test_access_map_of_an_api_name_is_its_default_call():
+    """``access_map("vcadd")`` maps make_case's default call (a name was an AttributeError);
+    anything but a Case or a name is BAD_ARGUMENT naming ``case``."""
+    for api in ("whole_reduce_min", "vcadd"):
+        got, want = explain.access_map(api), explain.access_map(explain.make_case(api))
+        assert got.text() == want.text()
+        np.testing.assert_array_equal(got.written, want.written)
+    for bad in (None, 3, ["whole_reduce_min"]):
+        with pytest.raises(ar.ConstraintError) as e:
+            explain.access_map(bad)
+        assert e.value.code == ar.Code.BAD_ARGUMENT and e.value.param == "case"
