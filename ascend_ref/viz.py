@@ -22,7 +22,7 @@ True
 from __future__ import annotations
 
 import textwrap
-from typing import List, Optional
+from typing import List, Optional, Union
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -30,6 +30,9 @@ from matplotlib.artist import Artist
 from matplotlib.colors import Normalize, to_rgb
 from matplotlib.patches import Patch, Rectangle
 
+from . import explain
+from .case import Case
+from .constraints import Code, ConstraintError
 from .explain import AccessMap, RoundingTree
 
 TENSOR_TINT = {"src": "#d6e6f5", "dst": "#fbe1c4", "work_tensor": "#d5efd2"}
@@ -63,9 +66,13 @@ def _rows_to_show(busy: np.ndarray, max_rows: int) -> list:
     return keep[:max_rows]
 
 
-def access_map(amap: AccessMap, *, max_repeats: int = 8, max_rows: int = 40,
+def access_map(amap: Union[AccessMap, Case, str], *, max_repeats: int = 8, max_rows: int = 40,
                width: float = 15.0, title: Optional[str] = None):
-    """Draw an :class:`~ascend_ref.explain.AccessMap` (see the module docstring)."""
+    """Draw an :class:`~ascend_ref.explain.AccessMap` (see the module docstring); a
+    :class:`~ascend_ref.case.Case` or an API name is mapped first
+    (:func:`ascend_ref.explain.access_map`)."""
+    if not isinstance(amap, AccessMap):        # a Case or a name; anything else: its error
+        amap = explain.access_map(amap)
     L, epb, s = amap.lanes, amap.epb, amap.size
     nrep = max(amap.repeat, 0)
     reps = list(range(min(nrep, max_repeats)))
@@ -274,12 +281,20 @@ def _repeat_note(amap: AccessMap, r: int) -> str:
 
 # ------------------------------------------------------------------ rounding tree -----------
 
-def rounding_tree(tree: RoundingTree, *, root: Optional[tuple] = None, width: float = 15.0,
-                  title: Optional[str] = None):
-    """Draw a :class:`~ascend_ref.explain.RoundingTree` as an icicle (see module docstring).
+def rounding_tree(tree: Union[RoundingTree, AccessMap, Case], *, root: Optional[tuple] = None,
+                  width: float = 15.0, title: Optional[str] = None):
+    """Draw a :class:`~ascend_ref.explain.RoundingTree` as an icicle (see module docstring);
+    a Case or an AccessMap of a summing call draws its first tree
+    (:func:`ascend_ref.explain.rounding_tree` with its defaults).
 
     ``root=(level, index)`` draws only that subtree (for 128-leaf trees: zoom in).
     """
+    if isinstance(tree, (AccessMap, Case)):    # was an AttributeError (no .levels)
+        tree = explain.rounding_tree(tree)
+    elif not isinstance(tree, RoundingTree):
+        raise ConstraintError(Code.BAD_ARGUMENT, api="viz.rounding_tree", param="tree",
+                              value=type(tree).__name__, allowed="a RoundingTree "
+                              "(explain.rounding_tree(...)), a Case or an AccessMap")
     top = len(tree.levels) - 1
     lvl0, k0 = (top, 0) if root is None else root
     leaf_lo, leaf_hi = k0 << lvl0, (k0 + 1) << lvl0

@@ -247,3 +247,22 @@ def test_access_map_of_an_api_name_is_its_default_call():
         with pytest.raises(ar.ConstraintError) as e:
             explain.access_map(bad)
         assert e.value.code == ar.Code.BAD_ARGUMENT and e.value.param == "case"
+
+
+def test_viz_draws_a_case_or_a_name_as_its_map_and_tree():
+    """viz.access_map / viz.rounding_tree of a Case (or a name, for the map) draw what the
+    explain objects draw (both were an AttributeError); anything else is BAD_ARGUMENT."""
+    case = explain.make_case("whole_reduce_sum")
+    amap = explain.access_map(case)
+    pairs = [(viz.access_map(case), viz.access_map(amap)),
+             (viz.access_map("whole_reduce_sum"), viz.access_map(amap)),
+             (viz.rounding_tree(case), viz.rounding_tree(explain.rounding_tree(case))),
+             (viz.rounding_tree(amap), viz.rounding_tree(explain.rounding_tree(case)))]
+    for got, want in pairs:
+        assert [len(a.patches) for a in got.axes] == [len(a.patches) for a in want.axes] != []
+        assert [t.get_text() for a in got.axes for t in a.texts] == \
+            [t.get_text() for a in want.axes for t in a.texts]
+        viz.close(got)
+        viz.close(want)
+    with pytest.raises(ar.ConstraintError, match="tree"):
+        viz.rounding_tree(None)
