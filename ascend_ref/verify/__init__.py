@@ -49,8 +49,9 @@ def dumps_from_cases(cases: Sequence, out_dir, *, per_file: int = 1, regions=Non
     product has a getter). Returns the paths written.
     """
     from ..batch import run_cases
+    from ..batch_args import is_int
 
-    if isinstance(per_file, bool) or not isinstance(per_file, int) or per_file < 1:
+    if not is_int(per_file) or per_file < 1:
         raise ValueError(f"per_file = {per_file!r}: expected an int >= 1 (cases a file)")
     cases = list(cases)
     outs = list(outcomes) if outcomes is not None else run_cases(cases)

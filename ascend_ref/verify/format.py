@@ -64,6 +64,7 @@ SUPPORTED_VERSIONS = (1, 2)       # 2: the stacked layout (stacked.py)
 
 _META_KEYS = {"api", "chip", "dtype", "option", "mask", "params", "tensors", "saturate",
               "layout", "regions", "error", "tags", "source", "ub_bytes", "spr"}
+from ..batch_args import is_int
 from .meta import DumpError, PathLike, _jsonable_mask, case_meta, tensor_regions  # noqa: F401
 
 
@@ -170,8 +171,7 @@ def _check_regions(regions: Any) -> None:
         return
     if isinstance(regions, Mapping) and regions and all(
             isinstance(k, str) and isinstance(r, (tuple, list)) and len(r) == 2
-            and all(isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
-                    for x in r) for k, r in regions.items()):
+            and all(is_int(x) for x in r) for k, r in regions.items()):
         return
     raise ValueError(f"regions = {regions!r}: expected None (the whole UB), \"tensors\" (each "
                      "tensor's declared extent) or a non-empty {name: (addr, nbytes)} of ints")
@@ -187,8 +187,7 @@ def _error_name(k: int, e: Any) -> Optional[str]:
         return e.name
     if isinstance(e, str) and e in Code.__members__:
         return e
-    if isinstance(e, (int, np.integer)) and not isinstance(e, (bool, np.bool_)) and \
-            int(e) in {int(c) for c in Code}:
+    if is_int(e) and int(e) in {int(c) for c in Code}:
         return Code(int(e)).name
     raise ValueError(f"errors[{k}] = {e!r}: expected None, a Code, its name (e.g. "
                      "'MASK_RANGE') or its number")
