@@ -159,6 +159,27 @@ def test_iter_paths_yields_errors_in_order(dumps):
     assert isinstance(items[-1], DumpError) and items[-1].file.endswith("z.npz")
 
 
+def test_paths_as_bytes_or_one_path(dumps):
+    """bytes name a file or directory as the file system does; one path needs no list."""
+    tmp, good, bad = dumps
+    want = list(iter_paths([str(tmp)]))
+    assert list(iter_paths(str(tmp))) == want
+    assert list(iter_paths([os.fsencode(tmp)])) == want          # was a TypeError
+    assert list(iter_paths(os.fsencode(tmp))) == want
+    r = verify(os.fsencode(tmp / "good"), progress=False)
+    assert r.ok and r.cases == 1
+
+
+@pytest.mark.parametrize("paths", [None, 42, [None], [3], [str, "x"], [bytearray(b"x")]])
+def test_paths_that_are_no_paths_are_a_clear_error(paths):
+    """Not a path nor an iterable of them: a ValueError naming the value (was a TypeError
+    from iterating it or from os.fspath)."""
+    with pytest.raises(ValueError, match="paths.*(not a path|expected a dump file)"):
+        verify(paths, progress=False)
+    with pytest.raises(ValueError, match="paths"):
+        list(iter_paths(paths))
+
+
 @pytest.mark.parametrize("value", ["0", "-5", "x"])
 def test_cli_batch_must_be_positive(dumps, value, capsys):
     tmp, good, bad = dumps

@@ -40,6 +40,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+from collections import abc
 from dataclasses import dataclass, field
 from typing import (TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Mapping, NamedTuple,
                     Optional, Sequence, Tuple, Union)
@@ -254,8 +255,11 @@ def _stat_problem(path: str, e: OSError) -> str:
     return f"cannot examine: {e.strerror or e}"
 
 
-def iter_paths(paths: Iterable[Union[PathLike, "DumpError"]]) -> Iterator[Union[str, "DumpError"]]:
-    """Dump files named by ``paths``: files as given, directories searched for ``*.npz``.
+def iter_paths(paths: Union[PathLike, Iterable[Union[PathLike, "DumpError"]]]
+               ) -> Iterator[Union[str, "DumpError"]]:
+    """Dump files named by ``paths`` (one path, or an iterable of paths): files as given,
+    directories searched for ``*.npz``. A path is a ``str``, ``bytes`` (decoded as the file
+    system does) or ``os.PathLike``; anything else is a ValueError naming it.
 
     Directories are walked recursively in sorted order, **following symbolic links** to
     directories; a directory is walked once, however many links lead to it. Names match
@@ -306,11 +310,19 @@ def iter_paths(paths: Iterable[Union[PathLike, "DumpError"]]) -> Iterator[Union[
         for p in subdirs:
             yield from walk(p, ancestors + (key,))
 
+    if isinstance(paths, (str, bytes, os.PathLike)):
+        paths = [paths]
+    elif not isinstance(paths, abc.Iterable):
+        raise ValueError(f"paths = {paths!r}: expected a dump file or directory path (str, "
+                         f"bytes or os.PathLike) or an iterable of them")
     for p in paths:
         if isinstance(p, DumpError):      # already found bad (a list of iter_paths' output)
             yield p
             continue
-        p = os.fspath(p)
+        if not isinstance(p, (str, bytes, os.PathLike)):
+            raise ValueError(f"paths: {p!r} is not a path: expected a dump file or directory "
+                             f"(str, bytes or os.PathLike)")
+        p = os.fsdecode(p)                # bytes: a name in the file system's encoding
         if os.path.isdir(p):
             yield from walk(p, ())
         else:
