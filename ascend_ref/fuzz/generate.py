@@ -29,14 +29,15 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Optional, Sequence, Union
+from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from .. import mask as masks, registry
 from ..case import Case
 from ..chips import ChipProfile, chip as get_chip, chips as all_chips
-from ..constraints import Code
+from ..batch_args import is_int
+from ..constraints import Code, ConstraintError
 
 #: the option values of the registry's option kinds (for tests and campaign files)
 ORDERS = registry.ORDER.values()
@@ -213,6 +214,14 @@ _TABLE_VALUES = {"repeat": REPEAT_CLASSES, "stride": STRIDE_REGIMES, "blk_stride
 _RATES = {"invalid_rate": 0.1, "in_place_rate": 0.1, "offset_rate": 0.5}
 
 
+def check_rate(name: str, v: Any) -> None:
+    """A probability: a real number in [0, 1] (not a bool); else a ValueError naming it."""
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, float, np.integer,
+                                                             np.floating)) \
+            or not 0.0 <= float(v) <= 1.0:
+        raise ValueError(f"{name} = {v!r}: need a value in [0, 1]")
+
+
 class Distributions:
     """Weights of every random choice a campaign makes, plus three rates.
 
@@ -242,8 +251,7 @@ class Distributions:
                 raise ValueError(f"unknown rate {k!r}; known: {sorted(_RATES)}")
         r = {**_RATES, **rates}
         for k, v in r.items():
-            if not 0.0 <= float(v) <= 1.0:
-                raise ValueError(f"{k} = {v!r}: need a value in [0, 1]")
+            check_rate(k, v)
         self.invalid_rate = float(r["invalid_rate"])
         self.in_place_rate = float(r["in_place_rate"])
         self.offset_rate = float(r["offset_rate"])
@@ -781,6 +789,45 @@ def draw_campaign_case(d, template: Template, dist: Distributions,
 
 # ------------------------------------------------------------------ the whole space --------
 
+def _names(what: str, given: Any, every: Sequence[str]) -> list:
+    """``apis`` / ``chips`` of :func:`space_template` as a list: None is ``every``, a string
+    one name; an empty or non-string collection is BAD_ARGUMENT."""
+    if given is None:
+        return list(every)
+    names = [given] if isinstance(given, str) else \
+        list(given) if isinstance(given, (list, tuple, set, frozenset, np.ndarray)) else None
+    if not names or not all(isinstance(n, str) for n in names):
+        raise ConstraintError(Code.BAD_ARGUMENT, api="draw_case", param=what, value=given,
+                              allowed=f"None (every one), a name or a non-empty list of "
+                                      f"names of {list(every)}")
+    return names
+
+
+def _space_args(d: Any, apis: Any, chips: Any, max_ub: Any, tik_max_repeat: Any
+                ) -> Tuple[list, list]:
+    """The checked arguments of :func:`space_template`: ``(apis, chips)`` as lists, every
+    name known and at least one of ``apis`` on one of ``chips``."""
+    if not all(callable(getattr(d, m, None)) for m in ("choice", "integers", "chance",
+                                                        "data_seed")):
+        raise ConstraintError(Code.BAD_ARGUMENT, api="draw_case", param="d",
+                              value=type(d).__name__,
+                              allowed="a draw: RngDraw(seed, case_id) or HypothesisDraw(data)")
+    for name, v in (("max_ub", max_ub), ("tik_max_repeat", tik_max_repeat)):
+        if not is_int(v) or v < 1:
+            raise ConstraintError(Code.BAD_ARGUMENT, api="draw_case", param=name, value=v,
+                                  allowed="an int >= 1")
+    apis = _names("apis", apis, registry.names())
+    chips = _names("chips", chips, all_chips())
+    for a in apis:
+        _ins(a)                                        # BAD_ARGUMENT naming an unknown API
+    profs = [get_chip(c) for c in chips]               # CHIP_UNKNOWN naming an unknown one
+    if not any(p.dtypes(a) for a in apis for p in profs):
+        raise ConstraintError(Code.API_UNSUPPORTED, api="draw_case", param="apis", value=apis,
+                              allowed=f"an API that one of chips {chips} has (pass chips "
+                                      f"with these APIs, or None for every product)")
+    return apis, chips
+
+
 def space_template(d, apis: Optional[Sequence[str]] = None,
                    chips: Optional[Sequence[str]] = None, *, max_ub: int = 1 << 17,
                    tik_max_repeat: int = 4095, mask_modes: Sequence[str] = MASK_MODES) -> Template:
@@ -789,11 +836,9 @@ def space_template(d, apis: Optional[Sequence[str]] = None,
     there, a mask mode, the documented repeat range (a TIK instruction's capped at
     ``tik_max_repeat``) and a UB of ``max_ub`` bytes (more where the largest repeat count
     needs it, at most the product's)."""
-    chips = list(chips or all_chips())
-    apis = list(apis or registry.names())
-    api = d.choice([a for a in apis if any(get_chip(c).dtypes(a) for c in chips)] or apis)
-    hosts = [c for c in chips if get_chip(c).dtypes(api)] or chips
-    chip_id = d.choice(hosts)
+    apis, chips = _space_args(d, apis, chips, max_ub, tik_max_repeat)
+    api = d.choice([a for a in apis if any(get_chip(c).dtypes(a) for c in chips)])
+    chip_id = d.choice([c for c in chips if get_chip(c).dtypes(api)])
     prof = get_chip(chip_id)
     dtype = d.choice(list(prof.dtypes(api)) or ["float16"])
     ins = _ins(api)
@@ -829,6 +874,8 @@ def draw_case(d, *, apis: Optional[Sequence[str]] = None, chips: Optional[Sequen
     rule (``invalid_rate``; tags ``validity`` and ``broken``: the :data:`BREAKERS` rule it
     broke, ``validity`` ``"valid"`` when none). The UB is ``max_ub`` bytes (see
     :func:`space_template`)."""
+    check_rate("invalid_rate", invalid_rate)
+    check_rate("special_rate", special_rate)
     t = space_template(d, apis, chips, max_ub=max_ub, tik_max_repeat=tik_max_repeat)
     case = draw_campaign_case(d, t, space_distributions(invalid_rate, special_rate))
     if case.tags["validity"] != "valid":
