@@ -146,7 +146,10 @@ def _round_up(x: int, a: int) -> int:
 
 def find_kernel(name_or_path: Union[str, os.PathLike]) -> Path:
     """A kernel file: a path, or the name of one in ``configs/kernels/`` (``.toml`` optional)."""
-    p = Path(name_or_path)
+    if not isinstance(name_or_path, (str, bytes, os.PathLike)) or not os.fspath(name_or_path):
+        raise GoldenError(repr(name_or_path), "file", "expected a kernel name (ascend-ref "
+                          "golden --list) or a path to a .toml file (str, bytes or os.PathLike)")
+    p = Path(os.fsdecode(name_or_path))
     if p.exists():
         return p
     if p.parent != Path("."):        # a path with a folder names that file, nothing else
@@ -518,6 +521,9 @@ def generate(kernel: Union[Kernel, str, os.PathLike], out_dir: Union[str, os.Pat
     ``ub_after`` arrays with what a device wrote); ``stacked`` -- that file in the stacked
     layout (format version 2, the tensors' regions, docs/verify.md §1b).
     """
+    if not isinstance(out_dir, (str, os.PathLike)) or not os.fspath(out_dir):
+        raise ValueError(f"out_dir = {out_dir!r}: expected the folder to write into (a "
+                         f"non-empty str or os.PathLike)")
     k = kernel if isinstance(kernel, Kernel) else load_kernel(kernel)
     cases, outs, inputs, layout, out_size, final = _run_kernel(k)
     od = out_dtype(k)

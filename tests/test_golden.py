@@ -252,6 +252,32 @@ def test_bad_kernel_names_the_field(tmp_path, body, field):
     assert e.value.field == field and str(k) in str(e.value)
 
 
+@pytest.mark.parametrize("kernel", [None, 3, ""])
+def test_a_kernel_that_is_no_name_is_a_golden_error(tmp_path, kernel):
+    """None / an int were a TypeError from Path(); "" named the current folder."""
+    with pytest.raises(GoldenError, match="expected a kernel name") as e:
+        generate(kernel, tmp_path / "out")
+    assert e.value.field == "file"
+    with pytest.raises(GoldenError, match="expected a kernel name"):
+        load_kernel(kernel)
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("out_dir", [None, "", 5])
+def test_out_dir_must_be_a_folder_path(out_dir, tmp_path, monkeypatch):
+    """None was a TypeError after the kernel ran; "" wrote into the current folder."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(ValueError, match="out_dir = "):
+        generate("whole_reduce_max_half", out_dir)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_kernel_named_by_bytes(tmp_path):
+    a = generate(b"whole_reduce_max_half", tmp_path / "a")
+    b = generate("whole_reduce_max_half", tmp_path / "b")
+    assert np.array_equal(a.golden, b.golden)
+
+
 def test_cli(tmp_path, capsys):
     assert cli_main(["golden", "whole_reduce_max_half", "--out", str(tmp_path / "o")]) == 0
     assert (tmp_path / "o" / "input" / "input_x.bin").stat().st_size == 2048
