@@ -21,12 +21,49 @@ from .ub import dtype_name
 
 
 def _parse_mask(text: str) -> Union[int, List[int], CounterMask]:
-    if text.strip().lower().startswith("counter:"):        # counter mode: counter:N
-        return CounterMask(int(text.split(":", 1)[1], 0))
-    t = text.strip().strip("[]")
-    if "," not in t:
-        return int(t, 0)
-    return [int(w, 0) for w in t.split(",") if w.strip()]
+    try:
+        if text.strip().lower().startswith("counter:"):        # counter mode: counter:N
+            return CounterMask(int(text.split(":", 1)[1], 0))
+        t = text.strip().strip("[]")
+        if "," not in t:
+            return int(t, 0)
+        return [int(w, 0) for w in t.split(",") if w.strip()]
+    except ValueError:
+        raise ValueError(f"--mask {text!r}: expected an int, comma-separated int words or "
+                         f"counter:N (decimal or 0x hex)") from None
+
+
+def _at_least(lo: int) -> Any:
+    """An argparse type: an int >= ``lo``."""
+    def parse(text: str) -> int:
+        v = int(text, 0)
+        if v < lo:
+            raise ValueError(text)
+        return v
+    parse.__name__ = f"int >= {lo}"            # argparse's "invalid int >= 0 value: '-1'"
+    return parse
+
+
+#: the option flags, by the option each sets (``Instruction.option.key``)
+_OPTION_FLAGS = {"order": "--order", "reduce_type": "--reduce-type", "cal_index": "--cal-index"}
+
+
+def _foreign_flags(ins: registry.Instruction, args: argparse.Namespace) -> List[str]:
+    """The flags given that ``ins`` does not take (an option of another API, --saturate
+    on one without a saturation mode, a tree flag without --tree / --tree-png)."""
+    mine = ins.option.key if ins.option is not None else None
+    bad = [f"{flag}: {ins.name} takes " + (f"{_OPTION_FLAGS[mine]}, not {flag}" if mine
+                                           else f"no {flag}")
+           for key, flag in _OPTION_FLAGS.items()
+           if key != mine and getattr(args, key) not in (None, False)]
+    if args.saturate is not None and not ins.saturating:
+        bad.append(f"--saturate: {ins.name} has no saturation mode")
+    if args.tree is None and not args.tree_png:
+        bad += [f"{flag}: only with --tree or --tree-png"
+                for flag, v in (("--block", args.block), ("--stage", args.stage),
+                                ("--tree-depth", args.tree_depth),
+                                ("--full-tree", args.full_tree or None)) if v is not None]
+    return bad
 
 
 def _parse_values(text: str) -> List[Union[int, float]]:
@@ -70,17 +107,20 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "(ties, specials, subnormal, saturating, mixed, random_bits)")
     p.add_argument("--values", default=None,
                    help="comma-separated source values (the rest are 0), e.g. 60000,60000,-30000,100")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=_at_least(0), default=0)
     p.add_argument("--src", default=None, help="ADDR,SIZE of the source tensor (elements)")
     p.add_argument("--dst", default=None, help="ADDR,SIZE of the destination tensor")
     p.add_argument("--tree", type=int, default=None, metavar="REPEAT",
                    help="also print the rounding tree of this repeat's sum")
-    p.add_argument("--block", type=int, default=None,
+    p.add_argument("--block", type=_at_least(0), default=None,
                    help="--tree of one group of a per-group sum (ReduceDataBlock: a block)")
-    p.add_argument("--stage", type=int, default=1, help="vec_reduce_add tree stage (1, 2, 3)")
-    p.add_argument("--tree-depth", type=int, default=4, help="levels printed below the root")
+    p.add_argument("--stage", type=int, choices=(1, 2, 3), default=None,
+                   help="vec_reduce_add tree stage (default 1)")
+    p.add_argument("--tree-depth", type=_at_least(0), default=None,
+                   help="levels printed below the root (default 4)")
     p.add_argument("--full-tree", action="store_true", help="print every add")
-    p.add_argument("--max-repeats", type=int, default=4, help="repeats listed lane by lane")
+    p.add_argument("--max-repeats", type=_at_least(1), default=4,
+                   help="repeats listed lane by lane")
     p.add_argument("--png", default=None, help="also save the access-map picture here")
     p.add_argument("--tree-png", default=None, help="also save the rounding-tree picture here")
     p.add_argument("--rules", action="store_true",
@@ -90,6 +130,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _main(args: argparse.Namespace) -> int:
     ins = registry.lookup(args.api, api="explain")
+    foreign = _foreign_flags(ins, args)
+    if foreign:
+        print(f"ascend-ref explain: {foreign[0]}", file=sys.stderr)
+        return 2
     given = {"order": args.order, "reduce_type": args.reduce_type,
              "cal_index": bool(args.cal_index)}
     option = given.get(ins.option.key) if ins.option is not None else None
@@ -131,16 +175,18 @@ def _main(args: argparse.Namespace) -> int:
     except (ConstraintError, ValueError) as e:
         print(f"ascend-ref explain: {e}", file=sys.stderr)
         return 2
-    print(amap.text(max_repeats=max(args.max_repeats, 1)))
+    print(amap.text(max_repeats=args.max_repeats))
     tree = None
     if args.tree is not None or args.tree_png:
         try:
-            tree = rounding_tree(case, repeat=args.tree or 0, block=args.block, stage=args.stage)
+            tree = rounding_tree(case, repeat=args.tree or 0, block=args.block,
+                                 stage=args.stage or 1)
         except ValueError as e:
             print(f"\n(no rounding tree: {e})")
         else:
             print()
-            print(tree.text(depth=args.tree_depth, full=args.full_tree))
+            print(tree.text(depth=4 if args.tree_depth is None else args.tree_depth,
+                            full=args.full_tree))
     if args.png or (args.tree_png and tree is not None):
         from . import viz
 

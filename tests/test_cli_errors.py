@@ -92,6 +92,47 @@ def test_explain_bad_input(capsys, argv, rc, text):
     assert got == rc and text in out + err
 
 
+@pytest.mark.parametrize("api, argv, text", [
+    # an option of another API, or saturation on one without it: was silently ignored
+    ("vec_reduce_add", ["--order", "ORDER_VALUE_INDEX"], "vec_reduce_add takes no --order"),
+    ("whole_reduce_min", ["--reduce-type", "SUM"], "takes --order, not --reduce-type"),
+    ("whole_reduce_min", ["--cal-index"], "takes --order, not --cal-index"),
+    ("reduce_data_block", ["--order", "ORDER_ONLY_VALUE"], "takes --reduce-type, not --order"),
+    ("whole_reduce_min", ["--saturate", "on"], "whole_reduce_min has no saturation mode"),
+    # a tree flag without a tree: was silently ignored
+    ("whole_reduce_sum", ["--block", "3"], "--block: only with --tree"),
+    ("vec_reduce_add", ["--stage", "2"], "--stage: only with --tree"),
+    ("whole_reduce_sum", ["--tree-depth", "2"], "--tree-depth: only with --tree"),
+    ("whole_reduce_sum", ["--full-tree"], "--full-tree: only with --tree"),
+    # out of range: --stage 9 / --block -3 were ignored, --max-repeats 0 taken as 1, a
+    # negative seed and a bad mask literal an error that did not name the flag
+    ("whole_reduce_sum", ["--stage", "9", "--tree", "0"], "argument --stage"),
+    ("whole_reduce_sum", ["--block", "-3", "--tree", "0"], "argument --block"),
+    ("whole_reduce_sum", ["--max-repeats", "0"], "argument --max-repeats"),
+    ("whole_reduce_sum", ["--tree-depth", "-1", "--tree", "0"], "argument --tree-depth"),
+    ("whole_reduce_sum", ["--seed", "-1"], "argument --seed"),
+    ("whole_reduce_sum", ["--mask", "0x"], "--mask '0x'"),
+    ("whole_reduce_sum", ["--mask", "1,zz"], "--mask '1,zz'"),
+])
+def test_explain_flags_the_call_cannot_use_are_exit_2(capsys, api, argv, text):
+    try:
+        got, out, err = _cli(capsys, "explain", api, *argv)
+    except SystemExit as e:                      # argparse: its usage line and exit 2
+        got, err = e.code, capsys.readouterr().err
+    assert got == 2 and text in err, err
+
+
+@pytest.mark.parametrize("api, argv", [
+    ("whole_reduce_sum", ["--saturate", "on", "--tree", "0", "--tree-depth", "1"]),
+    ("vec_reduce_min", ["--cal-index"]),
+    ("reduce_data_block", ["--reduce-type", "MAX", "--max-repeats", "1"]),
+    ("whole_reduce_min", ["--order", "ORDER_ONLY_VALUE", "--seed", "0x10"]),
+])
+def test_explain_flags_the_call_takes_still_work(capsys, api, argv):
+    got, out, err = _cli(capsys, "explain", api, *argv)
+    assert got == 0 and not err and "legend" in out
+
+
 def test_explain_unsavable_picture(tmp_path, capsys):
     got, _, err = _cli(capsys, "explain", "whole_reduce_sum", "--dtype", "float", "--png",
                        str(tmp_path / "no" / "such" / "dir" / "x.png"))
