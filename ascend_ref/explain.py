@@ -74,6 +74,33 @@ def _default_chip(api: str) -> str:
     raise ValueError(f"no product supports {api}")
 
 
+def _make_case_args(ins: registry.Instruction, given: dict) -> None:
+    """BAD_ARGUMENT for an argument of :func:`make_case` that cannot make a call of ``ins``:
+    an option or saturation mode it does not have, an unknown data kind, a count that is no
+    int, a tensor that is no ``(addr, size)`` pair of ints."""
+    from .batch_args import is_int
+    from .fuzz.generate import DATA_KINDS
+
+    def bad(param: str, allowed: str) -> ConstraintError:
+        return ConstraintError(Code.BAD_ARGUMENT, api="make_case", param=param,
+                               value=given[param], allowed=allowed)
+
+    if given["option"] is not None and ins.option is None:
+        raise bad("option", f"None: {ins.name} takes no option")
+    if given["saturate"] is not None and not ins.saturating:
+        raise bad("saturate", f"None: {ins.name} has no saturation mode")
+    if isinstance(given["data"], str) and given["data"] not in DATA_KINDS:
+        raise bad("data", f"values, a callable, None (random) or a data kind of {DATA_KINDS}")
+    for k in ("repeat", "src_blk_stride", "src_rep_stride", "dst_rep_stride", "seed"):
+        if not is_int(given[k]) or (k == "seed" and given[k] < 0):
+            raise bad(k, "an int >= 0" if k == "seed" else "an int")
+    for k in ("src", "dst", "work_tensor"):
+        t = given[k]
+        if t is not None and not (isinstance(t, (tuple, list)) and len(t) == 2
+                                  and all(is_int(v) for v in t)):
+            raise bad(k, "None (placed for you) or (addr, size_in_elements), two ints")
+
+
 def make_case(api: str, *, chip: Optional[str] = None, dtype: str = "float16", mask=None,
               repeat: int = 1, src_blk_stride: int = 1, src_rep_stride: int = 8,
               dst_rep_stride: int = 1, option=None, saturate: Optional[bool] = None,
@@ -92,6 +119,10 @@ def make_case(api: str, *, chip: Optional[str] = None, dtype: str = "float16", m
     from .fuzz.generate import fill_ub
 
     ins = registry.lookup(api, api="explain")
+    _make_case_args(ins, dict(repeat=repeat, src_blk_stride=src_blk_stride,
+                              src_rep_stride=src_rep_stride, dst_rep_stride=dst_rep_stride,
+                              option=option, saturate=saturate, data=data, seed=seed, src=src,
+                              dst=dst, work_tensor=work_tensor))
     dtype = dtype_name(dtype)
     chip = chip or _default_chip(api)
     s = itemsize(dtype)

@@ -266,3 +266,29 @@ def test_viz_draws_a_case_or_a_name_as_its_map_and_tree():
         viz.close(want)
     with pytest.raises(ar.ConstraintError, match="tree"):
         viz.rounding_tree(None)
+
+
+@pytest.mark.parametrize("api, kw, param", [
+    # silently stored in the Case and ignored by every path: the call shown was another one
+    ("vec_reduce_add", {"option": "ORDER_VALUE_INDEX"}, "option"),
+    ("whole_reduce_min", {"saturate": True}, "saturate"),
+    # a KeyError, a ValueError not naming the argument, an IndexError
+    ("whole_reduce_sum", {"data": "nope"}, "data"),
+    ("whole_reduce_sum", {"seed": -1}, "seed"),
+    ("whole_reduce_sum", {"repeat": "a"}, "repeat"),
+    ("whole_reduce_sum", {"src_rep_stride": 1.5}, "src_rep_stride"),
+    ("whole_reduce_sum", {"src": (1,)}, "src"),
+    ("vec_reduce_add", {"work_tensor": (0, "x")}, "work_tensor"),
+])
+def test_make_case_arguments_that_make_no_call_are_bad_argument(api, kw, param):
+    with pytest.raises(ar.ConstraintError, match=f"make_case: {param} = ") as e:
+        explain.make_case(api, **kw)
+    assert e.value.code == ar.Code.BAD_ARGUMENT
+
+
+def test_make_case_arguments_of_the_api_still_work():
+    c = explain.make_case("whole_reduce_sum", saturate=False, data="ties", seed=np.int64(3),
+                          repeat=np.int32(2), src=[0, 256])
+    assert (c.saturate, c.params["repeat"], c.tensors["src"]) == (False, 2, (0, 256))
+    assert explain.make_case("vec_reduce_min", option=True).option is True
+    assert explain.make_case("reduce_data_block", option=ar.ReduceType.MAX).option == "MAX"
