@@ -970,9 +970,19 @@ def rounding_tree(source, *, repeat: int = 0, block: Optional[int] = None, stage
     over the stage-1 sums, ``chunk`` k of L; ``stage=3``: over the chunk sums) — or plain leaf
     values (a power-of-two count, rounded to ``dtype``; ``saturate`` defaults to off).
     """
+    from .batch_args import is_int
+
+    if stage not in (1, 2, 3) or not is_int(stage):
+        raise ValueError(f"stage {stage!r}: 1, 2 or 3")
+    for name, v in (("repeat", repeat), ("chunk", chunk), ("block", block)):
+        if not (is_int(v) or (name == "block" and v is None)):
+            raise ValueError(f"{name} {v!r}: expected an int")
     if isinstance(source, AccessMap):
         source = source.case
     if not isinstance(source, Case):
+        if source is None or isinstance(source, (str, bytes, dict)):
+            raise ValueError(f"source {source!r}: expected a Case, an AccessMap or the leaf "
+                             f"values of a sum")
         vals = np.asarray(source, dtype=dtype_name(dtype))
         return replay(vals.view(f"uint{8 * vals.itemsize}"), dtype, saturate=bool(saturate),
                       chip=chip or "atlas_a2")
@@ -1005,6 +1015,9 @@ def rounding_tree(source, *, repeat: int = 0, block: Optional[int] = None, stage
             what = "block" if width == amap.epb else "result"
             name += f", repeat {repeat}, {what} {b} (lanes {lanes[0]}-{lanes[-1]})"
         else:
+            if block is not None:
+                raise ValueError(f"block {block}: {case.api} adds one sum per repeat (block "
+                                 f"picks a group of a per-group sum, e.g. ReduceDataBlock's)")
             name += f", repeat {repeat}"
         act = amap.active[repeat, lanes]
         leaf = np.where(act, amap.bits[repeat, lanes], 0)
@@ -1022,6 +1035,9 @@ def rounding_tree(source, *, repeat: int = 0, block: Optional[int] = None, stage
     s1 = np.concatenate([stage1, np.zeros(pad, stage1.dtype)])
     labels = [f"repeat {r}" if r < R else "pad +0" for r in range(s1.size)]
     if stage == 2:
+        if not 0 <= chunk < s1.size // L:
+            raise ValueError(f"chunk {chunk} outside [0, {s1.size // L}) (stage-1 sums in "
+                             f"chunks of {L})")
         sl = slice(chunk * L, (chunk + 1) * L)
         return replay(s1[sl], dt, saturate=sat, chip=prof, labels=labels[sl],
                       active=np.arange(s1.size)[sl] < R,

@@ -292,3 +292,29 @@ def test_make_case_arguments_of_the_api_still_work():
     assert (c.saturate, c.params["repeat"], c.tensors["src"]) == (False, 2, (0, 256))
     assert explain.make_case("vec_reduce_min", option=True).option is True
     assert explain.make_case("reduce_data_block", option=ar.ReduceType.MAX).option == "MAX"
+
+
+@pytest.mark.parametrize("kw, text", [
+    ({"stage": 9}, "stage 9: 1, 2 or 3"),             # was the stage-3 tree
+    ({"stage": 0}, "stage 0: 1, 2 or 3"),
+    ({"stage": 2, "chunk": 1}, "chunk 1 outside [0, 1)"),    # was "... leaves, got 0"
+    ({"stage": 2, "chunk": -1}, "chunk -1 outside"),
+    ({"repeat": "a"}, "repeat 'a': expected an int"),  # was a TypeError
+])
+def test_rounding_tree_arguments_are_checked(kw, text):
+    c = explain.make_case("vec_reduce_add", chip="atlas_training", repeat=6)
+    with pytest.raises(ValueError) as e:
+        explain.rounding_tree(c, **kw)
+    assert text in str(e.value)
+    assert explain.rounding_tree(c, stage=2, chunk=0).root.bits == \
+        explain.rounding_tree(c, stage=3).root.bits     # one chunk: its tree is the last
+
+
+def test_rounding_tree_block_only_where_a_repeat_has_groups():
+    """block picks a group of a per-group sum; on whole_reduce_sum it was ignored."""
+    with pytest.raises(ValueError, match="block 1: whole_reduce_sum adds one sum per repeat"):
+        explain.rounding_tree(explain.make_case("whole_reduce_sum"), block=1)
+    rdb = explain.make_case("reduce_data_block", option="SUM")
+    assert explain.rounding_tree(rdb, block=1).title.endswith("block 1 (lanes 16-31)")
+    with pytest.raises(ValueError, match="source None"):    # was a tree of one NaN
+        explain.rounding_tree(None)
