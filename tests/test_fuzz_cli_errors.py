@@ -64,6 +64,34 @@ def test_bad_cli_values_exit_2(tmp_path, capsys, args):
     assert args[0] in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("args, text", [
+    # each flag was ignored in that mode: --original / --save even ran the whole campaign
+    (["--original"], "--original is for --replay, not a run"),
+    (["--save", "x.npz"], "--save is for --replay, not a run"),
+    (["--detail"], "--detail is for --report, not a run"),
+    (["--report", "--fresh"], "--fresh is for a run, not --report"),
+    (["--replay", "3", "--cases", "5"], "--cases is for a run or --report, not --replay"),
+    (["--list", "--workers", "1"], "--workers is for a run, not --list"),
+    (["--replay", "3", "--no-shrink"], "--no-shrink is for a run, not --replay"),
+    (["--list", "--report"], "--list and --report cannot go together"),
+])
+def test_a_flag_of_another_mode_exits_2(tmp_path, capsys, args, text):
+    db = tmp_path / "r.sqlite"
+    assert cli_main(["fuzz", "tie_rule", "--db", str(db), "--quiet", *args]) == 2
+    err = capsys.readouterr().err
+    assert text in err and "Traceback" not in err
+    assert not db.exists()                       # refused before anything was opened
+
+
+def test_flags_of_the_mode_still_work(tmp_path, capsys):
+    db = str(tmp_path / "r.sqlite")
+    assert cli_main(["fuzz", "tie_rule", "--db", db, "--quiet", "--cases", "3",
+                     "--no-shrink", "--workers", "0"]) == 0
+    assert cli_main(["fuzz", "tie_rule", "--db", db, "--report", "--detail",
+                     "--cases", "3"]) == 0
+    assert "tie_rule" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("ref, what", [("abc", "integer case id"), ("nosuch:3", "no campaign"),
                                        ("x:-1", ">= 0")])
 def test_bad_replay_reference_exits_2(tmp_path, capsys, ref, what):

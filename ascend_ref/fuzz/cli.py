@@ -38,6 +38,30 @@ def _seconds(text: str) -> float:
     return v
 
 
+#: what each flag that belongs to one mode of ``ascend-ref fuzz`` (``--list``, ``--replay``,
+#: ``--report``, else a run) is for: given in another mode it would be ignored
+_MODE_FLAGS = {"original": ("--original", ("replay",)), "save": ("--save", ("replay",)),
+               "detail": ("--detail", ("report",)), "fresh": ("--fresh", ("run",)),
+               "no_shrink": ("--no-shrink", ("run",)),
+               "shrink_budget": ("--shrink-budget", ("run",)),
+               "workers": ("--workers", ("run",)), "cases": ("--cases", ("run", "report")),
+               "seed": ("--seed", ("run", "report"))}
+
+
+def _mode_error(args) -> Optional[str]:
+    """Why the flags given cannot go together (a flag of another mode, two modes), or None."""
+    modes = [m for m in ("list", "replay", "report") if getattr(args, m, None)]
+    if len(modes) > 1:
+        return f"--{modes[0]} and --{modes[1]} cannot go together: give one"
+    mode = modes[0] if modes else "run"
+    for key, (flag, where) in _MODE_FLAGS.items():
+        if getattr(args, key, None) not in (None, False) and mode not in where:
+            said = " or ".join("a run" if w == "run" else f"--{w}" for w in where)
+            now = "a run" if mode == "run" else f"--{mode}"
+            return f"{flag} is for {said}, not {now}"
+    return None
+
+
 def register(sub) -> None:
     p = sub.add_parser(
         "fuzz", help="run a fuzz campaign (default: the main job) or replay one case",
@@ -84,6 +108,10 @@ def main(args) -> int:
     from .exchange import DeviceCommandError
     from .runner import DEFAULT_DB
 
+    bad = _mode_error(args)
+    if bad is not None:
+        print(f"ascend-ref fuzz: {bad}", file=sys.stderr)
+        return 2
     try:
         if args.list:
             return _list(args)
