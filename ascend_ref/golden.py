@@ -521,6 +521,8 @@ def generate(kernel: Union[Kernel, str, os.PathLike], out_dir: Union[str, os.Pat
     ``ub_after`` arrays with what a device wrote); ``stacked`` -- that file in the stacked
     layout (format version 2, the tensors' regions, docs/verify.md §1b).
     """
+    if stacked and not dumps:
+        raise ValueError("stacked=True is the layout of the dump file: only with dumps=True")
     if not isinstance(out_dir, (str, os.PathLike)) or not os.fspath(out_dir):
         raise ValueError(f"out_dir = {out_dir!r}: expected the folder to write into (a "
                          f"non-empty str or os.PathLike)")
@@ -589,6 +591,17 @@ def register(sub) -> None:
 
 
 def _main(args: argparse.Namespace) -> int:
+    extra = [f for f, v in (("KERNEL", args.kernel), ("--out", args.out),
+                            ("--dumps", args.dumps), ("--stacked", args.stacked)) if v]
+    bad = (f"--list takes no {extra[0]}" if args.list and extra
+           else "--stacked is for --dumps (the layout of the dump file)"
+           if args.stacked and not args.dumps else None)
+    if bad is not None:
+        print(f"ascend-ref golden: {bad}", file=sys.stderr)
+        return 2
+    if not args.kernel and not args.list:
+        print("ascend-ref golden: give a KERNEL (a name below or a .toml path), or --list",
+              file=sys.stderr)
     if args.list or not args.kernel:
         for f in sorted((config_dir() / "kernels").glob("*.toml")):
             try:

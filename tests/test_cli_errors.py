@@ -81,6 +81,26 @@ def test_golden_key_the_api_does_not_take_is_an_error(tmp_path, capsys, api, ext
     assert load_kernel(p).calls[0].api == api              # the same file without the key
 
 
+@pytest.mark.parametrize("argv, text", [
+    (["whole_reduce_max_half", "--stacked"], "--stacked is for --dumps"),   # was ignored
+    (["--list", "whole_reduce_max_half"], "--list takes no KERNEL"),       # was ignored
+    (["--list", "--dumps"], "--list takes no --dumps"),
+    ([], "give a KERNEL"),                      # was exit 2 with the list and no reason
+])
+def test_golden_flags_that_do_not_go_together_are_exit_2(tmp_path, capsys, argv, text):
+    got, out, err = _cli(capsys, "golden", *argv, *(["--out", str(tmp_path / "g")]
+                                                   if "--stacked" in argv else []))
+    assert got == 2 and text in err and not (tmp_path / "g").exists()
+
+
+def test_golden_generate_stacked_needs_dumps(tmp_path):
+    from ascend_ref.golden import generate
+
+    with pytest.raises(ValueError, match="stacked=True .* only with dumps=True"):
+        generate("whole_reduce_max_half", tmp_path / "g", stacked=True)
+    assert not (tmp_path / "g").exists()
+
+
 @pytest.mark.parametrize("argv, rc, text", [
     (["--repeat", "300"], 1, "REPEAT_RANGE"),
     (["--values", "a,b"], 2, "--values"),
