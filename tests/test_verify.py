@@ -392,3 +392,11 @@ def test_writer_arguments_are_checked_before_anything_is_written(tmp_path, base,
     with pytest.raises(ValueError, match="outcomes"):
         dumps_from_cases(cases, tmp_path / "d", outcomes=outs[:-1], stacked=stacked)
     assert not (tmp_path / "d").exists()
+    # out_dir None was a TypeError from os.makedirs; a prefix holding a folder wrote outside
+    # out_dir ("../x": next to it)
+    for kw in (dict(out_dir=None), dict(out_dir=""), dict(prefix="../x"), dict(prefix=""),
+               dict(prefix=3)):
+        with pytest.raises(ValueError, match=next(iter(kw))):
+            dumps_from_cases(cases, **{"out_dir": tmp_path / "d", **kw}, outcomes=outs,
+                             stacked=stacked)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["e.npz"]
