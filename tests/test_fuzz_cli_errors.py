@@ -70,9 +70,9 @@ def test_bad_cli_values_exit_2(tmp_path, capsys, args):
     (["--save", "x.npz"], "--save is for --replay, not a run"),
     (["--detail"], "--detail is for --report, not a run"),
     (["--report", "--fresh"], "--fresh is for a run, not --report"),
-    (["--replay", "3", "--cases", "5"], "--cases is for a run or --report, not --replay"),
-    (["--list", "--workers", "1"], "--workers is for a run, not --list"),
-    (["--replay", "3", "--no-shrink"], "--no-shrink is for a run, not --replay"),
+    (["--replay", "3", "--seed", "5"], "--seed is for a run or --report, not --replay"),
+    (["--list", "--seed", "1"], "--seed is for a run or --report, not --list"),
+    (["--replay", "3", "--fresh"], "--fresh is for a run, not --replay"),
     (["--list", "--report"], "--list and --report cannot go together"),
 ])
 def test_a_flag_of_another_mode_exits_2(tmp_path, capsys, args, text):
@@ -88,7 +88,7 @@ def test_flags_of_the_mode_still_work(tmp_path, capsys):
     assert cli_main(["fuzz", "tie_rule", "--db", db, "--quiet", "--cases", "3",
                      "--no-shrink", "--workers", "0"]) == 0
     assert cli_main(["fuzz", "tie_rule", "--db", db, "--report", "--detail",
-                     "--cases", "3"]) == 0
+                     "--cases", "3", "--no-shrink"]) == 0      # a tuning flag is harmless
     assert "tie_rule" in capsys.readouterr().out
 
 
@@ -155,3 +155,25 @@ def test_campaign_path_that_is_a_directory_or_binary(tmp_path, capsys):
         assert cli_main(["fuzz", str(p), "--db", str(tmp_path / "r.sqlite")]) == 2
         err = capsys.readouterr().err
         assert str(p) in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize("kw, text", [
+    (dict(chunk=0), "chunk = 0"),                 # looped for ever
+    (dict(cases=-1), "cases = -1"),               # ran nothing without a word
+    (dict(apis=["nope"]), "apis: unknown ['nope']"),   # a ValueError from numpy's choice
+    (dict(apis=[]), "no API / product / dtype combination"),
+    (dict(products=["nope"]), "products: unknown"),
+    (dict(workers=-1), "workers = -1"),
+    (dict(ub_bytes=7), "ub_bytes = 7"),
+    (dict(cases="x"), "cases = 'x'"),
+])
+def test_a_campaign_made_in_python_is_checked_as_its_file_would_be(tmp_path, kw, text):
+    from ascend_ref.fuzz import run_campaign
+
+    db = tmp_path / "r.sqlite"
+    with pytest.raises(ValueError, match="campaign 't'") as e:
+        run_campaign(Campaign(name="t", **kw), str(db), quiet=True)
+    assert text in str(e.value)
+    assert not db.exists()
+    with pytest.raises(ValueError, match="expected a Campaign"):
+        run_campaign(None, str(db))

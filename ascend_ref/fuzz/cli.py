@@ -38,13 +38,13 @@ def _seconds(text: str) -> float:
     return v
 
 
-#: what each flag that belongs to one mode of ``ascend-ref fuzz`` (``--list``, ``--replay``,
-#: ``--report``, else a run) is for: given in another mode it would be ignored
+#: the modes of each flag that changes what ``ascend-ref fuzz`` does (``--list``,
+#: ``--replay``, ``--report``, else a run): in another mode it would be ignored and the
+#: command would do something else than asked (``--original`` ran the whole campaign).
+#: Counts and tuning flags (``--cases``, ``--quiet``, ``--workers``, ``--no-shrink``,
+#: ``--shrink-budget``) are harmless anywhere.
 _MODE_FLAGS = {"original": ("--original", ("replay",)), "save": ("--save", ("replay",)),
                "detail": ("--detail", ("report",)), "fresh": ("--fresh", ("run",)),
-               "no_shrink": ("--no-shrink", ("run",)),
-               "shrink_budget": ("--shrink-budget", ("run",)),
-               "workers": ("--workers", ("run",)), "cases": ("--cases", ("run", "report")),
                "seed": ("--seed", ("run", "report"))}
 
 

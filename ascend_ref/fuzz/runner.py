@@ -14,7 +14,7 @@ import os
 import sys
 import time
 from collections import Counter, defaultdict
-from typing import Optional, TextIO
+from typing import Any, Optional, TextIO
 
 from . import comparators, coverage, exchange
 from .campaign import Campaign
@@ -94,6 +94,19 @@ def chunk_ids(todo: list, chunk: int) -> list:
     return out
 
 
+def checked(camp: Any) -> None:
+    """The checks of a campaign file, on a :class:`Campaign` made in Python (or changed
+    after loading): a ValueError naming the key (``chunk = 0`` looped for ever, ``cases =
+    -1`` ran nothing without a word, an unknown API failed deep in the pool draw)."""
+    if not isinstance(camp, Campaign):
+        raise ValueError(f"campaign: {type(camp).__name__}: expected a Campaign "
+                         f"(Campaign.load(name or path), or Campaign(name=..., ...))")
+    try:
+        Campaign.from_dict(camp.to_dict(), where=f"campaign {camp.name!r}")
+    except (TypeError, AttributeError) as e:        # a field of a type no file could hold
+        raise ValueError(f"campaign {camp.name!r}: {e}") from None
+
+
 def run_campaign(camp: Campaign, db: Optional[str] = None, *, fresh: bool = False,
                  quiet: bool = False, do_shrink: Optional[bool] = None,
                  out: Optional[TextIO] = None, distributed: Optional[bool] = None) -> dict:
@@ -108,6 +121,7 @@ def run_campaign(camp: Campaign, db: Optional[str] = None, *, fresh: bool = Fals
     """
     from .. import scale
 
+    checked(camp)
     out = out or sys.stdout
     db = db or camp.db or DEFAULT_DB
     multi = scale.process_count() > 1 if distributed is None else distributed
