@@ -14,6 +14,7 @@ from typing import Any, List, Optional, Tuple, Union
 import numpy as np
 
 from . import registry
+from .cli_args import at_least
 from .constraints import ConstraintError
 from .explain import access_map, constraints, make_case, rounding_tree
 from .mask import CounterMask
@@ -31,17 +32,6 @@ def _parse_mask(text: str) -> Union[int, List[int], CounterMask]:
     except ValueError:
         raise ValueError(f"--mask {text!r}: expected an int, comma-separated int words or "
                          f"counter:N (decimal or 0x hex)") from None
-
-
-def _at_least(lo: int) -> Any:
-    """An argparse type: an int >= ``lo``."""
-    def parse(text: str) -> int:
-        v = int(text, 0)
-        if v < lo:
-            raise ValueError(text)
-        return v
-    parse.__name__ = f"int >= {lo}"            # argparse's "invalid int >= 0 value: '-1'"
-    return parse
 
 
 #: the option flags, by the option each sets (``Instruction.option.key``)
@@ -107,19 +97,19 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "(ties, specials, subnormal, saturating, mixed, random_bits)")
     p.add_argument("--values", default=None,
                    help="comma-separated source values (the rest are 0), e.g. 60000,60000,-30000,100")
-    p.add_argument("--seed", type=_at_least(0), default=0)
+    p.add_argument("--seed", type=at_least(0), default=0)
     p.add_argument("--src", default=None, help="ADDR,SIZE of the source tensor (elements)")
     p.add_argument("--dst", default=None, help="ADDR,SIZE of the destination tensor")
     p.add_argument("--tree", type=int, default=None, metavar="REPEAT",
                    help="also print the rounding tree of this repeat's sum")
-    p.add_argument("--block", type=_at_least(0), default=None,
+    p.add_argument("--block", type=at_least(0), default=None,
                    help="--tree of one group of a per-group sum (ReduceDataBlock: a block)")
     p.add_argument("--stage", type=int, choices=(1, 2, 3), default=None,
                    help="vec_reduce_add tree stage (default 1)")
-    p.add_argument("--tree-depth", type=_at_least(0), default=None,
+    p.add_argument("--tree-depth", type=at_least(0), default=None,
                    help="levels printed below the root (default 4)")
     p.add_argument("--full-tree", action="store_true", help="print every add")
-    p.add_argument("--max-repeats", type=_at_least(1), default=4,
+    p.add_argument("--max-repeats", type=at_least(1), default=4,
                    help="repeats listed lane by lane")
     p.add_argument("--png", default=None, help="also save the access-map picture here")
     p.add_argument("--tree-png", default=None, help="also save the rounding-tree picture here")

@@ -13,18 +13,7 @@ import textwrap
 from pathlib import Path
 from typing import Optional
 
-
-def _int_at_least(lo: int):
-    """argparse type: an integer >= ``lo`` (else argparse exits 2 with one line)."""
-    def parse(text: str) -> int:
-        try:
-            v = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-        if v < lo:
-            raise argparse.ArgumentTypeError(f"{v} must be at least {lo}")
-        return v
-    return parse
+from ..cli_args import at_least
 
 
 def _seconds(text: str) -> float:
@@ -74,14 +63,14 @@ def register(sub) -> None:
                "  ascend-ref fuzz --replay default:17\n  ascend-ref fuzz --list")
     p.add_argument("campaign", nargs="?", default=None,
                    help="campaign TOML file, or a name in configs/campaigns/ (default: default)")
-    p.add_argument("--cases", type=_int_at_least(0), help="override the case count (more extends a campaign)")
-    p.add_argument("--seed", type=_int_at_least(0), help="override the seed (a new campaign identity)")
+    p.add_argument("--cases", type=at_least(0), help="override the case count (more extends a campaign)")
+    p.add_argument("--seed", type=at_least(0), help="override the seed (a new campaign identity)")
     p.add_argument("--db", help="results file (default: the campaign's [results] db, "
                                 "else ascend-ref-fuzz.sqlite in the current directory)")
     p.add_argument("--fresh", action="store_true",
                    help="forget this campaign's stored results and run it again")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
-    p.add_argument("--workers", type=_int_at_least(0), metavar="N",
+    p.add_argument("--workers", type=at_least(0), metavar="N",
                    help="oracle worker processes (default: the campaign's, 'auto' = 1 on 2+ CPUs)")
     p.add_argument("--no-shrink", action="store_true", help="record mismatches, do not shrink")
     p.add_argument("--shrink-budget", type=_seconds, metavar="S",

@@ -10,16 +10,10 @@ import argparse
 import json
 import sys
 
+from ..cli_args import at_least
 
-def positive_int(text: str) -> int:
-    """argparse type: an integer >= 1 (argparse then exits 2 with a one-line error)."""
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"{v} must be at least 1")
-    return v
+#: argparse type: an integer >= 1
+positive_int = at_least(1)
 
 
 def register(sub) -> None:
