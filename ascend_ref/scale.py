@@ -223,6 +223,18 @@ def _run_global(fn: Callable, args: Any, n: int, devs: Tuple, donate: Tuple[int,
 
 # ------------------------------------------------------------------ processes ---------------
 
+def _is_int(v: Any) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+
+
+def _env_int(name: str) -> int:
+    """The integer in environment variable ``name`` (a ValueError naming it otherwise)."""
+    try:
+        return int(os.environ[name])
+    except ValueError:
+        raise ValueError(f"{name} = {os.environ[name]!r}: expected an integer") from None
+
+
 def init_distributed(coordinator: Optional[str] = None, num_processes: Optional[int] = None,
                      process_id: Optional[int] = None) -> bool:
     """Join a multi-process run (``jax.distributed.initialize``); False when single-process.
@@ -234,9 +246,9 @@ def init_distributed(coordinator: Optional[str] = None, num_processes: Optional[
     global _INITIALIZED
     coordinator = coordinator or os.environ.get(ENV_COORDINATOR) or None
     if num_processes is None and os.environ.get(ENV_NUM_PROCESSES):
-        num_processes = int(os.environ[ENV_NUM_PROCESSES])
+        num_processes = _env_int(ENV_NUM_PROCESSES)
     if process_id is None and os.environ.get(ENV_PROCESS_ID):
-        process_id = int(os.environ[ENV_PROCESS_ID])
+        process_id = _env_int(ENV_PROCESS_ID)
     if coordinator is None and num_processes is None and process_id is None:
         return False
     if coordinator is None or num_processes is None or process_id is None:
@@ -244,8 +256,14 @@ def init_distributed(coordinator: Optional[str] = None, num_processes: Optional[
                          "processes and this process's id (--coordinator HOST:PORT "
                          "--num-processes N --process-id I, or JAX_COORDINATOR_ADDRESS, "
                          "JAX_NUM_PROCESSES, JAX_PROCESS_ID)")
-    if not 0 <= process_id < num_processes:
-        raise ValueError(f"process id {process_id} is not in [0, {num_processes})")
+    host, _, port = str(coordinator).rpartition(":")
+    if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
+        raise ValueError(f"coordinator {coordinator!r}: expected HOST:PORT (a port in "
+                         f"[1, 65535]), the address of process 0's coordinator service")
+    if not _is_int(num_processes) or num_processes < 1:
+        raise ValueError(f"number of processes {num_processes!r}: expected an int >= 1")
+    if not _is_int(process_id) or not 0 <= process_id < num_processes:
+        raise ValueError(f"process id {process_id!r} is not in [0, {num_processes})")
     if _INITIALIZED:
         return True
     if num_processes > 1 and (os.environ.get("JAX_PLATFORMS", "") in ("", "cpu")):
@@ -293,6 +311,9 @@ def my_share(items: Sequence, index: Optional[int] = None,
     disjoint and together are ``items``."""
     index = process_index() if index is None else index
     count = process_count() if count is None else count
+    if not (_is_int(count) and count >= 1 and _is_int(index) and 0 <= index < count):
+        raise ValueError(f"my_share: index {index!r} of count {count!r}: expected ints with "
+                         f"0 <= index < count")
     return list(items)[index::count]
 
 

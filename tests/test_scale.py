@@ -279,3 +279,28 @@ def test_incomplete_multi_process_options_are_a_clear_error(monkeypatch, tmp_pat
         scale.init_distributed("127.0.0.1:1", None, 2)
     assert cli.main(["verify", str(tmp_path), "--process-id", "0"]) == 2
     assert "--coordinator HOST:PORT" in capsys.readouterr().err
+
+
+def test_malformed_multi_process_values_are_a_clear_error(monkeypatch, tmp_path, capsys):
+    """A coordinator without a port was an IndexError inside jax.distributed, a count of 0
+    "process id 0 is not in [0, 0)", a non-integer environment value a bare int() error."""
+    from ascend_ref import cli
+
+    for k in (scale.ENV_COORDINATOR, scale.ENV_NUM_PROCESSES, scale.ENV_PROCESS_ID):
+        monkeypatch.delenv(k, raising=False)
+    for coord in ("x", ":80", "host:0", "host:99999", "host:p"):
+        with pytest.raises(ValueError, match="expected HOST:PORT"):
+            scale.init_distributed(coord, 2, 0)
+    with pytest.raises(ValueError, match="number of processes 0"):
+        scale.init_distributed("127.0.0.1:1", 0, 0)
+    monkeypatch.setenv(scale.ENV_NUM_PROCESSES, "two")
+    with pytest.raises(ValueError, match="JAX_NUM_PROCESSES = 'two'"):
+        scale.init_distributed("127.0.0.1:1", None, 0)
+    monkeypatch.delenv(scale.ENV_NUM_PROCESSES)
+    assert cli.main(["verify", str(tmp_path), "--coordinator", "x", "--num-processes", "2",
+                     "--process-id", "0"]) == 2
+    err = capsys.readouterr().err
+    assert "expected HOST:PORT" in err and "Traceback" not in err
+    for index, count in ((5, 2), (0, 0), (-1, 2)):           # [] / a slice error / a share
+        with pytest.raises(ValueError, match="my_share"):
+            scale.my_share([1, 2, 3], index, count)
