@@ -190,6 +190,16 @@ def test_cli_batch_must_be_positive(dumps, value, capsys):
     assert "--batch" in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize("kw", [dict(max_examples=-1), dict(max_examples="x"),
+                                dict(max_examples=True), dict(on_case=3)])
+def test_python_arguments_are_checked_first(dumps, kw):
+    """max_examples "x" was taken (an error only once a mismatch needed examples), on_case=3
+    a TypeError at the first case."""
+    tmp, good, bad = dumps
+    with pytest.raises(ValueError, match=next(iter(kw))):
+        verify([good], progress=False, **kw)
+
+
 def test_python_batch_size_must_be_positive(dumps):
     tmp, good, bad = dumps
     for v in (0, -5, 1.5):

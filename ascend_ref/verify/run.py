@@ -397,6 +397,12 @@ def verify(paths: Union[PathLike, Iterable[PathLike]], *, batch_size: int = DEFA
     if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
             or batch_size < 1:
         raise ValueError(f"batch_size = {batch_size!r}: must be a positive integer")
+    if isinstance(max_examples, bool) or not isinstance(max_examples, (int, np.integer)) \
+            or max_examples < 0:
+        raise ValueError(f"max_examples = {max_examples!r}: must be an integer >= 0")
+    if on_case is not None and not callable(on_case):
+        raise ValueError(f"on_case = {on_case!r}: must be None or a function "
+                         f"on_case(dump_case, signature, error)")
     from .. import scale
 
     found = list(iter_paths([paths] if isinstance(paths, (str, bytes, os.PathLike))
