@@ -58,7 +58,7 @@ import numpy as np
 from . import batch_args, engine, registry, scale
 from . import batch_prep, heap
 from .ub import dtype_name
-from .case import Case, Outcome
+from .case import Case, Outcome, as_cases
 from .constraints import Code, ConstraintError
 
 heap.tune()          # the kernels' buffers stay in the heap between calls (ascend_ref.heap)
@@ -198,7 +198,7 @@ def run_cases(cases: Iterable[Case], *, heights: Sequence[int] = TABLE_HEIGHTS,
     bytes are the same.
     """
     heights = _heights("run_cases", heights)
-    cases = list(cases)
+    cases = as_cases(cases, "run_cases")
     outcomes: List[Optional[Outcome]] = [None] * len(cases)
     parts = batch_prep.prepare(cases, outcomes, heights)
     sink = batch_prep.Sink(parts, outcomes)

@@ -108,8 +108,29 @@ class Outcome:
         return f"Outcome({self.code.name})" if self.code else "Outcome(ok)"
 
 
+def as_cases(cases: Any, api: str) -> list:
+    """``cases`` as a list of :class:`Case`; BAD_ARGUMENT naming the first thing that is not
+    one (or ``cases`` itself when it is not iterable)."""
+    if isinstance(cases, (Case, str, bytes)) or not hasattr(cases, "__iter__"):
+        raise ConstraintError(Code.BAD_ARGUMENT, api=api, param="cases",
+                              value=type(cases).__name__, allowed="an iterable of Case")
+    out = list(cases)
+    for k, c in enumerate(out):
+        if not isinstance(c, Case):
+            raise ConstraintError(Code.BAD_ARGUMENT, api=api, param=f"cases[{k}]",
+                                  value=type(c).__name__, allowed="a Case")
+    return out
+
+
+def _one_case(case: Any, api: str) -> None:
+    if not isinstance(case, Case):
+        raise ConstraintError(Code.BAD_ARGUMENT, api=api, param="case",
+                              value=type(case).__name__, allowed="a Case")
+
+
 def run_jax(case, chip: Optional[str] = None, spr: bool = False) -> Outcome:
     """The JAX path's outcome (``spr``: with the registers of a setter, see :class:`Outcome`)."""
+    _one_case(case, "run_jax")
     c = case if chip is None else _on(case, chip)
     try:
         ub, info = c.call(JAX, return_info=True)
@@ -126,6 +147,7 @@ def run_oracle(case, chip: Optional[str] = None, spr: bool = False) -> Outcome:
     register model ``ascend_ref.oracle.spr``, run from its fresh state)."""
     from . import oracle
 
+    _one_case(case, "run_oracle")
     c = case if chip is None else _on(case, chip)
     try:                          # a case that names no instruction: the code run_jax gives
         ins = c.instruction       # it (a ConstraintError there too); one that lacks an

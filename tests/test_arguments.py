@@ -444,3 +444,22 @@ def test_devices_must_be_a_sequence_of_devices(devices):
             pass
     _, st = _batch(devices=np.array(jax.local_devices()[:1]))     # a numpy array of them: ok
     assert st.tolist() == [0] * 8
+
+
+@pytest.mark.parametrize("call, value, param", [
+    (lambda v: run_jax(v), None, "run_jax: case = 'NoneType'"),
+    (lambda v: run_oracle(v), 3, "run_oracle: case = 'int'"),
+    (lambda v: ar.run_cases(v), None, "run_cases: cases = 'NoneType'"),
+    (lambda v: ar.run_cases([v]), "x", "run_cases: cases[0] = 'str'"),
+])
+def test_something_that_is_no_case_is_bad_argument(call, value, param):
+    """An AttributeError ('NoneType' object has no attribute 'call' / 'api') or a TypeError
+    (not iterable) before."""
+    code, msg = _code(lambda: call(value))
+    assert code == ar.Code.BAD_ARGUMENT and param in msg, msg
+    c = Case("whole_reduce_sum", A2, "float32", None, 64, {"repeat": 1, "dst_rep_stride": 1,
+             "src_blk_stride": 1, "src_rep_stride": 8}, {"src": (0, 64), "dst": (512, 8)},
+             np.zeros(1024, np.uint8))
+    code, msg = _code(lambda: ar.run_cases(c))                  # one Case, not a list
+    assert code == ar.Code.BAD_ARGUMENT and "an iterable of Case" in msg
+    assert [o.code for o in ar.run_cases(x for x in [c])] == [None]     # any iterable

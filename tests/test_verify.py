@@ -400,3 +400,9 @@ def test_writer_arguments_are_checked_before_anything_is_written(tmp_path, base,
             dumps_from_cases(cases, **{"out_dir": tmp_path / "d", **kw}, outcomes=outs,
                              stacked=stacked)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["e.npz"]
+    for bad_cases in (None, [None], [c, "x"]):          # an AttributeError / a TypeError
+        with pytest.raises(ValueError, match="cases"):
+            write_dumps(tmp_path / "x.npz", bad_cases, None, stacked=stacked)
+        with pytest.raises(ValueError, match="cases"):
+            dumps_from_cases(bad_cases, tmp_path / "d", stacked=stacked)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["e.npz"]

@@ -50,6 +50,7 @@ def dumps_from_cases(cases: Sequence, out_dir, *, per_file: int = 1, regions=Non
     """
     from ..batch import run_cases
     from ..batch_args import is_int
+    from ..case import as_cases
 
     if not is_int(per_file) or per_file < 1:
         raise ValueError(f"per_file = {per_file!r}: expected an int >= 1 (cases a file)")
@@ -59,7 +60,7 @@ def dumps_from_cases(cases: Sequence, out_dir, *, per_file: int = 1, regions=Non
     if not isinstance(prefix, str) or not prefix or "/" in prefix or os.sep in prefix:
         raise ValueError(f"prefix = {prefix!r}: expected a file name start without a folder "
                          f"(the files go in out_dir)")
-    cases = list(cases)
+    cases = as_cases(cases, "dumps_from_cases")
     outs = list(outcomes) if outcomes is not None else run_cases(cases)
     if len(outs) != len(cases):
         raise ValueError(f"{len(outs)} outcomes for {len(cases)} cases: one outcome a case")

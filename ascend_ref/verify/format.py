@@ -48,7 +48,7 @@ from typing import (TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Mapping,
 import numpy as np
 
 from .. import registry
-from ..case import Case
+from ..case import Case, as_cases
 from ..chips import chip as get_chip, chips as all_chips
 from ..constraints import Code
 from ..mask import CounterMask
@@ -141,6 +141,7 @@ def write_dumps(path: PathLike, cases: Sequence[Case], ub_afters: Optional[Seque
     registers of case ``i`` as its ``meta.spr`` object (``{"before": ..., "after": ...}``,
     docs/verify.md §1c; None: not recorded).
     """
+    cases = as_cases(cases, "write_dumps")
     n = len(cases)
     ub_afters = list(ub_afters) if ub_afters is not None else [None] * n
     errors = list(errors) if errors is not None else [None] * n
