@@ -798,6 +798,8 @@ def _evaluate_values(ins: Instruction, spec: Spec, cls: Any, src, p: Params):
     note_compile()
     blk, lane_mask, _ = _lanes(ins, spec, p)
     index, active = source_elements(ins, spec, p)
+    if src.shape[0] == 0:              # no element to read: the bounds rules say so (status)
+        src = jnp.zeros((1,), src.dtype)
     x = jnp.take(src, jnp.clip(index, 0, src.shape[0] - 1), axis=0)
     eff, status, diag = _evaluate(ins, spec, p, x, active, lane_mask, blk,
                                   arithmetic(cls, spec, p))

@@ -196,6 +196,10 @@ def prepare(ins: registry.Instruction, src, mask, params: Dict[str, Any], *, opt
     """The API call of ``ins`` over ``src`` (at UB address 0) with its results placed after
     it: every host-side check of the API (raises :class:`ConstraintError`)."""
     prof = get_chip(chip)
+    if src is None or isinstance(src, (str, bytes, dict)):
+        raise ConstraintError(Code.BAD_ARGUMENT, api=ins.name, param="src",
+                              value=type(src).__name__,
+                              allowed="a 1-D array: the source tensor's elements")
     src = jnp.asarray(src)
     if src.ndim != 1:
         raise ConstraintError(Code.BAD_ARGUMENT, api=ins.name, param="src",

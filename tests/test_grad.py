@@ -586,3 +586,19 @@ def test_vmap_over_parameter_sets():
         out = _tik_api("min", np.asarray(xh), 128, r, 1, "atlas_training")
         assert bits(np.asarray(vals[k])) == bits(out[0]) and int(idx[k]) == int(bits(out[1]))
     assert int(sts[2]) == int(ar.Code.REPEAT_RANGE) and int(idx[2]) == -1
+
+
+def test_an_empty_or_missing_source_is_a_constraint_error():
+    """src of no element was an IndexError from jnp.take, src=None a ValueError from
+    jnp.asarray; now TENSOR_BOUNDS (the call reads bytes the tensor does not have) and
+    BAD_ARGUMENT. Zero repeats read nothing: an empty result, as the API leaves dst."""
+    empty = jnp.ones(0, jnp.float16)
+    for fn in (lambda s: g.whole_reduce_sum(s, 128, 1, 1, 8, chip="atlas_a2"),
+               lambda s: g.vec_reduce_add(s, 128, 1, 8, chip="atlas_a2")):
+        with pytest.raises(ConstraintError) as e:
+            fn(empty)
+        assert e.value.code == ar.Code.TENSOR_BOUNDS and "bytes [0, 0)" in str(e.value)
+        with pytest.raises(ConstraintError) as e:
+            fn(None)
+        assert e.value.code == ar.Code.BAD_ARGUMENT
+    assert g.whole_reduce_sum(empty, 128, 0, 1, 8, chip="atlas_a2").shape == (0,)
