@@ -263,7 +263,19 @@ def column_of(parts: Sequence[np.ndarray]) -> np.ndarray:
 
 def aligned_zeros(shape: Tuple[int, int], align: int = 64) -> np.ndarray:
     """``uint8`` zeros starting at an ``align``-byte boundary: the CPU backend reads such an
-    array in place (``np.zeros`` of a large array is 16-byte aligned and gets copied)."""
+    array in place (``np.zeros`` of a large array is 16-byte aligned and gets copied).
+
+    >>> a = aligned_zeros((4, 1000))
+    >>> a.shape, a.ctypes.data % 64, int(a.sum())
+    ((4, 1000), 0, 0)
+    """
+    ok = isinstance(shape, (tuple, list)) and len(shape) == 2 and \
+        all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d >= 0
+            for d in shape)
+    if not ok:
+        raise ValueError(f"aligned_zeros: shape = {shape!r}: expected (B, N), two ints >= 0")
+    if isinstance(align, bool) or not isinstance(align, (int, np.integer)) or align < 1:
+        raise ValueError(f"aligned_zeros: align = {align!r}: expected an int >= 1 (bytes)")
     return _aligned_part(np.zeros(int(shape[0]) * int(shape[1]) + align, np.uint8), shape,
                          align)
 

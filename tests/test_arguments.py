@@ -463,3 +463,16 @@ def test_something_that_is_no_case_is_bad_argument(call, value, param):
     code, msg = _code(lambda: ar.run_cases(c))                  # one Case, not a list
     assert code == ar.Code.BAD_ARGUMENT and "an iterable of Case" in msg
     assert [o.code for o in ar.run_cases(x for x in [c])] == [None]     # any iterable
+
+
+@pytest.mark.parametrize("args", [((-1, 5),), ((2,),), ("x",), ((2, 5.0),), ((2, 5), 0),
+                                  ((2, 5), True)])
+def test_aligned_zeros_arguments(args):
+    """A negative row count gave an empty array, (2,) an IndexError, align 0 a
+    ZeroDivisionError: each a ValueError naming shape or align."""
+    from ascend_ref import batch_prep
+
+    with pytest.raises(ValueError, match="aligned_zeros: (shape|align) = "):
+        batch_prep.aligned_zeros(*args)
+    a = batch_prep.aligned_zeros((np.int64(3), 100), 128)
+    assert a.shape == (3, 100) and a.ctypes.data % 128 == 0 and not a.any()
