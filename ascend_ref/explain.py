@@ -45,6 +45,7 @@ import numpy as np
 
 from . import addressing, mask as masks, numerics
 from . import registry
+from .batch_args import is_int
 from .case import JAX, Case
 from .chips import chip as get_chip
 from .constraints import Code, ConstraintError
@@ -78,7 +79,6 @@ def _make_case_args(ins: registry.Instruction, given: dict) -> None:
     """BAD_ARGUMENT for an argument of :func:`make_case` that cannot make a call of ``ins``:
     an option or saturation mode it does not have, an unknown data kind, a count that is no
     int, a tensor that is no ``(addr, size)`` pair of ints."""
-    from .batch_args import is_int
     from .fuzz.generate import DATA_KINDS
 
     def bad(param: str, allowed: str) -> ConstraintError:
@@ -970,8 +970,6 @@ def rounding_tree(source, *, repeat: int = 0, block: Optional[int] = None, stage
     over the stage-1 sums, ``chunk`` k of L; ``stage=3``: over the chunk sums) — or plain leaf
     values (a power-of-two count, rounded to ``dtype``; ``saturate`` defaults to off).
     """
-    from .batch_args import is_int
-
     if stage not in (1, 2, 3) or not is_int(stage):
         raise ValueError(f"stage {stage!r}: 1, 2 or 3")
     for name, v in (("repeat", repeat), ("chunk", chunk), ("block", block)):

@@ -29,6 +29,8 @@ def _parse_mask(text: str) -> Union[int, List[int], CounterMask]:
         if "," not in t:
             return int(t, 0)
         return [int(w, 0) for w in t.split(",") if w.strip()]
+    except ConstraintError:
+        raise
     except ValueError:
         raise ValueError(f"--mask {text!r}: expected an int, comma-separated int words or "
                          f"counter:N (decimal or 0x hex)") from None

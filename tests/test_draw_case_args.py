@@ -51,6 +51,9 @@ def test_one_name_is_a_list_of_one():
     a = draw_case(RngDraw(5, 3), apis="whole_reduce_min", chips="atlas_a2")
     b = draw_case(RngDraw(5, 3), apis=["whole_reduce_min"], chips=("atlas_a2",))
     assert a.describe() == b.describe() and np.array_equal(a.ub, b.ub)
+    c = draw_case(RngDraw(5, 3), apis=(n for n in ["whole_reduce_min"]),   # any iterable
+                  chips={"atlas_a2": 1}.keys())
+    assert c.describe() == a.describe()
 
 
 @pytest.mark.parametrize("name", ["invalid_rate", "special_rate"])

@@ -794,8 +794,9 @@ def _names(what: str, given: Any, every: Sequence[str]) -> list:
     one name; an empty or non-string collection is BAD_ARGUMENT."""
     if given is None:
         return list(every)
-    names = [given] if isinstance(given, str) else \
-        list(given) if isinstance(given, (list, tuple, set, frozenset, np.ndarray)) else None
+    names = [given] if isinstance(given, str) else None
+    if names is None and not isinstance(given, (bytes, dict)) and hasattr(given, "__iter__"):
+        names = list(given)                       # a list, tuple, set, array, generator
     if not names or not all(isinstance(n, str) for n in names):
         raise ConstraintError(Code.BAD_ARGUMENT, api="draw_case", param=what, value=given,
                               allowed=f"None (every one), a name or a non-empty list of "
