@@ -50,6 +50,7 @@ import jax
 import numpy as np
 
 from . import engine, registry, scale
+from .batch_args import is_int
 from .case import Case, Outcome
 from .constraints import Code, ConstraintError
 
@@ -269,12 +270,10 @@ def aligned_zeros(shape: Tuple[int, int], align: int = 64) -> np.ndarray:
     >>> a.shape, a.ctypes.data % 64, int(a.sum())
     ((4, 1000), 0, 0)
     """
-    ok = isinstance(shape, (tuple, list)) and len(shape) == 2 and \
-        all(isinstance(d, (int, np.integer)) and not isinstance(d, bool) and d >= 0
-            for d in shape)
-    if not ok:
+    if not (isinstance(shape, (tuple, list)) and len(shape) == 2
+            and all(is_int(d) and d >= 0 for d in shape)):
         raise ValueError(f"aligned_zeros: shape = {shape!r}: expected (B, N), two ints >= 0")
-    if isinstance(align, bool) or not isinstance(align, (int, np.integer)) or align < 1:
+    if not is_int(align) or align < 1:
         raise ValueError(f"aligned_zeros: align = {align!r}: expected an int >= 1 (bytes)")
     return _aligned_part(np.zeros(int(shape[0]) * int(shape[1]) + align, np.uint8), shape,
                          align)

@@ -38,6 +38,8 @@ from typing import Any, Callable, Iterator, List, Optional, Sequence, Tuple
 import jax
 import numpy as np
 
+from .batch_args import is_int
+
 #: environment variables read by :func:`init_distributed` (JAX's own names)
 ENV_COORDINATOR = "JAX_COORDINATOR_ADDRESS"
 ENV_NUM_PROCESSES = "JAX_NUM_PROCESSES"
@@ -223,10 +225,6 @@ def _run_global(fn: Callable, args: Any, n: int, devs: Tuple, donate: Tuple[int,
 
 # ------------------------------------------------------------------ processes ---------------
 
-def _is_int(v: Any) -> bool:
-    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
-
-
 def _env_int(name: str) -> int:
     """The integer in environment variable ``name`` (a ValueError naming it otherwise)."""
     try:
@@ -260,9 +258,9 @@ def init_distributed(coordinator: Optional[str] = None, num_processes: Optional[
     if not host or not port.isdigit() or not 1 <= int(port) <= 65535:
         raise ValueError(f"coordinator {coordinator!r}: expected HOST:PORT (a port in "
                          f"[1, 65535]), the address of process 0's coordinator service")
-    if not _is_int(num_processes) or num_processes < 1:
+    if not is_int(num_processes) or num_processes < 1:
         raise ValueError(f"number of processes {num_processes!r}: expected an int >= 1")
-    if not _is_int(process_id) or not 0 <= process_id < num_processes:
+    if not is_int(process_id) or not 0 <= process_id < num_processes:
         raise ValueError(f"process id {process_id!r} is not in [0, {num_processes})")
     if _INITIALIZED:
         return True
@@ -311,7 +309,7 @@ def my_share(items: Sequence, index: Optional[int] = None,
     disjoint and together are ``items``."""
     index = process_index() if index is None else index
     count = process_count() if count is None else count
-    if not (_is_int(count) and count >= 1 and _is_int(index) and 0 <= index < count):
+    if not (is_int(count) and count >= 1 and is_int(index) and 0 <= index < count):
         raise ValueError(f"my_share: index {index!r} of count {count!r}: expected ints with "
                          f"0 <= index < count")
     return list(items)[index::count]

@@ -394,19 +394,18 @@ def verify(paths: Union[PathLike, Iterable[PathLike]], *, batch_size: int = DEFA
     as whole batches (:mod:`ascend_ref.verify.fast`; the same report as case by case, which
     ``vectorised=False``, ``audit`` and ``on_case`` take).
     """
-    if isinstance(batch_size, bool) or not isinstance(batch_size, (int, np.integer)) \
-            or batch_size < 1:
+    from ..batch_args import is_int
+
+    if not is_int(batch_size) or batch_size < 1:
         raise ValueError(f"batch_size = {batch_size!r}: must be a positive integer")
-    if isinstance(max_examples, bool) or not isinstance(max_examples, (int, np.integer)) \
-            or max_examples < 0:
+    if not is_int(max_examples) or max_examples < 0:
         raise ValueError(f"max_examples = {max_examples!r}: must be an integer >= 0")
     if on_case is not None and not callable(on_case):
         raise ValueError(f"on_case = {on_case!r}: must be None or a function "
                          f"on_case(dump_case, signature, error)")
     from .. import scale
 
-    found = list(iter_paths([paths] if isinstance(paths, (str, bytes, os.PathLike))
-                            else paths))
+    found = list(iter_paths(paths))
     multi = scale.process_count() > 1 if distributed is None else distributed
     share = (scale.process_index(), scale.process_count()) if multi else (0, 1)
     t0 = time.time()
