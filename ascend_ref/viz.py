@@ -21,6 +21,7 @@ True
 
 from __future__ import annotations
 
+import os
 import textwrap
 from typing import List, Optional, Union
 
@@ -436,7 +437,14 @@ def _node_label(ax, tree, node, x, y, span, hgt, inches, tc):
 # ------------------------------------------------------------------ helpers ------------------
 
 def save(fig, path: str, dpi: int = 130) -> str:
-    """Write ``fig`` (PNG / SVG / PDF by extension) and close it."""
+    """Write ``fig`` (PNG / SVG / PDF by extension) and close it. ``path`` a str or
+    ``os.PathLike`` (a file object is matplotlib's too); a ``fig`` that is no figure or a
+    ``path`` that is none is a ValueError naming it."""
+    if not callable(getattr(fig, "savefig", None)):
+        raise ValueError(f"save: fig = {type(fig).__name__}: expected a matplotlib figure "
+                         f"(viz.access_map(...), viz.rounding_tree(...))")
+    if not isinstance(path, (str, os.PathLike)) and not callable(getattr(path, "write", None)):
+        raise ValueError(f"save: path = {path!r}: expected a file name (str or os.PathLike)")
     fig.savefig(path, dpi=dpi, bbox_inches="tight")
     close(fig)
     return path

@@ -318,3 +318,15 @@ def test_rounding_tree_block_only_where_a_repeat_has_groups():
     assert explain.rounding_tree(rdb, block=1).title.endswith("block 1 (lanes 16-31)")
     with pytest.raises(ValueError, match="source None"):    # was a tree of one NaN
         explain.rounding_tree(None)
+
+
+def test_viz_save_names_what_it_cannot_use(tmp_path):
+    """path None / 3 and fig None were AttributeErrors from matplotlib."""
+    fig = viz.access_map("whole_reduce_sum")
+    for path in (None, 3):
+        with pytest.raises(ValueError, match="save: path = "):
+            viz.save(fig, path)
+    with pytest.raises(ValueError, match="save: fig = NoneType"):
+        viz.save(None, str(tmp_path / "x.png"))
+    assert viz.save(fig, tmp_path / "x.png") == tmp_path / "x.png"
+    assert (tmp_path / "x.png").stat().st_size > 0
