@@ -177,3 +177,17 @@ def test_a_campaign_made_in_python_is_checked_as_its_file_would_be(tmp_path, kw,
     assert not db.exists()
     with pytest.raises(ValueError, match="expected a Campaign"):
         run_campaign(None, str(db))
+
+
+def test_python_campaign_and_replay_references_are_checked(tmp_path):
+    """Campaign.load(3) was a TypeError from Path(); replay(None, ...) an AttributeError
+    (no rpartition), replay(ref, None) a TypeError."""
+    from ascend_ref.fuzz.replay import replay
+
+    with pytest.raises(ValueError, match="campaign 3: expected a name"):
+        Campaign.load(3)
+    with pytest.raises(ValueError, match="replay: ref = None"):
+        replay(None, str(tmp_path / "r.sqlite"))
+    with pytest.raises(ValueError, match="replay: db = None"):
+        replay("tie_rule:1", None)
+    assert not (tmp_path / "r.sqlite").exists()

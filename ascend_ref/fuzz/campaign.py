@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Union
@@ -101,6 +102,9 @@ class Campaign:
     @classmethod
     def load(cls, name_or_path: Union[str, Path, None] = None) -> "Campaign":
         """A campaign file: a path, or a name in ``configs/campaigns/`` (default ``default``)."""
+        if name_or_path is not None and not isinstance(name_or_path, (str, os.PathLike)):
+            raise ValueError(f"campaign {name_or_path!r}: expected a name in "
+                             f"configs/campaigns/ or a path to a .toml file")
         p = Path(name_or_path) if name_or_path else campaigns_dir() / "default.toml"
         if not p.exists() and not p.suffix:
             p = campaigns_dir() / f"{p.name}.toml"

@@ -9,6 +9,7 @@ values), the non-zero source data, and a Python snippet that reproduces the call
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import List, Optional, TextIO
 
@@ -260,9 +261,13 @@ def replay(ref: str, db: str, camp_arg: Optional[str] = None, *, original: bool 
 
     from .store import Store
 
+    if not isinstance(ref, (str, int)) or isinstance(ref, bool):
+        raise ValueError(f"replay: ref = {ref!r}: expected ID or NAME:ID (e.g. 'default:17')")
+    if not isinstance(db, (str, os.PathLike)) or not os.fspath(db):
+        raise ValueError(f"replay: db = {db!r}: expected the results file (str or os.PathLike)")
     out = out or sys.stdout
     store = Store(db) if Path(db).exists() else None
-    camp, cid = resolve(store, ref, camp_arg)
+    camp, cid = resolve(store, str(ref), camp_arg)
     m = store.mismatch(camp.id, cid) if store else None
     if m and m["shrunk"] is not None and not original:
         case = exchange.case_from_bytes(m["shrunk"])
