@@ -200,6 +200,16 @@ def test_python_arguments_are_checked_first(dumps, kw):
         verify([good], progress=False, **kw)
 
 
+def test_open_dump_takes_a_path(dumps):
+    """None was a TypeError from os.fspath; bytes name the file as the file system does."""
+    from ascend_ref.verify import open_dump
+
+    tmp, good, bad = dumps
+    with pytest.raises(ValueError, match="open_dump: path = None"):
+        open_dump(None)
+    assert open_dump(os.fsencode(good)).count == open_dump(good).count == 1
+
+
 def test_python_batch_size_must_be_positive(dumps):
     tmp, good, bad = dumps
     for v in (0, -5, 1.5):

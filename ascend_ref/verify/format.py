@@ -336,7 +336,10 @@ class DumpFile:
     def __init__(self, path: PathLike):
         import stat as _stat
 
-        self.path = os.fspath(path)
+        if not isinstance(path, (str, bytes, os.PathLike)):
+            raise ValueError(f"open_dump: path = {path!r}: expected a dump file (str, bytes or "
+                             f"os.PathLike)")
+        self.path = os.fsdecode(path)
         self.stacked: Optional["Stacked"] = None        # version 2: the columns
         self.keys: Any = set()                          # member names (a set; version 2: Keys)
         try:
