@@ -901,13 +901,21 @@ def int32_stand_in(v: int) -> int:
     return (2**30 if v > 0 else -(2**30)) + v % 1024
 
 
-def _int_param(api: str, name: str, v, given: Optional[dict] = None):
+def public_name(ins: Instruction, param: str) -> str:
+    """The public function's name for numeric parameter ``param``: the repeat count is
+    ``repeat_time`` (Ascend C) / ``repeat_times`` (TIK), the strides keep theirs."""
+    return ins.repeat_param if param == "repeat" else param
+
+
+def _int_param(api: str, name: str, v, given: Optional[dict] = None,
+               label: Optional[str] = None):
     """An int parameter (Python int or integer scalar array, maybe traced) as int32.
 
     A concrete value outside int32 becomes :func:`int32_stand_in` (recorded in ``given`` to
-    report the value given), so the rules pick the code the oracle picks."""
+    report the value given), so the rules pick the code the oracle picks. ``label``: the
+    public function's name for it in an error (``repeat_time`` for ``repeat``)."""
     if isinstance(v, (bool, np.bool_)):
-        raise ConstraintError(Code.BAD_ARGUMENT, api=api, param=name, value=v,
+        raise ConstraintError(Code.BAD_ARGUMENT, api=api, param=label or name, value=v,
                               allowed="an int")
     if isinstance(v, (int, np.integer)):
         if not -(2**31) <= int(v) < 2**31:
@@ -918,7 +926,7 @@ def _int_param(api: str, name: str, v, given: Optional[dict] = None):
     if isinstance(v, (jax.Array, np.ndarray)) and np.ndim(v) == 0 and \
             jnp.issubdtype(v.dtype, jnp.integer):
         return v.astype(jnp.int32)
-    raise ConstraintError(Code.BAD_ARGUMENT, api=api, param=name, value=v,
+    raise ConstraintError(Code.BAD_ARGUMENT, api=api, param=label or name, value=v,
                           allowed="an int (or an integer scalar array under jit / vmap)")
 
 
@@ -1056,7 +1064,8 @@ def host_constraints(ins: Instruction, params: Sequence[str]) -> list:
         else:
             out.append(host(Code.MASK_MODE, "mask", f"no counter mode: {ins.api}'s page does "
                                                     f"not document SetMaskCount / isSetMask"))
-    out += [host(Code.BAD_ARGUMENT, k, f"{k} is an int") for k in params]
+    out += [host(Code.BAD_ARGUMENT, public_name(ins, k), f"{public_name(ins, k)} is an int")
+            for k in params]
     for t in ops:
         out += [host(Code.BAD_ARGUMENT, f"{t}.addr", f"{t}.addr is an int"),
                 host(Code.BAD_ARGUMENT, f"{t}.size", f"{t}.size is an int")]
@@ -1124,7 +1133,7 @@ def prepare(ins: Instruction, ub, tensors: dict, mask, params: dict, *, chip, op
     args: dict = {}
     extra: dict = {}
     for k, v in params.items():
-        (args if k in ARGS else extra)[k] = _int_param(api, k, v, given)
+        (args if k in ARGS else extra)[k] = _int_param(api, k, v, given, public_name(ins, k))
     operands = {name: Operand(_int_param(api, f"{name}.addr", t.addr, given),
                               _int_param(api, f"{name}.size", t.size, given))
                 for name, t in tensors.items()}

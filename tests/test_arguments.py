@@ -476,3 +476,25 @@ def test_aligned_zeros_arguments(args):
         batch_prep.aligned_zeros(*args)
     a = batch_prep.aligned_zeros((np.int64(3), 100), 128)
     assert a.shape == (3, 100) and a.ctypes.data % 128 == 0 and not a.any()
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda ub, r: ar.ascendc.whole_reduce_sum(ub, Tensor(4096, "half", 16),
+                                               Tensor(0, "half", 256), 128, r, 1, 1, 8,
+                                               chip=A2), "repeat_time"),
+    (lambda ub, r: ar.tik.vec_reduce_add(ub, 128, Tensor(4096, "float16", 16),
+                                         Tensor(0, "float16", 256),
+                                         Tensor(8192, "float16", 64), r, 8, chip=A2),
+     "repeat_times"),
+])
+def test_a_repeat_count_of_another_type_is_named_as_the_function_names_it(call, name):
+    """The type check named the internal "repeat"; the range rule already said repeat_time
+    (Ascend C) / repeat_times (TIK), as the signatures do."""
+    ub = ar.new_ub(A2)
+    for bad in ("1", True, 1.0):
+        with pytest.raises(ar.ConstraintError) as e:
+            call(ub, bad)
+        assert e.value.code == ar.Code.BAD_ARGUMENT and e.value.param == name, str(e.value)
+    with pytest.raises(ar.ConstraintError) as e:
+        call(ub, 5000)
+    assert e.value.code == ar.Code.REPEAT_RANGE and e.value.param == name

@@ -205,7 +205,8 @@ def _mutations(case):
            "ub": (dict(ub=np.zeros(16, np.float32)), (Code.BAD_ARGUMENT, "ub")),
            "dtype": (dict(dtype="int32"), (Code.DTYPE_UNSUPPORTED, f"{ins.operands[0]}.dtype")),
            "mask": (dict(mask=1.5), (Code.BAD_ARGUMENT, "mask")),
-           "repeat": (dict(params={**case.params, "repeat": 1.5}), (Code.BAD_ARGUMENT, "repeat"))}
+           "repeat": (dict(params={**case.params, "repeat": 1.5}),     # the public name
+                      (Code.BAD_ARGUMENT, ins.repeat_param))}
     if ins.kernel.count_form:              # level-2 count form: no mask parameter
         del out["mask"]
     if ins.option is not None:
