@@ -1,7 +1,8 @@
-"""Argument types shared by the ``ascend-ref`` sub-commands (argparse ``type=`` callables).
+"""Argument checks shared by the ``ascend-ref`` sub-commands (argparse ``type=`` callables)
+and by the functions that take a file or folder name.
 
-A value they refuse makes argparse exit 2 with one line naming the option, e.g.
-``argument --seed: -1 must be at least 0``.
+A value the argparse types refuse makes argparse exit 2 with one line naming the option,
+e.g. ``argument --seed: -1 must be at least 0``.
 
 >>> at_least(1)("0x10"), at_least(0)("7")
 (16, 7)
@@ -10,7 +11,8 @@ A value they refuse makes argparse exit 2 with one line naming the option, e.g.
 from __future__ import annotations
 
 import argparse
-from typing import Callable
+import os
+from typing import Any, Callable
 
 
 def at_least(lo: int) -> Callable[[str], int]:
@@ -29,4 +31,15 @@ def at_least(lo: int) -> Callable[[str], int]:
     return parse
 
 
-__all__ = ["at_least"]
+def is_path(v: Any, *, allow_bytes: bool = False) -> bool:
+    """``v`` names a file or folder: a non-empty ``str`` or ``os.PathLike`` (``bytes`` too
+    with ``allow_bytes``). The callers raise their own error naming the argument.
+
+    >>> is_path("out"), is_path(""), is_path(None), is_path(b"k"), is_path(b"k", allow_bytes=True)
+    (True, False, False, False, True)
+    """
+    kinds = (str, bytes, os.PathLike) if allow_bytes else (str, os.PathLike)
+    return isinstance(v, kinds) and bool(os.fspath(v))
+
+
+__all__ = ["at_least", "is_path"]

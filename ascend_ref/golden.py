@@ -34,6 +34,7 @@ except ModuleNotFoundError:  # pragma: no cover
 
 from . import mask as masks, registry, spr as sprs
 from .case import Case, Outcome
+from .cli_args import is_path
 from .chips import chip as get_chip, chips as all_chips, config_dir
 from .constraints import ConstraintError
 from .ub import ALIASES_TEXT, DTYPES, dtype_from_text
@@ -146,7 +147,7 @@ def _round_up(x: int, a: int) -> int:
 
 def find_kernel(name_or_path: Union[str, os.PathLike]) -> Path:
     """A kernel file: a path, or the name of one in ``configs/kernels/`` (``.toml`` optional)."""
-    if not isinstance(name_or_path, (str, bytes, os.PathLike)) or not os.fspath(name_or_path):
+    if not is_path(name_or_path, allow_bytes=True):
         raise GoldenError(repr(name_or_path), "file", "expected a kernel name (ascend-ref "
                           "golden --list) or a path to a .toml file (str, bytes or os.PathLike)")
     p = Path(os.fsdecode(name_or_path))
@@ -523,7 +524,7 @@ def generate(kernel: Union[Kernel, str, os.PathLike], out_dir: Union[str, os.Pat
     """
     if stacked and not dumps:
         raise ValueError("stacked=True is the layout of the dump file: only with dumps=True")
-    if not isinstance(out_dir, (str, os.PathLike)) or not os.fspath(out_dir):
+    if not is_path(out_dir):
         raise ValueError(f"out_dir = {out_dir!r}: expected the folder to write into (a "
                          f"non-empty str or os.PathLike)")
     k = kernel if isinstance(kernel, Kernel) else load_kernel(kernel)

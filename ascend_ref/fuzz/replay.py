@@ -9,7 +9,6 @@ values), the non-zero source data, and a Python snippet that reproduces the call
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 from typing import List, Optional, TextIO
 
@@ -17,6 +16,7 @@ import numpy as np
 
 from .. import mask as masks
 from ..case import Case, Outcome
+from ..cli_args import is_path
 from . import comparators, exchange
 from .campaign import Campaign
 from .signature import _roles
@@ -263,7 +263,7 @@ def replay(ref: str, db: str, camp_arg: Optional[str] = None, *, original: bool 
 
     if not isinstance(ref, (str, int)) or isinstance(ref, bool):
         raise ValueError(f"replay: ref = {ref!r}: expected ID or NAME:ID (e.g. 'default:17')")
-    if not isinstance(db, (str, os.PathLike)) or not os.fspath(db):
+    if not is_path(db):
         raise ValueError(f"replay: db = {db!r}: expected the results file (str or os.PathLike)")
     out = out or sys.stdout
     store = Store(db) if Path(db).exists() else None

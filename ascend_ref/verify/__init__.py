@@ -50,11 +50,12 @@ def dumps_from_cases(cases: Sequence, out_dir, *, per_file: int = 1, regions=Non
     """
     from ..batch import run_cases
     from ..batch_args import is_int
+    from ..cli_args import is_path
     from ..case import as_cases
 
     if not is_int(per_file) or per_file < 1:
         raise ValueError(f"per_file = {per_file!r}: expected an int >= 1 (cases a file)")
-    if not isinstance(out_dir, (str, os.PathLike)) or not os.fspath(out_dir):
+    if not is_path(out_dir):
         raise ValueError(f"out_dir = {out_dir!r}: expected the folder to write into (a "
                          f"non-empty str or os.PathLike)")
     if not isinstance(prefix, str) or not prefix or "/" in prefix or os.sep in prefix:
