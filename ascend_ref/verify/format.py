@@ -48,6 +48,7 @@ from typing import (TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Mapping,
 import numpy as np
 
 from .. import registry
+from ..batch_args import is_int
 from ..case import Case, as_cases
 from ..chips import chip as get_chip, chips as all_chips
 from ..constraints import Code
@@ -65,7 +66,6 @@ SUPPORTED_VERSIONS = (1, 2)       # 2: the stacked layout (stacked.py)
 
 _META_KEYS = {"api", "chip", "dtype", "option", "mask", "params", "tensors", "saturate",
               "layout", "regions", "error", "tags", "source", "ub_bytes", "spr"}
-from ..batch_args import is_int
 from .meta import DumpError, PathLike, _jsonable_mask, case_meta, tensor_regions  # noqa: F401
 
 
