@@ -17,7 +17,7 @@ import pytest
 
 import ascend_ref as ar
 from ascend_ref import Tensor
-from ascend_ref.case import Case, run_jax, run_oracle
+from ascend_ref.case import Case, Outcome, run_jax, run_oracle
 from ascend_ref.fuzz.compare import diff
 
 A2 = "atlas_a2"
@@ -498,3 +498,38 @@ def test_a_repeat_count_of_another_type_is_named_as_the_function_names_it(call, 
     with pytest.raises(ar.ConstraintError) as e:
         call(ub, 5000)
     assert e.value.code == ar.Code.REPEAT_RANGE and e.value.param == name
+
+
+def _ran(n=4, ub=None):
+    return Outcome(None, np.zeros(n, np.uint8) if ub is None else ub, np.zeros(n, bool),
+                      np.zeros(n, bool))
+
+
+@pytest.mark.parametrize("a, b, param", [
+    (None, _ran(), "a"),
+    (_ran(), "ok", "b"),
+    (Outcome(None), _ran(), "a.ub"),                       # ran, but carries nothing
+    (_ran(), _ran(5), "b.ub"),                                # another case's UB
+    (_ran(), Outcome(None, np.zeros(4, np.uint8), np.zeros(3, bool), np.zeros(4, bool)),
+     "b.written"),
+    (_ran(), _ran(ub=[0, 0, 0, 0]), "b.ub"),                  # a list, not an array
+    (Outcome("X"), _ran(), "a.code"),
+])
+def test_diff_names_the_outcome_field_it_cannot_compare(a, b, param):
+    """diff gave an AttributeError, an AssertionError, a numpy broadcast error or a wrong
+    'error' line for these; now BAD_ARGUMENT naming the side and field."""
+    with pytest.raises(ar.ConstraintError) as e:
+        diff(a, b)
+    assert e.value.code == ar.Code.BAD_ARGUMENT and e.value.param == param, str(e.value)
+    assert "diff:" in str(e.value)
+
+
+def test_diff_of_a_crash_is_bad_argument_and_of_good_outcomes_a_reason():
+    from ascend_ref.fuzz.compare import Crash
+
+    with pytest.raises(ar.ConstraintError, match=r"diff: a = 'Crash\(jax"):
+        diff(Crash("jax", RuntimeError("boom")), _ran())
+    one = _ran(ub=np.array([0, 1, 2, 3], np.uint8))
+    assert diff(_ran(), one) == "3 byte(s) differ, first at 1: 0x00 vs 0x01"
+    assert diff(Outcome(ar.Code.REPEAT_RANGE), _ran()) == "error REPEAT_RANGE vs None"
+    assert diff(_ran(), _ran()) is None

@@ -16,11 +16,12 @@ code); two sides agree when every reading is equal (:func:`spr_diff`).
 from __future__ import annotations
 
 import traceback
-from typing import Any, Callable, Dict, Optional, Type
+from typing import Any, Callable, Dict, Optional, Tuple, Type
 
 import numpy as np
 
 from ..case import Case, Outcome, run_jax, run_oracle  # noqa: F401  (re-exported)
+from ..constraints import Code, ConstraintError
 
 
 class Crash(Outcome):
@@ -56,24 +57,73 @@ def safe(fn: Callable[[Case], Outcome], side: str, c: Case) -> Outcome:
 
 
 def diff(a: Outcome, b: Outcome) -> Optional[str]:
-    """None when the outcomes agree, else a one-line reason."""
+    """None when the outcomes agree, else a one-line reason.
+
+    ``a`` and ``b``: :class:`Outcome` s that raised a constraint error (``code`` a
+    :class:`~ascend_ref.constraints.Code`) or ran (``code`` None, with ``ub`` a 1-D
+    ``uint8`` array and ``written`` / ``undefined`` ``bool`` arrays of its shape, the same
+    on both sides); anything else is BAD_ARGUMENT naming it.
+
+    >>> import numpy as np
+    >>> ub, no = np.zeros(4, np.uint8), np.zeros(4, bool)
+    >>> diff(Outcome(None, ub, no, no), Outcome(None, ub + 1, no, no))
+    '4 byte(s) differ, first at 0: 0x00 vs 0x01'
+    """
+    _outcome(a, "a")
+    _outcome(b, "b")
     if a.code or b.code:
         if a.code == b.code:
             return None
         return f"error {a.code and a.code.name} vs {b.code and b.code.name}"
     # both ran: they carry the UB and its byte masks
-    assert a.ub is not None and a.written is not None and a.undefined is not None
-    assert b.ub is not None and b.written is not None and b.undefined is not None
-    undefined = a.undefined | b.undefined
-    bad = np.flatnonzero((a.ub != b.ub) & ~undefined)
+    au, aw, ad = _ran(a, "a")
+    bu, bw, bd = _ran(b, "b")
+    if au.shape != bu.shape:
+        raise ConstraintError(Code.BAD_ARGUMENT, api="diff", param="b.ub",
+                              value=f"{bu.size} bytes", allowed=f"a's {au.size} bytes",
+                              hint="Compare outcomes of the same case")
+    undefined = ad | bd
+    bad = np.flatnonzero((au != bu) & ~undefined)
     if bad.size:
         k = int(bad[0])
-        return f"{bad.size} byte(s) differ, first at {k}: {a.ub[k]:#04x} vs {b.ub[k]:#04x}"
-    if not np.array_equal(a.undefined, b.undefined):
-        return f"undefined masks differ at {int(np.flatnonzero(a.undefined != b.undefined)[0])}"
-    if not np.array_equal(a.written, b.written):
-        return f"written masks differ at {int(np.flatnonzero(a.written != b.written)[0])}"
+        return f"{bad.size} byte(s) differ, first at {k}: {au[k]:#04x} vs {bu[k]:#04x}"
+    if not np.array_equal(ad, bd):
+        return f"undefined masks differ at {int(np.flatnonzero(ad != bd)[0])}"
+    if not np.array_equal(aw, bw):
+        return f"written masks differ at {int(np.flatnonzero(aw != bw)[0])}"
     return None
+
+
+def _outcome(o: Any, name: str) -> None:
+    """BAD_ARGUMENT unless ``o`` is an Outcome whose ``code`` is None or a Code."""
+    if not isinstance(o, Outcome) or isinstance(o, (Crash, Skip)):
+        what = repr(o) if isinstance(o, (Crash, Skip)) else type(o).__name__
+        raise ConstraintError(Code.BAD_ARGUMENT, api="diff", param=name, value=what,
+                              allowed="an Outcome that ran or raised a constraint error")
+    if o.code is not None and not isinstance(o.code, Code):
+        raise ConstraintError(Code.BAD_ARGUMENT, api="diff", param=f"{name}.code",
+                              value=o.code, allowed="None or an ascend_ref.Code")
+
+
+def _ran(o: Outcome, name: str) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(ub, written, undefined)`` of an outcome that ran, as arrays; BAD_ARGUMENT naming
+    the first that is missing or of another type or shape."""
+    out: list = []
+    for field, dtype in (("ub", np.uint8), ("written", np.bool_), ("undefined", np.bool_)):
+        x = getattr(o, field)
+        arr = x if isinstance(x, np.ndarray) else None
+        shape = out[0].shape if out else None
+        if arr is None or arr.dtype != dtype or arr.ndim != 1 or \
+                (shape is not None and arr.shape != shape):
+            value = type(x).__name__ if arr is None else f"{arr.dtype}{list(arr.shape)}"
+            allowed = (f"a 1-D {np.dtype(dtype).name} array"
+                       + (f" of ub's shape {list(shape)}" if shape is not None else ""))
+            raise ConstraintError(Code.BAD_ARGUMENT, api="diff", param=f"{name}.{field}",
+                                  value=value, allowed=allowed,
+                                  hint="An outcome without a code ran: it carries the UB "
+                                  "and its byte masks")
+        out.append(arr)
+    return out[0], out[1], out[2]
 
 
 # ------------------------------------------------------------------ the registers ----------
@@ -93,7 +143,6 @@ def _side_readings(case: Case, st: Any, sum_getter: Callable, max_min_getter: Ca
                    ) -> Dict[str, Any]:
     """One side's readings through that side's own getters (``error``: its constraint
     exception, whose ``code`` names the getter's refusal; ``bits``: a value as its bits)."""
-    from ..constraints import Code
 
     out: Dict[str, Any] = {}
     regs = _registers(case)
