@@ -14,8 +14,9 @@ into an int32 status (``0`` = ok, else the first failing code).
 from __future__ import annotations
 
 import enum
+import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence, Union
 
 if TYPE_CHECKING:
     import jax
@@ -113,11 +114,32 @@ class ConstraintError(ValueError):
                  chip: Optional[str] = None, hint: str = "") -> None:
         self.code = Code(code)
         self.api, self.param, self.value, self.allowed, self.chip = api, param, value, allowed, chip
+        self.hint = hint
         where = f" on {chip}" if chip and param != "chip" else ""   # the value names it
         msg = f"[{self.code.name}] {api}: {param} = {value!r} is not allowed{where}; allowed: {allowed}"
         if hint:
             msg += f". {hint}"
         super().__init__(msg)
+
+    def renamed(self, names: Mapping[str, str]) -> "ConstraintError":
+        """The same error with the operands named as the public function names them
+        (``names``: operand key -> public parameter, ``Instruction.arg_names``): in ``param``
+        (``work_tensor.size`` -> ``shared_tmp_buffer.size``, ``dst/work_tensor``) and in the words of ``allowed``
+        and the hint.
+
+        >>> e = ConstraintError(Code.WORK_SIZE, api="reduce_sum", param="work_tensor.size",
+        ...                     value=1, allowed=">= 16 elements")
+        >>> print(e.renamed({"work_tensor": "shared_tmp_buffer"}))
+        [WORK_SIZE] reduce_sum: shared_tmp_buffer.size = 1 is not allowed; allowed: >= 16 elements
+        """
+        def words(text: str) -> str:
+            for key, public in names.items():
+                text = re.sub(rf"\b{re.escape(key)}\b", public, text)
+            return text
+
+        return ConstraintError(self.code, api=self.api, param=words(self.param),
+                               value=self.value, allowed=words(self.allowed), chip=self.chip,
+                               hint=words(self.hint))
 
 
 @dataclass(frozen=True)

@@ -715,10 +715,15 @@ class Instruction:
         None: fresh); with ``return_info`` the info's ``spr`` is the state after it."""
         from . import engine, spr as sprs
 
-        state = sprs.checked(spr, self.name)
-        prep = self._checked(ub, tensors, mask, params, chip=chip, option=option,
-                             saturate=saturate, info=return_info, spr=return_info)
-        return engine.run_prepared(prep, return_info, state)
+        try:
+            state = sprs.checked(spr, self.name)
+            prep = self._checked(ub, tensors, mask, params, chip=chip, option=option,
+                                 saturate=saturate, info=return_info, spr=return_info)
+            return engine.run_prepared(prep, return_info, state)
+        except ConstraintError as e:             # named as the public function names them
+            if not self.arg_names:
+                raise
+            raise e.renamed(self.arg_names) from None
 
     @property
     def spr(self) -> Any:

@@ -533,3 +533,33 @@ def test_diff_of_a_crash_is_bad_argument_and_of_good_outcomes_a_reason():
     assert diff(_ran(), one) == "3 byte(s) differ, first at 1: 0x00 vs 0x01"
     assert diff(Outcome(ar.Code.REPEAT_RANGE), _ran()) == "error REPEAT_RANGE vs None"
     assert diff(_ran(), _ran()) is None
+
+
+@pytest.mark.parametrize("fn", [ar.ascendc.reduce_sum, ar.ascendc.reduce_max])
+@pytest.mark.parametrize("bad, code, param", [
+    ("x", ar.Code.BAD_ARGUMENT, "shared_tmp_buffer"),
+    (Tensor(0, "float32", 8), ar.Code.DTYPE_MISMATCH, "shared_tmp_buffer.dtype"),
+    (Tensor(8191, "half", 64), ar.Code.ALIGN, "shared_tmp_buffer.addr"),
+    (Tensor(8192, "half", 1), ar.Code.WORK_SIZE, "shared_tmp_buffer.size"),
+])
+def test_level2_errors_name_the_tmp_buffer_as_the_function_does(fn, bad, code, param):
+    """The public function's errors named its shared_tmp_buffer 'work_tensor' (the tools'
+    key for it); the oracle already said sharedTmpBuffer. A Case still keys it work_tensor."""
+    ub = _ub()
+    with pytest.raises(ar.ConstraintError) as e:
+        fn(ub, Tensor(4096, "half", 16), Tensor(0, "half", 256), bad, 128, 2, 8, chip=A2)
+    assert e.value.code == code and e.value.param == param, str(e.value)
+    assert "work_tensor" not in str(e.value)
+    with pytest.raises(ar.oracle.OracleError) as o:
+        getattr(ar.oracle, fn.__name__)(ub, Tensor(4096, "half", 16), Tensor(0, "half", 256),
+                                        bad, 128, 2, 8, chip=A2)
+    assert o.value.code == code
+
+
+def test_renamed_keeps_code_value_chip_and_hint():
+    e = ar.ConstraintError(ar.Code.OVERLAP, api="reduce_sum", param="dst/work_tensor",
+                           value="x", allowed="dst apart from work_tensor", chip=A2,
+                           hint="move work_tensor")
+    r = e.renamed({"work_tensor": "shared_tmp_buffer"})
+    assert (r.code, r.param, r.value, r.chip) == (e.code, "dst/shared_tmp_buffer", "x", A2)
+    assert str(r) == str(e).replace("work_tensor", "shared_tmp_buffer")
