@@ -191,15 +191,20 @@ class Params:
         """A copy with the named values replaced (``"repeat"``, ``"src.addr"``,
         ``"dst.size"``, ``"ub_base"``, an :attr:`extra` name): the values a caller gave
         where the kernel saw int32 stand-ins (error messages)."""
-        p = self
+        fields: Dict[str, Any] = {}
+        parts: Dict[str, Dict[str, Any]] = {}
+        extra: Dict[str, Any] = {}
         for key, v in values.items():
             if "." in key:
                 t, part = key.split(".", 1)
-                changed: Dict[str, Any] = {t: dataclasses.replace(p.tensor(t), **{part: v})}
-                p = dataclasses.replace(p, **changed)
+                parts.setdefault(t, {})[part] = v
             elif key in ARGS or key in ("ub_base", "ub_len", "chip_ub"):
-                p = dataclasses.replace(p, **{key: v})
+                fields[key] = v
             else:
-                p = dataclasses.replace(p, extra={**p.extra, key: v})
-        return p
+                extra[key] = v
+        for t, changed in parts.items():          # one replace per tensor, one for the tree
+            fields[t] = dataclasses.replace(self.tensor(t), **changed)
+        if extra:
+            fields["extra"] = {**self.extra, **extra}
+        return dataclasses.replace(self, **fields) if fields else self
 

@@ -162,7 +162,7 @@ def as_ub(ub) -> jax.Array:
                               value=f"{type(ub).__name__} {getattr(ub, 'dtype', '?')} "
                                     f"shape {getattr(ub, 'shape', '?')}",
                               allowed="a 1-D uint8 array (see ascend_ref.new_ub)")
-    return jnp.asarray(ub)
+    return ub if isinstance(ub, jax.Array) else jnp.asarray(ub)   # a JAX array (or tracer) as is
 
 
 def _check_span(api: str, ub_len: int, addr: int, nbytes: int) -> None:
