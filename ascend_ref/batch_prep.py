@@ -342,6 +342,59 @@ def written_zeros(shape: Tuple[int, int]) -> np.ndarray:
 #: rows narrower than this many bytes are cleared instead (:func:`written_zeros`)
 WRITTEN_DENSE, _WRITTEN_DENSE = True, 1 << 15
 
+#: False: run_cases' ``written`` tables are never handed out again (A/B measurements, tests)
+WRITTEN_POOL = True
+#: run_cases' ``written`` tables handed out before (:func:`pooled_written`): ``(owner, marks)``
+#: -- the flat ``bool`` owner of the table and the boxes marked in it since it was cleared
+_WRITTEN_POOL: List[Tuple[np.ndarray, List[Tuple[int, int, int, int]]]] = []
+
+
+def pooled_written(shape: Tuple[int, int]) -> Tuple[np.ndarray, Optional[list]]:
+    """``(table, marks)``: ``bool`` zeros of ``shape`` for run_cases' ``written`` masks and
+    the list its one writer (:func:`_merge`) appends every box ``(row0, row1, col0, col1)``
+    it marks to; ``marks`` None: a table of :func:`written_zeros`, not pooled.
+
+    A table whose outcomes were all dropped is handed out again after clearing only its
+    marked boxes (a result marks a few hundred bytes a row): a fresh table costs a page
+    fault for every row it marks (256 rows of 66,304 bytes: ~0.35 ms), clearing the same
+    table in full ~1 ms. The outcomes' ``written`` rows are read-only views (:meth:`Sink.finish`),
+    so nothing but the merge marks a pooled table. A table whose marks cover more than half
+    of it is not reused (a scattered chunk marks its bounding box).
+
+    >>> t, marks = pooled_written((256, 1 << 16)); t[:, 8:16] = True; marks.append((0, 256, 8, 16))
+    >>> del t; t2, _ = pooled_written((256, 1 << 16)); bool(t2.any())
+    False
+    """
+    need = int(shape[0]) * int(shape[1])
+    if not (WRITTEN_POOL and RECYCLE and _REFCOUNTS and _RECYCLE_MIN <= need <= _RECYCLE_MAX):
+        return written_zeros(shape), None
+    with _RECYCLE_LOCK:
+        got = None
+        for k in range(len(_WRITTEN_POOL)):
+            # referred to by its pool entry and by getrefcount's argument only: dropped
+            if _WRITTEN_POOL[k][0].size == need and sys.getrefcount(_WRITTEN_POOL[k][0]) == 2:
+                got = _WRITTEN_POOL.pop(k)
+                break
+        if got is not None:
+            owner, marks = got
+            table = owner.reshape(shape)
+            if sum((r1 - r0) * (c1 - c0) for r0, r1, c0, c1 in marks) * 2 > need:
+                got = None                                 # cleared in full: a fresh one
+            else:
+                for r0, r1, c0, c1 in marks:
+                    table[r0:r1, c0:c1] = False
+                marks.clear()
+        if got is None:        # its own owner (the rows' views refer to it: their refcount)
+            owner, marks = sparse_zeros((need,)), []
+            while isinstance(owner.base, np.ndarray):      # the array views refer to
+                owner = owner.base
+            table = owner.reshape(shape)
+        _WRITTEN_POOL.append((owner, marks))
+        del _WRITTEN_POOL[:-_RECYCLE_KEEP]
+        while len(_WRITTEN_POOL) > 1 and sum(a.nbytes for a, _ in _WRITTEN_POOL) > _RECYCLE_TOTAL:
+            del _WRITTEN_POOL[0]
+    return table, marks
+
 
 # ------------------------------------------------------------------ preparation ------------
 
@@ -760,6 +813,21 @@ def _finish_spec(prep: Any, heights: Sequence[int], r_max: Optional[int] = None)
     return dataclasses.replace(spec, r_max=int(r_max), info=True, compact=True)
 
 
+#: the UB a group's first case is prepared with (:func:`group_prepare`), made on first use
+_NO_UB: List[Any] = []
+
+
+def group_prepare(rep: Case) -> Any:
+    """The host checks and parameters of a group's first case ``rep``, as
+    ``rep.prepare(info=True)`` gives them but for its UB: an empty one stands in (the UB's
+    length and bytes enter per case, :func:`group_rows`; converting a 66 KB UB to a device
+    array took ~0.1 ms of a 256-case run_cases call). ``rep.ub`` passed the group's checks
+    (a 1-D ``uint8`` array)."""
+    if not _NO_UB:
+        _NO_UB.append(jax.numpy.zeros(0, np.uint8))
+    return rep.instruction.prepare_case(rep, info=True, ub=_NO_UB[0])
+
+
 def _group(cases: List[Case], ks: np.ndarray, vals: np.ndarray, masks: np.ndarray,
            outcomes: Any, heights: Sequence[int]) -> List[Rows]:
     """Rows of one host group (plain cases sharing instruction, product, dtype, option,
@@ -768,7 +836,7 @@ def _group(cases: List[Case], ks: np.ndarray, vals: np.ndarray, masks: np.ndarra
     kl = ks.tolist()
     rep = cases[kl[0]]
     try:
-        prep = rep.prepare(info=True)
+        prep = group_prepare(rep)
     except ConstraintError as e:
         for k in kl:
             outcomes[k] = Outcome(e.code)
@@ -994,7 +1062,7 @@ def prepare_columns(api: str, chip: Any, dtype: str, option: Any, mask: Any,
             continue
         rep = case(int(ks[0]))
         try:
-            prep = rep.prepare(info=True)
+            prep = group_prepare(rep)
         except ConstraintError as e:          # a group-level check: every case of the group
             for k in ks.tolist():
                 into[k] = Outcome(e.code)
@@ -1058,6 +1126,8 @@ class Stacked:
     ub: np.ndarray
     written: np.ndarray
     undefined: np.ndarray
+    #: the boxes marked in ``written`` when it is a pooled table (:func:`pooled_written`)
+    marks: Optional[list] = None
 
     @staticmethod
     def start(ubs: np.ndarray) -> "Stacked":
@@ -1065,12 +1135,14 @@ class Stacked:
         return Stacked.holding(np.array(ubs, np.uint8, copy=True, order="C"))
 
     @staticmethod
-    def holding(ub: np.ndarray) -> "Stacked":
+    def holding(ub: np.ndarray, pooled: bool = False) -> "Stacked":
         """Every case ok so far, on ``ub`` itself (``uint8[B, N]``, the UBs before the
         call), with nothing written or undefined yet (:func:`written_zeros`,
-        :func:`sparse_zeros`)."""
-        return Stacked(np.zeros(ub.shape[0], np.int32), ub, written_zeros(ub.shape),
-                       sparse_zeros(ub.shape))
+        :func:`sparse_zeros`; ``pooled``: a :func:`pooled_written` table, whose rows the
+        owner hands out read-only)."""
+        written, marks = pooled_written(ub.shape) if pooled else (written_zeros(ub.shape), None)
+        return Stacked(np.zeros(ub.shape[0], np.int32), ub, written, sparse_zeros(ub.shape),
+                       marks)
 
     def __len__(self) -> int:
         return int(self.code.size)
@@ -1130,7 +1202,7 @@ class Sink:
             width = -(-n // 64) * 64
             padded = result_empty((len(items), width))
             padded[:, n:] = 0
-            self.stacks[n] = Stacked.holding(padded[:, :n])
+            self.stacks[n] = Stacked.holding(padded[:, :n], pooled=True)
             self.padded[n] = padded
             self.sources[n] = [u for _, u in items]
             self.filled[n] = np.zeros(len(items), bool)
@@ -1210,6 +1282,8 @@ class Sink:
             rs = pos[ks]
             self.fill(n, rs)                     # merged rows are filled; this keeps it exact
             st = self.stacks[n]
+            if st.marks is not None:     # a pooled table: only the merge marks it
+                st.written.flags.writeable = False
             # the rows' views made by C loops (list() of a 2-D array)
             views = [list(a) for a in (st.ub, st.written, st.undefined)]
             for k, r in zip(ks.tolist(), rs.tolist()):
@@ -1415,6 +1489,8 @@ def _merge(rows: Rows, sel: np.ndarray, into: Stacked, at: np.ndarray, writes: A
             out[at0:at0 + m, lo:hi].view(bits.dtype)[...] = bits.reshape(m, -1)[:, cols]
             w = written[at0:at0 + m, lo:hi]
             w[...] = True
+            if into.marks is not None:
+                into.marks.append((at0, at0 + m, lo, hi))
             if any_undef:
                 w &= ~undef[at0:at0 + m, lo:hi]
             continue
@@ -1425,6 +1501,10 @@ def _merge(rows: Rows, sel: np.ndarray, into: Stacked, at: np.ndarray, writes: A
         for k in range(size):
             wf[flat + k] = True
         marked.append((flat, size))
+        if into.marks is not None and flat.size:
+            r, c = np.divmod(flat, n)
+            into.marks.append((int(r.min()), int(r.max()) + 1, int(c.min()),
+                               min(int(c.max()) + size, n)))
     if any_undef:       # the full kernel: written &= ~undefined (only where something was written)
         for flat, size in marked:
             for k in range(size):

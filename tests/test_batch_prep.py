@@ -550,8 +550,9 @@ def test_written_masks_cleared_or_mapped_give_the_same_outcomes(monkeypatch):
 
 def test_sparse_masks_give_the_same_outcomes(monkeypatch):
     """run_cases' written / undefined byte masks from anonymous mappings (sparse_zeros, here
-    for every table size) are the same bits as from np.zeros, each outcome's rows writable
-    and its own; where no mapping can be made, sparse_zeros falls back to np.zeros."""
+    for every table size) are the same bits as from np.zeros, each outcome's undefined row
+    writable and its own (written rows: test_pooled_written_...); where no mapping can be
+    made, sparse_zeros falls back to np.zeros."""
     cases = _cases(6, 7)
     monkeypatch.setattr(batch_prep, "SPARSE_MMAP", False)
     plain = ar.run_cases(cases)
@@ -564,14 +565,14 @@ def test_sparse_masks_give_the_same_outcomes(monkeypatch):
         if a.code is None:
             for x, y in ((a.ub, b.ub), (a.written, b.written), (a.undefined, b.undefined)):
                 np.testing.assert_array_equal(x, y, err_msg=f"case {k}")
-            assert b.written.flags.writeable and b.undefined.flags.writeable
+            assert b.undefined.flags.writeable
             ok.append(b)
             undefined += int(b.undefined.any())
     assert len(ok) > 10 and undefined > 0, (len(ok), undefined)
     first, other = ok[0], ok[1]
-    before = other.written.copy()
-    first.written[:] = True
-    np.testing.assert_array_equal(other.written, before)        # rows do not share bytes
+    before = other.undefined.copy()
+    first.undefined[:] = True
+    np.testing.assert_array_equal(other.undefined, before)      # rows do not share bytes
     t = batch_prep.sparse_zeros((3, 5000))
     assert t.dtype == bool and t.shape == (3, 5000) and not t.any()
     mapping = batch_prep.mmap.mmap
@@ -584,6 +585,69 @@ def test_sparse_masks_give_the_same_outcomes(monkeypatch):
     t = batch_prep.sparse_zeros((3, 5000))
     assert t.dtype == bool and t.shape == (3, 5000) and not t.any() and t.flags.writeable
     assert not isinstance(_owner(t), mapping)
+
+
+def _sum_cases(dsts, n=8192):
+    """WholeReduceSum float cases on UBs of ``n`` bytes, case ``k`` writing at ``dsts[k]``."""
+    rng = np.random.default_rng(len(dsts))
+    params = {"repeat": 2, "dst_rep_stride": 1, "src_blk_stride": 1, "src_rep_stride": 8}
+    out = []
+    for d in dsts:
+        ub = np.zeros(n, np.uint8)
+        ub[:512] = rng.standard_normal(128).astype(np.float32).view(np.uint8)
+        out.append(Case("whole_reduce_sum", "atlas_a2", "float32", None, 64, dict(params),
+                        {"dst": (int(d), 8), "src": (0, 128)}, ub))
+    return out
+
+
+def test_pooled_written_tables_are_cleared_where_marked_and_never_shared(monkeypatch):
+    """run_cases hands a dropped call's written table out again, cleared where the merge
+    marked it (a one-span chunk's box, a scattered chunk's bounding box): the same masks
+    as a fresh table, call after call; the rows are read-only (as run_jax's), so only the
+    merge marks a pooled table; a table an outcome still holds is never handed out."""
+    b = 160                                            # 160 x 8 KiB: pooled (>= 1 MiB)
+    same = _sum_cases([4096] * b)                      # one span: the dense merge
+    scattered = _sum_cases([1024 + 32 * (k % 50) for k in range(b)])   # the scatter merge
+    monkeypatch.setattr(batch_prep, "WRITTEN_POOL", False)
+    want = {id(c): [o.written.copy() for o in ar.run_cases(c)] for c in (same, scattered)}
+    monkeypatch.setattr(batch_prep, "WRITTEN_POOL", True)
+    batch_prep._WRITTEN_POOL.clear()
+    owners = []
+    for cases in (same, scattered, same, scattered):
+        got = ar.run_cases(cases)
+        assert all(o.code is None for o in got)
+        for k, o in enumerate(got):
+            np.testing.assert_array_equal(o.written, want[id(cases)][k], err_msg=str(k))
+        assert not got[0].written.flags.writeable
+        with pytest.raises(ValueError):
+            got[0].written[0] = True
+        owners.append(id(_owner(got[0].written)))       # an id: a reference would keep it
+        del got, o
+    # the first table was handed out again each time (else this test proves nothing)
+    assert owners == owners[:1] * 4, owners
+    held = ar.run_cases(same)
+    again = ar.run_cases(scattered)
+    assert not np.shares_memory(held[0].written, again[0].written)
+    for k, o in enumerate(held):
+        np.testing.assert_array_equal(o.written, want[id(same)][k], err_msg=str(k))
+
+
+def test_a_pooled_table_marked_over_half_is_not_reused():
+    """(The pool entry is told by its marks list: a reference to the table would keep it.)"""
+    t, marks = batch_prep.pooled_written((64, 1 << 15))
+    assert marks is not None and not t.any()
+    t[:, :20000] = True
+    marks.append((0, 64, 0, 20000))
+    del t
+    t2, marks2 = batch_prep.pooled_written((64, 1 << 15))
+    assert not t2.any() and marks2 == [] and marks2 is not marks
+    t2[3, 7] = True
+    marks2.append((3, 4, 7, 8))
+    del t2
+    t3, marks3 = batch_prep.pooled_written((64, 1 << 15))
+    assert not t3.any() and marks3 is marks2 and marks3 == []
+    held, _ = batch_prep.pooled_written((64, 1 << 15))        # t3 is held: another table
+    assert not np.shares_memory(held, t3)
 
 
 def _owner(a):
