@@ -185,10 +185,12 @@ def run_cases(cases: Iterable[Case], *, heights: Sequence[int] = TABLE_HEIGHTS,
     :meth:`~ascend_ref.registry.Instruction.prepare_case` (the exact fallback). Each case
     runs on a compact window of its UB (the bytes its declared geometry can touch) where
     that is exact, and the kernel returns only the words it writes. Cases of one call over
-    many data whose UBs are consecutive rows of one 64-byte-aligned array, each a multiple
-    of 64 bytes (``ubs = batch_prep.aligned_zeros((B, n))``, ``[Case(..., ubs[k]) for k in
+    many data whose UBs are consecutive rows of one 64-byte-aligned array
+    (``ubs = batch_prep.aligned_zeros((B, n))``, ``[Case(..., ubs[k]) for k in
     range(B)]``), are read in place, as :func:`run_batch` reads an aligned input; the UBs
-    are never written.
+    are never written. The outcomes' ``written`` / ``undefined`` masks are read-only rows of
+    tables the next call reuses once every outcome of this one is dropped (as
+    :func:`ascend_ref.case.run_jax`'s arrays are read-only); each ``ub`` is the outcome's own.
 
     ``spr``: also compute the reduce special registers (:mod:`ascend_ref.spr`) each case
     leaves, run from the fresh state: the outcome of a case whose instruction sets a

@@ -342,22 +342,24 @@ def written_zeros(shape: Tuple[int, int]) -> np.ndarray:
 #: rows narrower than this many bytes are cleared instead (:func:`written_zeros`)
 WRITTEN_DENSE, _WRITTEN_DENSE = True, 1 << 15
 
-#: False: run_cases' ``written`` tables are never handed out again (A/B measurements, tests)
+#: False: run_cases' ``written`` / ``undefined`` tables are never handed out again (A/B
+#: measurements, tests)
 WRITTEN_POOL = True
-#: run_cases' ``written`` tables handed out before (:func:`pooled_written`): ``(owner, marks)``
+#: run_cases' mask tables handed out before (:func:`pooled_written`): ``(owner, marks)``
 #: -- the flat ``bool`` owner of the table and the boxes marked in it since it was cleared
 _WRITTEN_POOL: List[Tuple[np.ndarray, List[Tuple[int, int, int, int]]]] = []
 
 
 def pooled_written(shape: Tuple[int, int]) -> Tuple[np.ndarray, Optional[list]]:
-    """``(table, marks)``: ``bool`` zeros of ``shape`` for run_cases' ``written`` masks and
-    the list its one writer (:func:`_merge`) appends every box ``(row0, row1, col0, col1)``
-    it marks to; ``marks`` None: a table of :func:`written_zeros`, not pooled.
+    """``(table, marks)``: ``bool`` zeros of ``shape`` for run_cases' ``written`` or
+    ``undefined`` masks and the list its one writer (:func:`_merge`) appends every box
+    ``(row0, row1, col0, col1)`` it marks to; ``marks`` None: a table of
+    :func:`written_zeros`, not pooled.
 
     A table whose outcomes were all dropped is handed out again after clearing only its
     marked boxes (a result marks a few hundred bytes a row): a fresh table costs a page
     fault for every row it marks (256 rows of 66,304 bytes: ~0.35 ms), clearing the same
-    table in full ~1 ms. The outcomes' ``written`` rows are read-only views (:meth:`Sink.finish`),
+    table in full ~1 ms. The outcomes' mask rows are read-only views (:meth:`Sink.finish`),
     so nothing but the merge marks a pooled table. A table whose marks cover more than half
     of it is not reused (a scattered chunk marks its bounding box).
 
@@ -1126,8 +1128,10 @@ class Stacked:
     ub: np.ndarray
     written: np.ndarray
     undefined: np.ndarray
-    #: the boxes marked in ``written`` when it is a pooled table (:func:`pooled_written`)
+    #: the boxes marked in ``written`` / ``undefined`` when they are pooled tables
+    #: (:func:`pooled_written`)
     marks: Optional[list] = None
+    undefined_marks: Optional[list] = None
 
     @staticmethod
     def start(ubs: np.ndarray) -> "Stacked":
@@ -1138,11 +1142,13 @@ class Stacked:
     def holding(ub: np.ndarray, pooled: bool = False) -> "Stacked":
         """Every case ok so far, on ``ub`` itself (``uint8[B, N]``, the UBs before the
         call), with nothing written or undefined yet (:func:`written_zeros`,
-        :func:`sparse_zeros`; ``pooled``: a :func:`pooled_written` table, whose rows the
+        :func:`sparse_zeros`; ``pooled``: :func:`pooled_written` tables, whose rows the
         owner hands out read-only)."""
-        written, marks = pooled_written(ub.shape) if pooled else (written_zeros(ub.shape), None)
-        return Stacked(np.zeros(ub.shape[0], np.int32), ub, written, sparse_zeros(ub.shape),
-                       marks)
+        if not pooled:
+            return Stacked(np.zeros(ub.shape[0], np.int32), ub, written_zeros(ub.shape),
+                           sparse_zeros(ub.shape))
+        (written, marks), (undefined, umarks) = pooled_written(ub.shape), pooled_written(ub.shape)
+        return Stacked(np.zeros(ub.shape[0], np.int32), ub, written, undefined, marks, umarks)
 
     def __len__(self) -> int:
         return int(self.code.size)
@@ -1282,8 +1288,9 @@ class Sink:
             rs = pos[ks]
             self.fill(n, rs)                     # merged rows are filled; this keeps it exact
             st = self.stacks[n]
-            if st.marks is not None:     # a pooled table: only the merge marks it
-                st.written.flags.writeable = False
+            for table, marks in ((st.written, st.marks), (st.undefined, st.undefined_marks)):
+                if marks is not None:           # a pooled table: only the merge marks it
+                    table.flags.writeable = False
             # the rows' views made by C loops (list() of a 2-D array)
             views = [list(a) for a in (st.ub, st.written, st.undefined)]
             for k, r in zip(ks.tolist(), rs.tolist()):
@@ -1293,19 +1300,20 @@ class Sink:
 def consecutive_rows(ubs: Sequence[np.ndarray]) -> Optional[np.ndarray]:
     """``uint8[len(ubs), n]``: the 1-D ``uint8`` arrays ``ubs`` as one array, without a copy,
     when they are consecutive rows of one C-contiguous array (same owner, same size ``n``, each
-    starting ``n`` bytes after the one before) whose first byte is 64-byte aligned and ``n``
-    a multiple of 64 (every row aligned: the CPU backend reads it in place); else None.
-    Read-only.
+    starting ``n`` bytes after the one before) whose first byte is 64-byte aligned (the CPU
+    backend reads such a block in place, whatever ``n``: only its start is aligned, as
+    :func:`ascend_ref.batch.run_batch` reads ``uint8[B, n]``); else None. Read-only.
 
-    >>> a = aligned_zeros((3, 128)); a[1] = 7
+    >>> a = aligned_zeros((3, 96)); a[1] = 7
     >>> consecutive_rows([a[0], a[1], a[2]])[1, :2].tolist(), consecutive_rows([a[0], a[2]])
     ([7, 7], None)
+    >>> consecutive_rows([a[1], a[2]])          # starts 96 bytes in: not aligned
     """
     if not ubs or _one_type(ubs, np.ndarray) is None:
         return None
     u0 = ubs[0]
     n, owner, m = u0.size, u0.base, len(ubs)
-    if owner is None or n == 0 or n % 64 or set(map(_NDIM, ubs)) != {1} or \
+    if owner is None or n == 0 or set(map(_NDIM, ubs)) != {1} or \
             set(map(_DTYPE, ubs)) != {_UINT8} or set(map(_STRIDES, ubs)) != {(1,)} or \
             set(map(len, ubs)) != {n} or not all(u.base is owner for u in ubs):
         return None
@@ -1461,7 +1469,11 @@ def _merge(rows: Rows, sel: np.ndarray, into: Stacked, at: np.ndarray, writes: A
             continue
         lo = np.maximum(base[on] + start[on], 0)
         hi = np.minimum(base[on] + start[on] + nbytes[on], n)
-        any_undef |= mark_spans(undef, at[on], lo, hi)
+        if mark_spans(undef, at[on], lo, hi):
+            any_undef = True
+            if into.undefined_marks is not None:
+                into.undefined_marks.append((int(at[on].min()), int(at[on].max()) + 1,
+                                             int(lo.min()), int(hi.max())))
     row0 = at * n
     for size, addr, when in word_tables(words):
         addr, when = _rows(addr, sel, full), _rows(when, sel, full)
@@ -1472,8 +1484,13 @@ def _merge(rows: Rows, sel: np.ndarray, into: Stacked, at: np.ndarray, writes: A
         a = addr + base.reshape(shape)
         keep = when & (a >= 0) & (a < n)
         if keep.any():
-            uf[(a + row0.reshape(shape))[keep]] = True
+            flat_u = (a + row0.reshape(shape))[keep]
+            uf[flat_u] = True
             any_undef = True
+            if into.undefined_marks is not None:
+                r, c = np.divmod(flat_u, n)
+                into.undefined_marks.append((int(r.min()), int(r.max()) + 1, int(c.min()),
+                                             int(c.max()) + 1))
     marked = []
     at0 = int(at[0]) if m else 0
     rows_run = m > 0 and bool(np.all(at == np.arange(at0, at0 + m)))

@@ -93,7 +93,15 @@ class Case:
 
 @dataclass
 class Outcome:
-    """``spr``: the reduce special registers after the call, when asked for (``run_jax(...,
+    """What one call did: ``code`` -- the :class:`~ascend_ref.constraints.Code` of the
+    constraint it broke, or None when it ran; then ``ub`` -- the UB after it (``uint8``),
+    ``written`` / ``undefined`` -- ``bool`` byte masks of the UB: the bytes it wrote, the
+    bytes whose value the documentation leaves open (:func:`ascend_ref.fuzz.diff` compares
+    two outcomes). The arrays of :func:`run_jax` are read-only (views of the JAX results),
+    and so are the masks of :func:`ascend_ref.batch.run_cases` (rows of tables it hands out
+    again once every outcome of a call is dropped): ``.copy()`` one to change it.
+
+    ``spr``: the reduce special registers after the call, when asked for (``run_jax(...,
     spr=True)`` / ``run_cases(..., spr=True)``: an :class:`ascend_ref.spr.ReduceSpr`;
     ``run_oracle(..., spr=True)``: an ``ascend_ref.oracle.spr.OracleSpr``), for a case whose
     instruction sets one; None otherwise."""

@@ -462,9 +462,10 @@ def test_group_keys_unhashable_option_keys_every_case_alone():
 
 
 def test_consecutive_rows_only_for_one_arrays_aligned_rows():
-    """consecutive_rows: rows k, k + 1, ... of one C-contiguous array, 64-byte aligned and 64
-    bytes wide at least, as one read-only view of the same memory; None for rows out of
-    order, with a gap, of two arrays, unaligned, of another dtype or width, or copies."""
+    """consecutive_rows: rows k, k + 1, ... of one C-contiguous array, the first 64-byte
+    aligned (rows of any width), as one read-only view of the same memory; None for rows out
+    of order, with a gap, of two arrays, starting unaligned, of another dtype or width, or
+    copies."""
     a = batch_prep.aligned_zeros((6, 128))
     a[...] = np.arange(6 * 128, dtype=np.uint8).reshape(6, 128)
     got = batch_prep.consecutive_rows([a[k] for k in range(1, 5)])
@@ -477,8 +478,10 @@ def test_consecutive_rows_only_for_one_arrays_aligned_rows():
     b = batch_prep.aligned_zeros((6, 128))
     un = batch_prep.aligned_zeros((1, 6 * 128 + 16))[0, 16:].reshape(6, 128)
     narrow = batch_prep.aligned_zeros((4, 96))
+    got = batch_prep.consecutive_rows([narrow[0], narrow[1], narrow[2]])   # 96-byte rows
+    assert got is not None and np.shares_memory(got, narrow) and got.shape == (3, 96)
     for rows in ([a[1], a[0]], [a[0], a[2]], [a[0], b[1]], [un[0], un[1]],
-                 [a[0], a[1].copy()], [narrow[0], narrow[1]], [],
+                 [a[0], a[1].copy()], [narrow[1], narrow[2]], [],
                  [a.view(np.int8)[0], a.view(np.int8)[1]], [a[0][:64], a[1][:64]]):
         assert batch_prep.consecutive_rows(rows) is None, rows
 
@@ -550,8 +553,8 @@ def test_written_masks_cleared_or_mapped_give_the_same_outcomes(monkeypatch):
 
 def test_sparse_masks_give_the_same_outcomes(monkeypatch):
     """run_cases' written / undefined byte masks from anonymous mappings (sparse_zeros, here
-    for every table size) are the same bits as from np.zeros, each outcome's undefined row
-    writable and its own (written rows: test_pooled_written_...); where no mapping can be
+    for every table size) are the same bits as from np.zeros, each outcome's UB row
+    writable and its own (the mask rows: test_pooled_written_...); where no mapping can be
     made, sparse_zeros falls back to np.zeros."""
     cases = _cases(6, 7)
     monkeypatch.setattr(batch_prep, "SPARSE_MMAP", False)
@@ -565,14 +568,14 @@ def test_sparse_masks_give_the_same_outcomes(monkeypatch):
         if a.code is None:
             for x, y in ((a.ub, b.ub), (a.written, b.written), (a.undefined, b.undefined)):
                 np.testing.assert_array_equal(x, y, err_msg=f"case {k}")
-            assert b.undefined.flags.writeable
+            assert b.ub.flags.writeable
             ok.append(b)
             undefined += int(b.undefined.any())
     assert len(ok) > 10 and undefined > 0, (len(ok), undefined)
     first, other = ok[0], ok[1]
-    before = other.undefined.copy()
-    first.undefined[:] = True
-    np.testing.assert_array_equal(other.undefined, before)      # rows do not share bytes
+    before = other.ub.copy()
+    first.ub[:] = 255
+    np.testing.assert_array_equal(other.ub, before)             # rows do not share bytes
     t = batch_prep.sparse_zeros((3, 5000))
     assert t.dtype == bool and t.shape == (3, 5000) and not t.any()
     mapping = batch_prep.mmap.mmap
@@ -621,15 +624,74 @@ def test_pooled_written_tables_are_cleared_where_marked_and_never_shared(monkeyp
         assert not got[0].written.flags.writeable
         with pytest.raises(ValueError):
             got[0].written[0] = True
-        owners.append(id(_owner(got[0].written)))       # an id: a reference would keep it
+        # ids: a reference would keep a table (written and undefined come from one pool)
+        owners += [id(_owner(got[0].written)), id(_owner(got[0].undefined))]
         del got, o
-    # the first table was handed out again each time (else this test proves nothing)
-    assert owners == owners[:1] * 4, owners
+    # the first two tables were handed out again each time (else this test proves nothing)
+    assert len(set(owners)) == 2, str([sorted(set(owners)).index(x) for x in owners])
     held = ar.run_cases(same)
     again = ar.run_cases(scattered)
     assert not np.shares_memory(held[0].written, again[0].written)
     for k, o in enumerate(held):
         np.testing.assert_array_equal(o.written, want[id(same)][k], err_msg=str(k))
+
+
+def test_pooled_undefined_tables_are_cleared_where_marked(monkeypatch):
+    """TIK vec_reduce_add leaves its work tensor undefined: the undefined table is pooled as
+    the written one is (marks by span and by word), the same masks as fresh tables."""
+    rng = np.random.default_rng(3)
+
+    def cases(work):                    # 160 x 8 KiB UBs; work tensor at work[k]
+        out = []
+        for w in work:
+            ub = np.zeros(8192, np.uint8)
+            ub[:1024] = rng.standard_normal(256).astype(np.float32).view(np.uint8)
+            out.append(Case("vec_reduce_add", "atlas_training", "float32", None, 64,
+                            {"repeat": 4, "src_rep_stride": 8},
+                            {"src": (0, 256), "dst": (1024, 8), "work_tensor": (int(w), 4)},
+                            ub))
+        return out
+
+    one = cases([4096] * 160)
+    many = cases([2048 + 32 * (k % 40) for k in range(160)])
+    monkeypatch.setattr(batch_prep, "WRITTEN_POOL", False)
+    want = {id(c): [(o.written.copy(), o.undefined.copy()) for o in ar.run_cases(c)]
+            for c in (one, many)}
+    assert all(u.any() for _, u in want[id(one)])       # the work tensor: undefined
+    monkeypatch.setattr(batch_prep, "WRITTEN_POOL", True)
+    batch_prep._WRITTEN_POOL.clear()
+    owners = []
+    for cs in (one, many, one, many):
+        got = ar.run_cases(cs)
+        for k, o in enumerate(got):
+            assert o.code is None, k
+            np.testing.assert_array_equal(o.written, want[id(cs)][k][0], err_msg=str(k))
+            np.testing.assert_array_equal(o.undefined, want[id(cs)][k][1], err_msg=str(k))
+        assert not got[0].undefined.flags.writeable and got[0].ub.flags.writeable
+        owners += [id(_owner(got[0].written)), id(_owner(got[0].undefined))]
+        del got, o
+    assert len(set(owners)) == 2, owners              # the two tables, handed out each time
+    # by word: ReduceDataBlock on atlas_training leaves an empty block's result undefined
+    blocks = []
+    for k in range(160):
+        ub = np.zeros(8192, np.uint8)
+        ub[:512] = rng.standard_normal(256).astype(np.float16).view(np.uint8)
+        blocks.append(Case("reduce_data_block", "atlas_training", "float16", "SUM", 16,
+                           {"repeat": 2, "dst_rep_stride": 1, "src_blk_stride": 1,
+                            "src_rep_stride": 8},
+                           {"src": (0, 256), "dst": (4096 + 32 * (k % 20), 16)}, ub))
+    monkeypatch.setattr(batch_prep, "WRITTEN_POOL", False)
+    want[id(blocks)] = [(o.written.copy(), o.undefined.copy()) for o in ar.run_cases(blocks)]
+    assert all(u.any() for _, u in want[id(blocks)])
+    monkeypatch.setattr(batch_prep, "WRITTEN_POOL", True)
+    for cs in (one, blocks, many, blocks, one):
+        got = ar.run_cases(cs)
+        for k, o in enumerate(got):
+            np.testing.assert_array_equal(o.written, want[id(cs)][k][0], err_msg=str(k))
+            np.testing.assert_array_equal(o.undefined, want[id(cs)][k][1], err_msg=str(k))
+        owners += [id(_owner(got[0].written)), id(_owner(got[0].undefined))]
+        got = o = None                      # every outcome dropped: the tables are free
+    assert len(set(owners)) == 2, str([sorted(set(owners)).index(x) for x in owners])
 
 
 def test_a_pooled_table_marked_over_half_is_not_reused():
