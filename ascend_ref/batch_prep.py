@@ -344,13 +344,13 @@ WRITTEN_DENSE, _WRITTEN_DENSE = True, 1 << 15
 
 #: False: run_cases' ``written`` / ``undefined`` tables are never handed out again (A/B
 #: measurements, tests)
-WRITTEN_POOL = True
-#: run_cases' mask tables handed out before (:func:`pooled_written`): ``(owner, marks)``
+MASK_POOL = True
+#: run_cases' mask tables handed out before (:func:`pooled_mask`): ``(owner, marks)``
 #: -- the flat ``bool`` owner of the table and the boxes marked in it since it was cleared
-_WRITTEN_POOL: List[Tuple[np.ndarray, List[Tuple[int, int, int, int]]]] = []
+_MASK_POOL: List[Tuple[np.ndarray, List[Tuple[int, int, int, int]]]] = []
 
 
-def pooled_written(shape: Tuple[int, int]) -> Tuple[np.ndarray, Optional[list]]:
+def pooled_mask(shape: Tuple[int, int]) -> Tuple[np.ndarray, Optional[list]]:
     """``(table, marks)``: ``bool`` zeros of ``shape`` for run_cases' ``written`` or
     ``undefined`` masks and the list its one writer (:func:`_merge`) appends every box
     ``(row0, row1, col0, col1)`` it marks to; ``marks`` None: a table of
@@ -363,19 +363,19 @@ def pooled_written(shape: Tuple[int, int]) -> Tuple[np.ndarray, Optional[list]]:
     so nothing but the merge marks a pooled table. A table whose marks cover more than half
     of it is not reused (a scattered chunk marks its bounding box).
 
-    >>> t, marks = pooled_written((256, 1 << 16)); t[:, 8:16] = True; marks.append((0, 256, 8, 16))
-    >>> del t; t2, _ = pooled_written((256, 1 << 16)); bool(t2.any())
+    >>> t, marks = pooled_mask((256, 1 << 16)); t[:, 8:16] = True; marks.append((0, 256, 8, 16))
+    >>> del t; t2, _ = pooled_mask((256, 1 << 16)); bool(t2.any())
     False
     """
     need = int(shape[0]) * int(shape[1])
-    if not (WRITTEN_POOL and RECYCLE and _REFCOUNTS and _RECYCLE_MIN <= need <= _RECYCLE_MAX):
+    if not (MASK_POOL and RECYCLE and _REFCOUNTS and _RECYCLE_MIN <= need <= _RECYCLE_MAX):
         return written_zeros(shape), None
     with _RECYCLE_LOCK:
         got = None
-        for k in range(len(_WRITTEN_POOL)):
+        for k in range(len(_MASK_POOL)):
             # referred to by its pool entry and by getrefcount's argument only: dropped
-            if _WRITTEN_POOL[k][0].size == need and sys.getrefcount(_WRITTEN_POOL[k][0]) == 2:
-                got = _WRITTEN_POOL.pop(k)
+            if _MASK_POOL[k][0].size == need and sys.getrefcount(_MASK_POOL[k][0]) == 2:
+                got = _MASK_POOL.pop(k)
                 break
         if got is not None:
             owner, marks = got
@@ -391,10 +391,10 @@ def pooled_written(shape: Tuple[int, int]) -> Tuple[np.ndarray, Optional[list]]:
             while isinstance(owner.base, np.ndarray):      # the array views refer to
                 owner = owner.base
             table = owner.reshape(shape)
-        _WRITTEN_POOL.append((owner, marks))
-        del _WRITTEN_POOL[:-_RECYCLE_KEEP]
-        while len(_WRITTEN_POOL) > 1 and sum(a.nbytes for a, _ in _WRITTEN_POOL) > _RECYCLE_TOTAL:
-            del _WRITTEN_POOL[0]
+        _MASK_POOL.append((owner, marks))
+        del _MASK_POOL[:-_RECYCLE_KEEP]
+        while len(_MASK_POOL) > 1 and sum(a.nbytes for a, _ in _MASK_POOL) > _RECYCLE_TOTAL:
+            del _MASK_POOL[0]
     return table, marks
 
 
@@ -1129,7 +1129,7 @@ class Stacked:
     written: np.ndarray
     undefined: np.ndarray
     #: the boxes marked in ``written`` / ``undefined`` when they are pooled tables
-    #: (:func:`pooled_written`)
+    #: (:func:`pooled_mask`)
     marks: Optional[list] = None
     undefined_marks: Optional[list] = None
 
@@ -1142,12 +1142,12 @@ class Stacked:
     def holding(ub: np.ndarray, pooled: bool = False) -> "Stacked":
         """Every case ok so far, on ``ub`` itself (``uint8[B, N]``, the UBs before the
         call), with nothing written or undefined yet (:func:`written_zeros`,
-        :func:`sparse_zeros`; ``pooled``: :func:`pooled_written` tables, whose rows the
+        :func:`sparse_zeros`; ``pooled``: :func:`pooled_mask` tables, whose rows the
         owner hands out read-only)."""
         if not pooled:
             return Stacked(np.zeros(ub.shape[0], np.int32), ub, written_zeros(ub.shape),
                            sparse_zeros(ub.shape))
-        (written, marks), (undefined, umarks) = pooled_written(ub.shape), pooled_written(ub.shape)
+        (written, marks), (undefined, umarks) = pooled_mask(ub.shape), pooled_mask(ub.shape)
         return Stacked(np.zeros(ub.shape[0], np.int32), ub, written, undefined, marks, umarks)
 
     def __len__(self) -> int:
@@ -1449,6 +1449,18 @@ def _rows(x: Any, sel: np.ndarray, full: bool) -> np.ndarray:
     return x[:sel.size] if full else x[sel]
 
 
+def _box(flat: np.ndarray, n: int, size: int) -> Tuple[int, int, int, int]:
+    """The box ``(row0, row1, col0, col1)`` of a ``[*, n]`` table that holds the
+    ``size``-byte words at flat byte positions ``flat`` (a scattered chunk's marks,
+    :func:`pooled_mask`; each word inside its row).
+
+    >>> _box(np.array([10, 37]), 16, 2)
+    (0, 3, 5, 12)
+    """
+    r, c = np.divmod(flat, n)
+    return int(r.min()), int(r.max()) + 1, int(c.min()), min(int(c.max()) + size, n)
+
+
 def _merge(rows: Rows, sel: np.ndarray, into: Stacked, at: np.ndarray, writes: Any,
            regions: Any, words: Any) -> None:
     """Merge the kernel results of the cases ``sel`` (rows of the batch) into rows ``at`` of
@@ -1488,9 +1500,7 @@ def _merge(rows: Rows, sel: np.ndarray, into: Stacked, at: np.ndarray, writes: A
             uf[flat_u] = True
             any_undef = True
             if into.undefined_marks is not None:
-                r, c = np.divmod(flat_u, n)
-                into.undefined_marks.append((int(r.min()), int(r.max()) + 1, int(c.min()),
-                                             int(c.max()) + 1))
+                into.undefined_marks.append(_box(flat_u, n, 1))
     marked = []
     at0 = int(at[0]) if m else 0
     rows_run = m > 0 and bool(np.all(at == np.arange(at0, at0 + m)))
@@ -1519,9 +1529,7 @@ def _merge(rows: Rows, sel: np.ndarray, into: Stacked, at: np.ndarray, writes: A
             wf[flat + k] = True
         marked.append((flat, size))
         if into.marks is not None and flat.size:
-            r, c = np.divmod(flat, n)
-            into.marks.append((int(r.min()), int(r.max()) + 1, int(c.min()),
-                               min(int(c.max()) + size, n)))
+            into.marks.append(_box(flat, n, size))
     if any_undef:       # the full kernel: written &= ~undefined (only where something was written)
         for flat, size in marked:
             for k in range(size):

@@ -124,8 +124,8 @@ class ConstraintError(ValueError):
     def renamed(self, names: Mapping[str, str]) -> "ConstraintError":
         """The same error with the operands named as the public function names them
         (``names``: operand key -> public parameter, ``Instruction.arg_names``): in ``param``
-        (``work_tensor.size`` -> ``shared_tmp_buffer.size``, ``dst/work_tensor``) and in the words of ``allowed``
-        and the hint.
+        (``work_tensor.size`` -> ``shared_tmp_buffer.size``, ``dst/work_tensor``) and in
+        the words of ``allowed`` and the hint.
 
         >>> e = ConstraintError(Code.WORK_SIZE, api="reduce_sum", param="work_tensor.size",
         ...                     value=1, allowed=">= 16 elements")

@@ -4,7 +4,7 @@ run_cases per case >= 0.7x run_batch per case on the same cases).
 A run_cases that did nothing but what its API makes unavoidable -- run run_batch on the
 cases' rows, key the Case objects (``batch_prep.group_keys``: which cases share a static
 configuration), mark each case's ``written`` byte row (in a table of the pool run_cases
-hands out again, ``batch_prep.pooled_written``: the last call's marks cleared, then this
+hands out again, ``batch_prep.pooled_mask``: the last call's marks cleared, then this
 call's set), make one Outcome per case --
 would take the sum of these pieces. This script times each of them, run_batch and
 run_cases in turns (the best of 9 rounds each) on bench.py's cases (full mask, strides
@@ -45,7 +45,7 @@ def pieces(api: str, dtype: str, r: int, chip: str = "atlas_a2", rounds: int = 9
     lo, hi = int(cols[0]), int(cols[-1]) + 1
 
     def written() -> None:              # a pooled table: the last marks cleared, these set
-        w, marks = batch_prep.pooled_written(ubs.shape)
+        w, marks = batch_prep.pooled_mask(ubs.shape)
         w[:, lo:hi] = True
         if marks is not None:
             marks.append((0, len(w), lo, hi))

@@ -554,7 +554,7 @@ def test_written_masks_cleared_or_mapped_give_the_same_outcomes(monkeypatch):
 def test_sparse_masks_give_the_same_outcomes(monkeypatch):
     """run_cases' written / undefined byte masks from anonymous mappings (sparse_zeros, here
     for every table size) are the same bits as from np.zeros, each outcome's UB row
-    writable and its own (the mask rows: test_pooled_written_...); where no mapping can be
+    writable and its own (the mask rows: test_pooled_mask_...); where no mapping can be
     made, sparse_zeros falls back to np.zeros."""
     cases = _cases(6, 7)
     monkeypatch.setattr(batch_prep, "SPARSE_MMAP", False)
@@ -603,7 +603,7 @@ def _sum_cases(dsts, n=8192):
     return out
 
 
-def test_pooled_written_tables_are_cleared_where_marked_and_never_shared(monkeypatch):
+def test_pooled_mask_tables_are_cleared_where_marked_and_never_shared(monkeypatch):
     """run_cases hands a dropped call's written table out again, cleared where the merge
     marked it (a one-span chunk's box, a scattered chunk's bounding box): the same masks
     as a fresh table, call after call; the rows are read-only (as run_jax's), so only the
@@ -611,10 +611,10 @@ def test_pooled_written_tables_are_cleared_where_marked_and_never_shared(monkeyp
     b = 160                                            # 160 x 8 KiB: pooled (>= 1 MiB)
     same = _sum_cases([4096] * b)                      # one span: the dense merge
     scattered = _sum_cases([1024 + 32 * (k % 50) for k in range(b)])   # the scatter merge
-    monkeypatch.setattr(batch_prep, "WRITTEN_POOL", False)
+    monkeypatch.setattr(batch_prep, "MASK_POOL", False)
     want = {id(c): [o.written.copy() for o in ar.run_cases(c)] for c in (same, scattered)}
-    monkeypatch.setattr(batch_prep, "WRITTEN_POOL", True)
-    batch_prep._WRITTEN_POOL.clear()
+    monkeypatch.setattr(batch_prep, "MASK_POOL", True)
+    batch_prep._MASK_POOL.clear()
     owners = []
     for cases in (same, scattered, same, scattered):
         got = ar.run_cases(cases)
@@ -654,12 +654,12 @@ def test_pooled_undefined_tables_are_cleared_where_marked(monkeypatch):
 
     one = cases([4096] * 160)
     many = cases([2048 + 32 * (k % 40) for k in range(160)])
-    monkeypatch.setattr(batch_prep, "WRITTEN_POOL", False)
+    monkeypatch.setattr(batch_prep, "MASK_POOL", False)
     want = {id(c): [(o.written.copy(), o.undefined.copy()) for o in ar.run_cases(c)]
             for c in (one, many)}
     assert all(u.any() for _, u in want[id(one)])       # the work tensor: undefined
-    monkeypatch.setattr(batch_prep, "WRITTEN_POOL", True)
-    batch_prep._WRITTEN_POOL.clear()
+    monkeypatch.setattr(batch_prep, "MASK_POOL", True)
+    batch_prep._MASK_POOL.clear()
     owners = []
     for cs in (one, many, one, many):
         got = ar.run_cases(cs)
@@ -680,10 +680,10 @@ def test_pooled_undefined_tables_are_cleared_where_marked(monkeypatch):
                            {"repeat": 2, "dst_rep_stride": 1, "src_blk_stride": 1,
                             "src_rep_stride": 8},
                            {"src": (0, 256), "dst": (4096 + 32 * (k % 20), 16)}, ub))
-    monkeypatch.setattr(batch_prep, "WRITTEN_POOL", False)
+    monkeypatch.setattr(batch_prep, "MASK_POOL", False)
     want[id(blocks)] = [(o.written.copy(), o.undefined.copy()) for o in ar.run_cases(blocks)]
     assert all(u.any() for _, u in want[id(blocks)])
-    monkeypatch.setattr(batch_prep, "WRITTEN_POOL", True)
+    monkeypatch.setattr(batch_prep, "MASK_POOL", True)
     for cs in (one, blocks, many, blocks, one):
         got = ar.run_cases(cs)
         for k, o in enumerate(got):
@@ -696,19 +696,19 @@ def test_pooled_undefined_tables_are_cleared_where_marked(monkeypatch):
 
 def test_a_pooled_table_marked_over_half_is_not_reused():
     """(The pool entry is told by its marks list: a reference to the table would keep it.)"""
-    t, marks = batch_prep.pooled_written((64, 1 << 15))
+    t, marks = batch_prep.pooled_mask((64, 1 << 15))
     assert marks is not None and not t.any()
     t[:, :20000] = True
     marks.append((0, 64, 0, 20000))
     del t
-    t2, marks2 = batch_prep.pooled_written((64, 1 << 15))
+    t2, marks2 = batch_prep.pooled_mask((64, 1 << 15))
     assert not t2.any() and marks2 == [] and marks2 is not marks
     t2[3, 7] = True
     marks2.append((3, 4, 7, 8))
     del t2
-    t3, marks3 = batch_prep.pooled_written((64, 1 << 15))
+    t3, marks3 = batch_prep.pooled_mask((64, 1 << 15))
     assert not t3.any() and marks3 is marks2 and marks3 == []
-    held, _ = batch_prep.pooled_written((64, 1 << 15))        # t3 is held: another table
+    held, _ = batch_prep.pooled_mask((64, 1 << 15))        # t3 is held: another table
     assert not np.shares_memory(held, t3)
 
 
