@@ -377,16 +377,15 @@ def pooled_mask(shape: Tuple[int, int]) -> Tuple[np.ndarray, Optional[list]]:
             if _MASK_POOL[k][0].size == need and sys.getrefcount(_MASK_POOL[k][0]) == 2:
                 got = _MASK_POOL.pop(k)
                 break
+        if got is not None and sum((r1 - r0) * (c1 - c0) for r0, r1, c0, c1 in got[1]) * 2 > need:
+            got = None                                     # marked over half: a fresh one
         if got is not None:
             owner, marks = got
             table = owner.reshape(shape)
-            if sum((r1 - r0) * (c1 - c0) for r0, r1, c0, c1 in marks) * 2 > need:
-                got = None                                 # cleared in full: a fresh one
-            else:
-                for r0, r1, c0, c1 in marks:
-                    table[r0:r1, c0:c1] = False
-                marks.clear()
-        if got is None:        # its own owner (the rows' views refer to it: their refcount)
+            for r0, r1, c0, c1 in marks:
+                table[r0:r1, c0:c1] = False
+            marks.clear()
+        else:                  # its own owner (the rows' views refer to it: their refcount)
             owner, marks = sparse_zeros((need,)), []
             while isinstance(owner.base, np.ndarray):      # the array views refer to
                 owner = owner.base
