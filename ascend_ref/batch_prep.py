@@ -345,9 +345,10 @@ WRITTEN_DENSE, _WRITTEN_DENSE = True, 1 << 15
 #: False: run_cases' ``written`` / ``undefined`` tables are never handed out again (A/B
 #: measurements, tests)
 MASK_POOL = True
-#: run_cases' mask tables handed out before (:func:`pooled_mask`): ``(owner, marks)``
-#: -- the flat ``bool`` owner of the table and the boxes marked in it since it was cleared
-_MASK_POOL: List[Tuple[np.ndarray, List[Tuple[int, int, int, int]]]] = []
+#: run_cases' mask tables handed out before (:func:`pooled_mask`): ``(owner, marks, shape)``
+#: -- the flat ``bool`` owner of the table, the boxes marked in it since it was cleared and
+#: the shape they were marked in (a table goes out again for any shape of its size)
+_MASK_POOL: List[Tuple[np.ndarray, List[Tuple[int, int, int, int]], Tuple[int, int]]] = []
 
 
 def pooled_mask(shape: Tuple[int, int]) -> Tuple[np.ndarray, Optional[list]]:
@@ -380,19 +381,19 @@ def pooled_mask(shape: Tuple[int, int]) -> Tuple[np.ndarray, Optional[list]]:
         if got is not None and sum((r1 - r0) * (c1 - c0) for r0, r1, c0, c1 in got[1]) * 2 > need:
             got = None                                     # marked over half: a fresh one
         if got is not None:
-            owner, marks = got
-            table = owner.reshape(shape)
+            owner, marks, marked_in = got
+            old = owner.reshape(marked_in)                 # the boxes' own coordinates
             for r0, r1, c0, c1 in marks:
-                table[r0:r1, c0:c1] = False
+                old[r0:r1, c0:c1] = False
             marks.clear()
         else:                  # its own owner (the rows' views refer to it: their refcount)
             owner, marks = sparse_zeros((need,)), []
             while isinstance(owner.base, np.ndarray):      # the array views refer to
                 owner = owner.base
-            table = owner.reshape(shape)
-        _MASK_POOL.append((owner, marks))
+        table = owner.reshape(shape)
+        _MASK_POOL.append((owner, marks, (int(shape[0]), int(shape[1]))))
         del _MASK_POOL[:-_RECYCLE_KEEP]
-        while len(_MASK_POOL) > 1 and sum(a.nbytes for a, _ in _MASK_POOL) > _RECYCLE_TOTAL:
+        while len(_MASK_POOL) > 1 and sum(e[0].nbytes for e in _MASK_POOL) > _RECYCLE_TOTAL:
             del _MASK_POOL[0]
     return table, marks
 

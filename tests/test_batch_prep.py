@@ -694,6 +694,23 @@ def test_pooled_undefined_tables_are_cleared_where_marked(monkeypatch):
     assert len(set(owners)) == 2, str([sorted(set(owners)).index(x) for x in owners])
 
 
+def test_a_pooled_table_goes_out_clean_in_another_shape_of_its_size():
+    """The boxes are cleared in the shape they were marked in: a campaign's chunks of
+    another row count and width but the same size got a table still marked (stale written
+    / undefined bytes, a fuzz mismatch)."""
+    t, marks = batch_prep.pooled_mask((64, 1 << 15))
+    t[5:9, 100:110] = True
+    marks.append((5, 9, 100, 110))
+    del t
+    t2, marks2 = batch_prep.pooled_mask((128, 1 << 14))
+    assert marks2 is marks and not t2.any()              # reused, and clean
+    t2[100:101, 3:4] = True
+    marks2.append((100, 101, 3, 4))
+    del t2
+    t3, marks3 = batch_prep.pooled_mask((64, 1 << 15))
+    assert marks3 is marks and not t3.any()
+
+
 def test_a_pooled_table_marked_over_half_is_not_reused():
     """(The pool entry is told by its marks list: a reference to the table would keep it.)"""
     t, marks = batch_prep.pooled_mask((64, 1 << 15))
