@@ -695,7 +695,8 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
     stacked dumps with it.
     """
     ins = registry.lookup(api, api="run_batch")
-    dtype = dtype_name(dtype)
+    return_undefined = batch_args.flag("run_batch", "return_undefined", return_undefined)
+    dtype = dtype_name(dtype, "run_batch")
     option: Any = None
     given = {"order": order, "reduce_type": reduce_type, "cal_index": cal_index}
     foreign = {k: v for k, v in given.items() if (ins.option is None or k != ins.option.key)

@@ -533,8 +533,9 @@ def _group_key(case: Case) -> Optional[tuple]:
     if sat is not None and type(sat) is not bool:
         return None
     tensors = case.tensors
-    if not isinstance(tensors, dict) or len(tensors) != len(operands):
-        return None
+    if not isinstance(tensors, dict) or len(tensors) != len(operands) or \
+            not isinstance(case.params, dict) or len(case.params) != len(names):
+        return None                       # the per-case path names what is missing or extra
     vals = _case_values(tensors, operands, case.params, names)
     if vals is None:
         return None
@@ -643,10 +644,13 @@ def _bulk_group(cases: Sequence[Case], heads: Sequence[tuple]) -> Optional[Tuple
     tensors = list(map(_OF["tensors"], cases))
     if _one_type(tensors, dict) is None or set(map(len, tensors)) != {len(operands)}:
         return None
+    params = list(map(_OF["params"], cases))
+    if _one_type(params, dict) is None or set(map(len, params)) != {len(names)}:
+        return None
     of_tensors, of_params = _getters(tuple(operands), tuple(names))
     try:
         pairs = list(itertools.chain.from_iterable(map(of_tensors, tensors)))
-        pv = list(itertools.chain.from_iterable(map(of_params, map(_OF["params"], cases))))
+        pv = list(itertools.chain.from_iterable(map(of_params, params)))
     except (KeyError, TypeError):
         return None
     if pairs and (_one_type(pairs, tuple) is None or set(map(len, pairs)) != {2}):

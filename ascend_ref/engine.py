@@ -925,18 +925,32 @@ def _int_param(api: str, name: str, v, given: Optional[dict] = None,
         return np.int32(v)
     if isinstance(v, (jax.Array, np.ndarray)) and np.ndim(v) == 0 and \
             jnp.issubdtype(v.dtype, jnp.integer):
-        return v.astype(jnp.int32)
+        if isinstance(v, jax.core.Tracer):
+            return v.astype(jnp.int32)
+        # concrete: judged as the int it holds (an int64 2**32 + 2 is not a repeat of 2)
+        return _int_param(api, name, int(v), given, label)
     raise ConstraintError(Code.BAD_ARGUMENT, api=api, param=label or name, value=v,
                           allowed="an int (or an integer scalar array under jit / vmap)")
 
 
 def _bool_param(api: str, name: str, v):
-    if isinstance(v, (bool, np.bool_)) or (isinstance(v, int) and v in (0, 1)):
+    """A bool parameter (``saturate``): a bool, an int 0 / 1, or a bool or integer scalar
+    array (a concrete one holding 0 / 1; a traced one under jit / vmap); anything else
+    (``0.5``, ``np.array(5)``, ``"yes"``) is BAD_ARGUMENT, never truthiness."""
+    if isinstance(v, (bool, np.bool_)) or (_is_plain_int(v) and v in (0, 1)):
         return np.bool_(v)
-    if isinstance(v, (jax.Array, np.ndarray)) and np.ndim(v) == 0:
-        return v.astype(bool)
+    if isinstance(v, (jax.Array, np.ndarray)) and np.ndim(v) == 0 and \
+            (v.dtype == bool or jnp.issubdtype(v.dtype, jnp.integer)):
+        if isinstance(v, jax.core.Tracer):
+            return v.astype(bool)
+        if int(v) in (0, 1):
+            return np.bool_(int(v))
     raise ConstraintError(Code.BAD_ARGUMENT, api=api, param=name, value=v,
                           allowed="True / False (or None for the product default)")
+
+
+def _is_plain_int(v: Any) -> bool:
+    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
 
 
 def ub_bucket(n: int) -> int:

@@ -165,6 +165,12 @@ def parse(mask: object, dtype: DTypeLike, *, api: str, chip: str,
         return Mask("count", value)
     if isinstance(mask, (jax.Array, np.ndarray)) and np.shape(mask) == (4,) and \
             np.issubdtype(mask.dtype, np.integer):
+        if not isinstance(mask, jax.core.Tracer) and mask.dtype != np.uint32:
+            words4 = [int(w) for w in np.asarray(mask)]       # judged, never wrapped
+            if not all(0 <= w <= 0xFFFFFFFF for w in words4):
+                raise ConstraintError(Code.MASK_BITS, api=api, param="mask", value=words4,
+                                      allowed="a [4] array of lane words, each in "
+                                              "[0, 2**32 - 1]", chip=chip)
         return Mask("bits", jnp.asarray(mask).astype(jnp.uint32))  # already lane words
     if isinstance(mask, np.ndarray) and mask.ndim == 1 and np.issubdtype(mask.dtype, np.integer):
         mask = [int(w) for w in mask]           # a numpy array of 64-bit words, like a list

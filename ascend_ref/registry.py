@@ -44,6 +44,7 @@ from dataclasses import dataclass
 from typing import (TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple,
                     Union)
 
+from . import batch_args
 from .constraints import DESCRIPTIONS, HOST, TRACED, Code, Constraint, ConstraintError, HostCheck
 from .enums import ReduceOrder, ReduceType, parse_enum
 from .params import ChipFacts, Params
@@ -617,9 +618,11 @@ class Instruction:
 
     def check_case(self, case: Any) -> None:
         """A :class:`~ascend_ref.case.Case` of this instruction names every parameter and
-        operand (``case.params`` / ``case.tensors`` dicts holding them; each operand an
-        ``(addr, size)`` pair): else a BAD_ARGUMENT error naming the first one missing or
-        malformed (was a KeyError, IndexError or ValueError from deep inside a call)."""
+        operand and nothing else (``case.params`` / ``case.tensors`` dicts holding them; each
+        operand an ``(addr, size)`` pair): else a BAD_ARGUMENT error naming the first one
+        missing, extra or malformed (was a KeyError, IndexError or ValueError from deep
+        inside a call, or an argument dropped in silence). The UB is the public function's
+        to judge, in its order of checks."""
         for group, names in (("params", self.params), ("tensors", self.operands)):
             have = getattr(case, group)
             if not isinstance(have, Mapping):
@@ -631,6 +634,12 @@ class Instruction:
                 raise ConstraintError(Code.BAD_ARGUMENT, api=self.name, param=missing[0],
                                       value=None, allowed=f"a value in case.{group} (which "
                                       f"names {', '.join(names)} for {self.name})")
+            extra = [n for n in have if n not in names]
+            if extra:           # not dropped in silence: a typo or another API's argument
+                raise ConstraintError(Code.BAD_ARGUMENT, api=self.name,
+                                      param=f"case.{group}", value=f"{extra[0]!r}",
+                                      allowed=f"only {', '.join(names)} (what {self.name} "
+                                              f"takes)")
         for t in self.operands:
             v = case.tensors[t]
             if not (isinstance(v, (tuple, list)) and len(v) == 2
@@ -716,6 +725,7 @@ class Instruction:
         from . import engine, spr as sprs
 
         try:
+            return_info = batch_args.flag(self.name, "return_info", return_info)
             state = sprs.checked(spr, self.name)
             prep = self._checked(ub, tensors, mask, params, chip=chip, option=option,
                                  saturate=saturate, info=return_info, spr=return_info)

@@ -63,6 +63,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .batch_args import flag
 from .constraints import Code, ConstraintError
 
 #: the types the registers hold ("操作数支持的数据类型为：half、float"), as their codes in the
@@ -325,6 +326,7 @@ def get_reduce_repeat_sum_spr(spr: Any, dtype: Any, *, chip: Any, return_info: b
                               chip=prof.id)
     t = _dtype(dtype, api, prof)
     state = checked(spr, api)
+    return_info = flag(api, "return_info", return_info)
     k = TYPES.index(t)
     bits = jnp.asarray(state.sum_bits)[..., k]
     written = jnp.asarray(state.sum_written)[..., k]
@@ -365,6 +367,7 @@ def get_reduce_repeat_max_min_spr(spr: Any, dtype: Any, *, chip: Any, with_index
                               allowed=f"a product with GetReduceRepeatMaxMinSpr: "
                                       f"{_products(SPR_MAXMIN, lambda v: v != 'unsupported')}",
                               chip=prof.id)
+    return_info = flag(api, "return_info", return_info)
     if not isinstance(with_index, (bool, np.bool_)):
         raise ConstraintError(Code.BAD_ARGUMENT, api=api, param="with_index", value=with_index,
                               allowed="True (value, index) or False (value only)", chip=prof.id)

@@ -12,7 +12,7 @@ Tensor(addr=32, dtype='float16', size=16)  # bytes [32, 64)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
+from typing import Any, Union
 
 import jax
 import jax.numpy as jnp
@@ -31,8 +31,9 @@ DataBlock = 32
 Repeat = 256
 
 
-def dtype_name(dtype) -> str:
-    """Canonical element type name (``"half"`` → ``"float16"``, ``np.float32`` → ``"float32"``)."""
+def dtype_name(dtype, api: str = "Tensor") -> str:
+    """Canonical element type name (``"half"`` → ``"float16"``, ``np.float32`` → ``"float32"``);
+    ``api``: the function an unsupported one is reported for."""
     if isinstance(dtype, str) and dtype in _ALIASES:
         return _ALIASES[dtype]
     if isinstance(dtype, str) and dtype in DTYPES:      # already canonical (numpy's .name
@@ -42,7 +43,7 @@ def dtype_name(dtype) -> str:
     except TypeError:
         name = None
     if name not in DTYPES:
-        raise ConstraintError(Code.DTYPE_UNSUPPORTED, api="Tensor", param="dtype", value=dtype,
+        raise ConstraintError(Code.DTYPE_UNSUPPORTED, api=api, param="dtype", value=dtype,
                               allowed=f"one of {DTYPES} (or half / float)")
     return name
 
@@ -149,9 +150,11 @@ def new_ub(chip=None, size: int | None = None) -> jax.Array:
             raise ConstraintError(Code.BAD_ARGUMENT, api="new_ub", param="chip", value=None,
                                   allowed="a product id / profile, or size=N")
         size = _ub_bytes(chip)
-    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size <= 0:
+    if isinstance(size, (bool, np.bool_)) or not isinstance(size, (int, np.integer)) or \
+            not 0 < int(size) < 2**31:
         raise ConstraintError(Code.BAD_ARGUMENT, api="new_ub", param="size", value=size,
-                              allowed="a positive int number of bytes")
+                              allowed="an int number of bytes in [1, 2**31 - 1] (the kernels "
+                                      "address the UB in int32)")
     return jnp.zeros((int(size),), jnp.uint8)
 
 
@@ -165,10 +168,18 @@ def as_ub(ub) -> jax.Array:
     return ub if isinstance(ub, jax.Array) else jnp.asarray(ub)   # a JAX array (or tracer) as is
 
 
-def _check_span(api: str, ub_len: int, addr: int, nbytes: int) -> None:
+def _check_span(api: str, ub_len: int, addr: int, nbytes: int, size_param: str,
+                shown: Any = None, item: int = 1) -> None:
+    """``[addr, addr + nbytes)`` inside the UB; else UB_BOUNDS naming ``addr``, or
+    ``size_param`` (its value ``shown``, ``item``-byte elements) when no address fits."""
     if isinstance(addr, bool) or not isinstance(addr, (int, np.integer)):
         raise ConstraintError(Code.BAD_ARGUMENT, api=api, param="addr", value=addr,
                               allowed="an int byte address")
+    if nbytes > ub_len:               # no address fits: say so, not a negative range
+        unit = "bytes" if item == 1 else f"elements of {item} B"
+        raise ConstraintError(Code.UB_BOUNDS, api=api, param=size_param,
+                              value=f"{nbytes} bytes" if shown is None else shown,
+                              allowed=f"at most {ub_len // item} {unit} (a {ub_len}-byte UB)")
     if addr < 0 or addr + nbytes > ub_len:
         raise ConstraintError(Code.UB_BOUNDS, api=api, param="addr", value=addr,
                               allowed=f"[0, {ub_len - nbytes}] for {nbytes} bytes in a "
@@ -189,13 +200,7 @@ def store(ub, addr: int, values, *, dtype=None) -> jax.Array:
     """
     ub = as_ub(ub)
     if dtype is not None:
-        name = dtype_name(dtype)
-        try:
-            v = np.asarray(values, dtype=name)
-        except (TypeError, ValueError, OverflowError) as e:
-            raise ConstraintError(Code.BAD_ARGUMENT, api="store", param="values",
-                                  value=values if np.size(values) <= 8 else type(values).__name__,
-                                  allowed=f"numbers convertible to {name} ({e})") from None
+        v = _converted(values, dtype_name(dtype, "store"))
     else:
         if not isinstance(values, (np.ndarray, jax.Array, np.generic)):
             raise ConstraintError(Code.BAD_ARGUMENT, api="store", param="values",
@@ -213,9 +218,45 @@ def store(ub, addr: int, values, *, dtype=None) -> jax.Array:
                                           f"raw bytes); convert it or pass dtype=",
                                   hint=f"8-byte words on purpose: store(ub, addr, x, "
                                        f"dtype={v.dtype.name!r})" if eight else "")
+    if v.dtype.byteorder == ">":               # the UB is little-endian: the same values
+        v = v.astype(v.dtype.newbyteorder("<"))
     raw = np.ascontiguousarray(v).reshape(-1).view(np.uint8)
-    _check_span("store", ub.shape[0], addr, raw.size)
+    _check_span("store", ub.shape[0], addr, raw.size, "values")
     return jax.lax.dynamic_update_slice(ub, jnp.asarray(raw), (int(addr),))
+
+
+def _converted(values: Any, name: str) -> np.ndarray:
+    """``values`` (numbers) as ``name`` for :func:`store`: integers only where every value is
+    a whole number the type holds; floats rounded to the nearest, but a finite value that
+    would become an infinity is rejected; strings, bools and other objects are rejected."""
+    def bad(why: str) -> ConstraintError:
+        shown = values if np.size(values) <= 8 else type(values).__name__
+        return ConstraintError(Code.BAD_ARGUMENT, api="store", param="values", value=shown,
+                               allowed=f"numbers {name} holds ({why})")
+    try:
+        given = np.asarray(values)
+    except (TypeError, ValueError) as e:
+        raise bad(str(e)) from None
+    if given.dtype.kind not in "iuf":
+        raise bad(f"got {given.dtype} values; pass ints or floats")
+    target = np.dtype(name)
+    with np.errstate(all="ignore"):
+        if target.kind in "iu":
+            info = np.iinfo(target)
+            whole = given if given.dtype.kind in "iu" else None
+            if whole is None:
+                if not np.all(np.isfinite(given) & (given == np.floor(given))):
+                    raise bad("a whole number each")
+                whole = given
+            lo, hi = (int(whole.min()), int(whole.max())) if whole.size else (0, 0)
+            if lo < info.min or hi > info.max:
+                raise bad(f"each in [{info.min}, {info.max}]")
+            return whole.astype(target)
+        out = given.astype(target)
+        if np.any(np.isinf(out) & np.isfinite(given)):
+            raise bad(f"each finite value within {target.name}'s range "
+                      f"(±{float(np.finfo(target).max)})")
+        return out
 
 
 def load(ub, addr: int, dtype, count: int) -> np.ndarray:
@@ -224,13 +265,13 @@ def load(ub, addr: int, dtype, count: int) -> np.ndarray:
     ``count`` must be a non-negative int (BAD_ARGUMENT otherwise: no float, string, bool or
     negative count); the bytes read must lie inside the UB (UB_BOUNDS)."""
     ub = as_ub(ub)
-    name = dtype_name(dtype)
+    name = dtype_name(dtype, "load")
     if isinstance(count, (bool, np.bool_)) or not isinstance(count, (int, np.integer)) \
             or count < 0:
         raise ConstraintError(Code.BAD_ARGUMENT, api="load", param="count", value=count,
                               allowed="a non-negative int number of elements")
     n = int(count) * np.dtype(name).itemsize
-    _check_span("load", ub.shape[0], addr, n)
+    _check_span("load", ub.shape[0], addr, n, "count", count, np.dtype(name).itemsize)
     return np.asarray(ub[int(addr):int(addr) + n]).view(name).copy()
 
 

@@ -196,9 +196,12 @@ def _parse_tensor(fails: _Failures, name: str, t: Any) -> Optional[_T]:
     return _T(name, a, dn, s, _fp.FORMATS.get(dn))
 
 
-def _parse_name(x: Any) -> Optional[str]:
+def _parse_name(x: Any, known: Tuple[str, ...] = ()) -> Optional[str]:
+    """An option's name: a member's ``name``, or a string spelled as the public functions
+    take it (any case, an ``Enum.`` prefix, an order without its ``ORDER_`` prefix)."""
     if isinstance(x, str):
-        return x
+        n: Any = x.split(".")[-1].upper()
+        return f"ORDER_{n}" if n not in known and f"ORDER_{n}" in known else n
     n = getattr(x, "name", None)
     return n if isinstance(n, str) else None
 
@@ -382,7 +385,7 @@ def _ascendc(api: str, kind: str, ub, dst, src, mask, repeat_time, dst_rep_strid
         order_name = ("ORDER_INDEX_VALUE" if index_low is True
                       and prof.tik_index_low == "index_value" else "ORDER_VALUE_INDEX")
     elif kind == "whole_minmax":
-        order_name = _parse_name(order)
+        order_name = _parse_name(order, _ORDERS)
         if order_name is None:
             fails.add(Code.BAD_ARGUMENT, f"order must be a ReduceOrder name or member, got {order!r}")
         elif order_name not in prof.orders:
