@@ -87,6 +87,8 @@ def _make_case_args(ins: registry.Instruction, given: dict) -> None:
 
     if given["option"] is not None and ins.option is None:
         raise bad("option", f"None: {ins.name} takes no option")
+    if given["option"] is not None:            # ORDER_UNSUPPORTED etc., as the call says
+        ins.canonical_option(given["option"])
     if given["saturate"] is not None and not ins.saturating:
         raise bad("saturate", f"None: {ins.name} has no saturation mode")
     if isinstance(given["data"], str) and given["data"] not in DATA_KINDS:
@@ -140,12 +142,12 @@ def make_case(api: str, *, chip: Optional[str] = None, dtype: str = "float16", m
     geo = masks.counter_repeats(int(mask.count), lanes) if isinstance(mask, masks.CounterMask) \
         else repeat
     if src is None:         # every byte a call with any mask may read
-        src = (0, _round_up(ins.src_footprint(geo, src_rep_stride, src_blk_stride),
-                            BLOCK) // s)
+        src = (0, _round_up(max(0, ins.src_footprint(geo, src_rep_stride, src_blk_stride)),
+                            BLOCK) // s)              # a negative stride: the call says so
     cursor = _round_up(src[0] + src[1] * s, BLOCK)
     tensors = {"src": tuple(src)}
     if dst is None:
-        nbytes = ins.dst_extent(geo, dtype, option, dst_rep_stride)
+        nbytes = max(0, ins.dst_extent(geo, dtype, option, dst_rep_stride))
         ds = itemsize(ins.tensor_dtype("dst", dtype))     # dst may be wider (950 int sums)
         dst = (cursor, _round_up(nbytes, BLOCK) // ds)
     tensors["dst"] = tuple(dst)
@@ -157,8 +159,11 @@ def make_case(api: str, *, chip: Optional[str] = None, dtype: str = "float16", m
             work_tensor = (cursor, _round_up(need * s, BLOCK) // s)
         tensors["work_tensor"] = tuple(work_tensor)
         cursor = max(cursor, _round_up(work_tensor[0] + work_tensor[1] * s, BLOCK))
-    nbytes = _round_up(cursor, 64)
-    n_src = src[1]
+    # a call reaching past the product's UB is UB_BOUNDS whatever the array's length (the
+    # rules judge against the smaller of the two), so the array stops there (a repeat of
+    # 2**40 asked for 260 TiB), and a negative extent gives the smallest array
+    nbytes = max(64, min(_round_up(cursor, 64), _round_up(get_chip(chip).ub_bytes, 64)))
+    n_src = max(0, min(src[1], (nbytes - src[0]) // s)) if 0 <= src[0] < nbytes else 0
     if isinstance(data, str):
         ub = fill_ub(nbytes, dtype, data, seed)
     else:
@@ -252,8 +257,11 @@ class AccessMap:
         for w in self.writes:
             los.append(int(w.addr.min()))
             his.append(int(w.addr.max()) + self.size)
-        lo = max(min(los), 0) // REPEAT_BYTES * REPEAT_BYTES
-        hi = _round_up(max(his), REPEAT_BYTES)
+        # nothing past the UB and a few lines is worth a cell: a tensor or stride of 2**40
+        # bytes (an error the call reports) would ask for terabytes of them
+        end = _round_up(max(int(self.case.ub.size), 1), REPEAT_BYTES) + 4 * REPEAT_BYTES
+        lo = min(max(min(los), 0) // REPEAT_BYTES * REPEAT_BYTES, end - REPEAT_BYTES)
+        hi = max(min(_round_up(max(his), REPEAT_BYTES), end), lo + REPEAT_BYTES)
         return lo, hi
 
     def cells(self) -> dict:
@@ -359,7 +367,8 @@ class AccessMap:
                    f"'#' active lane, '.' masked lane)")
         nrep = min(max(self.repeat, 0), self.reads.shape[0])   # a rejected repeat past the
         if self.repeat > nrep:                                  # range: the rows that exist
-            out.append(f"  (repeat {self.repeat} is past the table: {nrep} repeats listed)")
+            given = self.case.params.get("repeat", self.repeat)   # not int32's stand-in
+            out.append(f"  (repeat {given} is past the table: {nrep} repeats listed)")
         shown = list(range(min(nrep, max_repeats)))
         if nrep > max_repeats:
             shown.append(nrep - 1)

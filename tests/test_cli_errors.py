@@ -106,6 +106,15 @@ def test_golden_generate_stacked_needs_dumps(tmp_path):
     (["--values", "a,b"], 2, "--values"),
     (["--src", "1,2,3"], 2, "ADDR,SIZE"),
     (["--dtype", "int8"], 2, "DTYPE_UNSUPPORTED"),
+    # sized the picture (and the UB) from these: numpy's MemoryError for terabytes
+    (["--repeat", str(2**40)], 1, f"repeat_time = {2**40}"),
+    (["--dst", f"{2**40},16"], 1, "UB_BOUNDS"),
+    (["--src", f"0,{2**40}"], 1, "UB_BOUNDS"),
+    (["--src-rep-stride", str(2**40)], 1, "STRIDE_RANGE"),
+    # a negative extent: numpy's "negative dimensions", or Tensor's size
+    (["--src-blk-stride", "-1"], 1, "src_blk_stride = -1"),
+    # an unknown order: the enum's ValueError, with no code and no allowed list
+    (["--order", "bogus"], 2, "ORDER_VALUE_INDEX"),
 ])
 def test_explain_bad_input(capsys, argv, rc, text):
     got, out, err = _cli(capsys, "explain", "whole_reduce_min", *argv)
