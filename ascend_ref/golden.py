@@ -19,6 +19,7 @@ The TOML format is specified in ``docs/verify.md``; examples are in ``configs/ke
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import sys
 from dataclasses import dataclass, field
@@ -233,8 +234,10 @@ def load_kernel(name_or_path) -> Kernel:
             if key not in spec:
                 raise GoldenError(path, where + key, f"missing (generator {gen!r} needs "
                                                    f"{list(need)})")
+        _numbers(path, where, spec, gen)
         inputs.append(Input(name, shape, dict(spec, generator=gen),
-                            spec.get("file", f"input_{name}.bin"), stride,
+                            _file_name(path, where + "file",
+                                       spec.get("file", f"input_{name}.bin")), stride,
                             float(spec.get("ub_pad", 0))))
     out = raw.get("output", {})
     _unknown(path, "output.", out, _OUTPUT)
@@ -311,9 +314,46 @@ def load_kernel(name_or_path) -> Kernel:
                           option, sat,
                           None if "work_size" not in c
                           else _int(path, where + "work_size", c["work_size"], 1)))
-    return Kernel(str(path), raw.get("name", path.stem), raw.get("description", ""), chip_id,
-                  dtype, inputs, calls, out_size, out_shape, float(out.get("init", 0)),
-                  out.get("file", "golden.bin"), reads)
+    init = out.get("init", 0)
+    if isinstance(init, bool) or not isinstance(init, (int, float)):
+        raise GoldenError(path, "output.init", f"{init!r} is not a number")
+    return Kernel(str(path), _file_name(path, "name", raw.get("name", path.stem)),
+                  raw.get("description", ""), chip_id, dtype, inputs, calls, out_size,
+                  out_shape, float(init), _file_name(path, "output.file",
+                                                     out.get("file", "golden.bin")), reads)
+
+
+def _file_name(path, fld: str, v: Any) -> str:
+    """A name the kernel's files are written under: a non-empty string naming no folder
+    (``"../x"`` would write outside the output folder)."""
+    if not isinstance(v, str) or not v or v in (".", "..") or "/" in v or "\\" in v:
+        raise GoldenError(path, fld, f"{v!r}: expected a file name without a folder")
+    return v
+
+
+#: the numbers of an input's generator, and which must be whole
+_NUMBERS = ("low", "high", "mean", "std", "value", "start", "step", "ub_pad")
+
+
+def _numbers(path, where: str, spec: dict, gen: str) -> None:
+    """An input's numbers are finite numbers (``low = nan`` was an OverflowError, ``ub_pad =
+    "x"`` a ValueError, from numpy), its seed an int in numpy's ``[0, 2**32 - 1]``, a range
+    not empty and a spread not negative (they were drawn from in silence)."""
+    for key in _NUMBERS:
+        v = spec.get(key)
+        if key in spec and (isinstance(v, bool) or not isinstance(v, (int, float))
+                            or not math.isfinite(v)):
+            raise GoldenError(path, where + key, f"{v!r}: expected a finite number")
+    if "seed" in spec:
+        _int(path, where + "seed", spec["seed"], 0, 2**32 - 1)
+    if gen == "randint":
+        for key in ("low", "high"):
+            _int(path, where + key, spec[key], -(2**63), 2**63 - 1)
+    if gen in ("uniform", "randint") and not spec["low"] < spec["high"]:
+        raise GoldenError(path, where + "high", f"{spec['high']!r}: expected above low = "
+                                                f"{spec['low']!r} (an empty range)")
+    if gen == "normal" and spec["std"] < 0:
+        raise GoldenError(path, where + "std", f"{spec['std']!r}: expected >= 0")
 
 
 # ------------------------------------------------------------------ data -------------------

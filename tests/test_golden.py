@@ -252,6 +252,37 @@ def test_bad_kernel_names_the_field(tmp_path, body, field):
     assert e.value.field == field and str(k) in str(e.value)
 
 
+_CALL = "[[calls]]\napi = 'whole_reduce_sum'\nmask = 64\nrepeat = 1\n"
+
+
+@pytest.mark.parametrize("top,x,field", [
+    ("", "generator = 'uniform'\nlow = nan\nhigh = 1.0", "inputs.x.low"),
+    ("", "generator = 'uniform'\nlow = -inf\nhigh = 1.0", "inputs.x.low"),
+    ("", "generator = 'uniform'\nlow = 2.0\nhigh = 1.0", "inputs.x.high"),
+    ("", "generator = 'uniform'\nlow = 0.0\nhigh = 1.0\nseed = 1.5", "inputs.x.seed"),
+    ("", "generator = 'uniform'\nlow = 0.0\nhigh = 1.0\nseed = -1", "inputs.x.seed"),
+    ("", "generator = 'uniform'\nlow = 0.0\nhigh = 1.0\nub_pad = 'x'", "inputs.x.ub_pad"),
+    ("", "generator = 'normal'\nmean = 0.0\nstd = -1.0", "inputs.x.std"),
+    ("", "generator = 'randint'\nlow = 0.5\nhigh = 4", "inputs.x.low"),
+    ("", "generator = 'constant'\nvalue = 'one'", "inputs.x.value"),
+    ("", "generator = 'uniform'\nlow = 0.0\nhigh = 1.0\nfile = '../x.bin'", "inputs.x.file"),
+    ("name = 5\n", "generator = 'uniform'\nlow = 0.0\nhigh = 1.0", "name"),
+    ("name = '../../escape'\n", "generator = 'uniform'\nlow = 0.0\nhigh = 1.0", "name"),
+])
+def test_bad_kernel_numbers_and_names_are_golden_errors(tmp_path, top, x, field):
+    """Each was a raw exception from numpy / os.path, or drawn from / written in silence."""
+    k = tmp_path / "bad.toml"
+    k.write_text(top + "chip = 'atlas_a2'\ndtype = 'float'\n[inputs.x]\nshape = [64]\n" + x
+                 + "\n" + _CALL)
+    with pytest.raises(GoldenError) as e:
+        load_kernel(k)
+    assert e.value.field == field and str(k) in str(e.value)
+    good = "chip = 'atlas_a2'\ndtype = 'float'\n[inputs.x]\nshape = [64]\n" \
+           "generator = 'uniform'\nlow = 0.0\nhigh = 1.0\nseed = 7\n" + _CALL
+    k.write_text(good)
+    assert load_kernel(k).inputs[0].spec["seed"] == 7
+
+
 @pytest.mark.parametrize("kernel", [None, 3, ""])
 def test_a_kernel_that_is_no_name_is_a_golden_error(tmp_path, kernel):
     """None / an int were a TypeError from Path(); "" named the current folder."""
