@@ -146,6 +146,9 @@ def _case(tensors=None, params=None, ub=_ZEROS):
     (_case(tensors={"dst": (2048, 16), "src": (0, 512), "work_tensor": (3000, 16)}),
      "work_tensor"),
     (_case(params=dict(P, foo=1)), "foo"),
+    (Case("whole_reduce_min", A2, "float16", "ORDER_VALUE_INDEX", 128, dict(P),
+          {"dst": (2048, 16), "src": (0, 512)}, np.zeros(4096, np.uint8), True),
+     "case.saturate"),
     (_case(ub=None), "ub"),
     (_case(ub=np.zeros(4096, np.float32)), "ub"),
     (_case(ub=[0] * 4096), "ub"),
@@ -167,6 +170,12 @@ def test_run_columns_with_an_extra_parameter_is_bad_argument_for_every_row():
                          np.array([128, 128]), dict(P, foo=1),
                          {"dst": (2048, 16), "src": (0, 512)}, ubs)
     assert got.code.tolist() == [int(ar.Code.BAD_ARGUMENT)] * 2
+    # saturate for an API without a saturation mode: the call's error, as run_batch's
+    e = _raises(lambda: ar.run_columns("whole_reduce_min", A2, "float16", "ORDER_VALUE_INDEX",
+                                       np.array([128, 128]), dict(P),
+                                       {"dst": (2048, 16), "src": (0, 512)}, ubs,
+                                       saturate=True))
+    assert e.code == ar.Code.BAD_ARGUMENT and "no saturation mode" in str(e)
 
 
 def test_store_writes_a_big_endian_array_by_value():
