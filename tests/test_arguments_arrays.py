@@ -246,3 +246,19 @@ def test_load_and_store_errors_name_their_own_function_and_parameter():
     assert e.code == ar.Code.UB_BOUNDS and "values = '80 bytes'" in str(e)
     e = _raises(lambda: ar.load(ub, 62, "half", 2))
     assert e.code == ar.Code.UB_BOUNDS and "addr = 62" in str(e) and "[0, 60]" in str(e)
+
+
+def test_a_negative_address_is_ub_bounds_in_run_batch_as_under_jit():
+    import jax
+    import jax.numpy as jnp
+
+    ubs = np.zeros((2, 4096), np.uint8)
+    _, status = ar.run_batch("whole_reduce_min", ubs, chip=A2, dtype="float16", mask=128,
+                             dst=(-32, 16), src=(0, 512), **P)
+    assert status.tolist() == [int(ar.Code.UB_BOUNDS)] * 2
+    ub = ar.new_ub(A2)
+    traced = jax.jit(lambda a: ar.ascendc.whole_reduce_min(
+        ub, Tensor(a, "half", 16), Tensor(0, "half", 512), 128, 2, 1, 1, 8, chip=A2,
+        return_info=True)[1].status)
+    assert int(traced(jnp.int32(-32))) == int(ar.Code.UB_BOUNDS)
+    assert _raises(lambda: Tensor(-32, "half", 16)).code == ar.Code.BAD_ARGUMENT
