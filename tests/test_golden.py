@@ -253,21 +253,22 @@ def test_bad_kernel_names_the_field(tmp_path, body, field):
 
 
 _CALL = "[[calls]]\napi = 'whole_reduce_sum'\nmask = 64\nrepeat = 1\n"
+_UNIFORM = "generator = 'uniform'\nlow = 0.0\nhigh = 1.0"
 
 
 @pytest.mark.parametrize("top,x,field", [
     ("", "generator = 'uniform'\nlow = nan\nhigh = 1.0", "inputs.x.low"),
     ("", "generator = 'uniform'\nlow = -inf\nhigh = 1.0", "inputs.x.low"),
     ("", "generator = 'uniform'\nlow = 2.0\nhigh = 1.0", "inputs.x.high"),
-    ("", "generator = 'uniform'\nlow = 0.0\nhigh = 1.0\nseed = 1.5", "inputs.x.seed"),
-    ("", "generator = 'uniform'\nlow = 0.0\nhigh = 1.0\nseed = -1", "inputs.x.seed"),
-    ("", "generator = 'uniform'\nlow = 0.0\nhigh = 1.0\nub_pad = 'x'", "inputs.x.ub_pad"),
+    ("", _UNIFORM + "\nseed = 1.5", "inputs.x.seed"),
+    ("", _UNIFORM + "\nseed = -1", "inputs.x.seed"),
+    ("", _UNIFORM + "\nub_pad = 'x'", "inputs.x.ub_pad"),
     ("", "generator = 'normal'\nmean = 0.0\nstd = -1.0", "inputs.x.std"),
     ("", "generator = 'randint'\nlow = 0.5\nhigh = 4", "inputs.x.low"),
     ("", "generator = 'constant'\nvalue = 'one'", "inputs.x.value"),
-    ("", "generator = 'uniform'\nlow = 0.0\nhigh = 1.0\nfile = '../x.bin'", "inputs.x.file"),
-    ("name = 5\n", "generator = 'uniform'\nlow = 0.0\nhigh = 1.0", "name"),
-    ("name = '../../escape'\n", "generator = 'uniform'\nlow = 0.0\nhigh = 1.0", "name"),
+    ("", _UNIFORM + "\nfile = '../x.bin'", "inputs.x.file"),
+    ("name = 5\n", _UNIFORM, "name"),
+    ("name = '../../escape'\n", _UNIFORM, "name"),
 ])
 def test_bad_kernel_numbers_and_names_are_golden_errors(tmp_path, top, x, field):
     """Each was a raw exception from numpy / os.path, or drawn from / written in silence."""
@@ -277,8 +278,8 @@ def test_bad_kernel_numbers_and_names_are_golden_errors(tmp_path, top, x, field)
     with pytest.raises(GoldenError) as e:
         load_kernel(k)
     assert e.value.field == field and str(k) in str(e.value)
-    good = "chip = 'atlas_a2'\ndtype = 'float'\n[inputs.x]\nshape = [64]\n" \
-           "generator = 'uniform'\nlow = 0.0\nhigh = 1.0\nseed = 7\n" + _CALL
+    good = "chip = 'atlas_a2'\ndtype = 'float'\n[inputs.x]\nshape = [64]\n" + _UNIFORM + \
+        "\nseed = 7\n" + _CALL
     k.write_text(good)
     assert load_kernel(k).inputs[0].spec["seed"] == 7
 
