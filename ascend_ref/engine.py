@@ -30,6 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import addressing, mask as masks, numerics
+from .batch_args import is_int
 from .chips import ADD_ORDERS, FILL_RULES, ZERO_RULES, ChipProfile, chip as get_chip
 from .constraints import (HOST, Code, Constraint, ConstraintError, Rule, first_failure, in_range,
                           status_of)
@@ -937,7 +938,7 @@ def _bool_param(api: str, name: str, v):
     """A bool parameter (``saturate``): a bool, an int 0 / 1, or a bool or integer scalar
     array (a concrete one holding 0 / 1; a traced one under jit / vmap); anything else
     (``0.5``, ``np.array(5)``, ``"yes"``) is BAD_ARGUMENT, never truthiness."""
-    if isinstance(v, (bool, np.bool_)) or (_is_plain_int(v) and v in (0, 1)):
+    if isinstance(v, (bool, np.bool_)) or (is_int(v) and v in (0, 1)):
         return np.bool_(v)
     if isinstance(v, (jax.Array, np.ndarray)) and np.ndim(v) == 0 and \
             (v.dtype == bool or jnp.issubdtype(v.dtype, jnp.integer)):
@@ -947,10 +948,6 @@ def _bool_param(api: str, name: str, v):
             return np.bool_(int(v))
     raise ConstraintError(Code.BAD_ARGUMENT, api=api, param=name, value=v,
                           allowed="True / False (or None for the product default)")
-
-
-def _is_plain_int(v: Any) -> bool:
-    return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
 
 
 def ub_bucket(n: int) -> int:

@@ -331,7 +331,7 @@ def _file_name(path, fld: str, v: Any) -> str:
     return v
 
 
-#: the numbers of an input's generator, and which must be whole
+#: the numbers an input's generator and placement read (each a finite int or float)
 _NUMBERS = ("low", "high", "mean", "std", "value", "start", "step", "ub_pad")
 
 
