@@ -530,8 +530,8 @@ def _group_key(case: Case) -> Optional[tuple]:
         return None
     ins, size, operands, names, word_order = st
     sat = case.saturate
-    if sat is not None and (type(sat) is not bool or not ins.saturating):
-        return None                     # the per-case path names a saturate it does not take
+    if sat is not None and type(sat) is not bool:
+        return None
     tensors = case.tensors
     if not isinstance(tensors, dict) or len(tensors) != len(operands) or \
             not isinstance(case.params, dict) or len(case.params) != len(names):
@@ -630,7 +630,7 @@ def _bulk_group(cases: Sequence[Case], heads: Sequence[tuple]) -> Optional[Tuple
     if type(api) is not str or type(dtype) is not str:
         return None
     st = _static(api, dtype)
-    if st is None or (sat is not None and (type(sat) is not bool or not st[0].saturating)):
+    if st is None or (sat is not None and type(sat) is not bool):
         return None
     ins, size, operands, names, word_order = st
     # equal heads of other types (True == 1, a str subclass): each case alone
@@ -986,10 +986,6 @@ def prepare_columns(api: str, chip: Any, dtype: str, option: Any, mask: Any,
     st = _static(api, dtype) if type(api) is str and type(dtype) is str else None
     if st is not None and (set(tensors) != set(st[2]) or set(st[3]) != set(params)):
         st = None                              # as a case: the per-case path says what is wrong
-    if saturate is not None and st is not None and not st[0].saturating:
-        raise ConstraintError(Code.BAD_ARGUMENT, api="run_columns", param="saturate",
-                              value=type(saturate).__name__,
-                              allowed=f"None: {api} has no saturation mode")
     ops: Tuple[str, ...] = ()
     names: Tuple[str, ...] = ()
     size, word_order = 0, "ascendc"

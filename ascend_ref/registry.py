@@ -640,10 +640,6 @@ class Instruction:
                                       param=f"case.{group}", value=f"{extra[0]!r}",
                                       allowed=f"only {', '.join(names)} (what {self.name} "
                                               f"takes)")
-        if case.saturate is not None and not self.saturating:     # not dropped in silence
-            raise ConstraintError(Code.BAD_ARGUMENT, api=self.name, param="case.saturate",
-                                  value=case.saturate,
-                                  allowed=f"None: {self.name} has no saturation mode")
         for t in self.operands:
             v = case.tensors[t]
             if not (isinstance(v, (tuple, list)) and len(v) == 2
