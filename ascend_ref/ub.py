@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from .batch_args import is_int
 from .constraints import Code, ConstraintError
 
 #: Element types the instructions know, by canonical name.
@@ -150,8 +151,7 @@ def new_ub(chip=None, size: int | None = None) -> jax.Array:
             raise ConstraintError(Code.BAD_ARGUMENT, api="new_ub", param="chip", value=None,
                                   allowed="a product id / profile, or size=N")
         size = _ub_bytes(chip)
-    if isinstance(size, (bool, np.bool_)) or not isinstance(size, (int, np.integer)) or \
-            not 0 < int(size) < 2**31:
+    if not is_int(size) or not 0 < int(size) < 2**31:
         raise ConstraintError(Code.BAD_ARGUMENT, api="new_ub", param="size", value=size,
                               allowed="an int number of bytes in [1, 2**31 - 1] (the kernels "
                                       "address the UB in int32)")
@@ -172,7 +172,7 @@ def _check_span(api: str, ub_len: int, addr: int, nbytes: int, size_param: str,
                 shown: Any = None, item: int = 1) -> None:
     """``[addr, addr + nbytes)`` inside the UB; else UB_BOUNDS naming ``addr``, or
     ``size_param`` (its value ``shown``, ``item``-byte elements) when no address fits."""
-    if isinstance(addr, bool) or not isinstance(addr, (int, np.integer)):
+    if not is_int(addr):
         raise ConstraintError(Code.BAD_ARGUMENT, api=api, param="addr", value=addr,
                               allowed="an int byte address")
     if nbytes > ub_len:               # no address fits: say so, not a negative range
@@ -243,15 +243,13 @@ def _converted(values: Any, name: str) -> np.ndarray:
     with np.errstate(all="ignore"):
         if target.kind in "iu":
             info = np.iinfo(target)
-            whole = given if given.dtype.kind in "iu" else None
-            if whole is None:
-                if not np.all(np.isfinite(given) & (given == np.floor(given))):
-                    raise bad("a whole number each")
-                whole = given
-            lo, hi = (int(whole.min()), int(whole.max())) if whole.size else (0, 0)
+            if given.dtype.kind == "f" and \
+                    not np.all(np.isfinite(given) & (given == np.floor(given))):
+                raise bad("a whole number each")
+            lo, hi = (int(given.min()), int(given.max())) if given.size else (0, 0)
             if lo < info.min or hi > info.max:
                 raise bad(f"each in [{info.min}, {info.max}]")
-            return whole.astype(target)
+            return given.astype(target)
         out = given.astype(target)
         if np.any(np.isinf(out) & np.isfinite(given)):
             raise bad(f"each finite value within {target.name}'s range "
@@ -266,8 +264,7 @@ def load(ub, addr: int, dtype, count: int) -> np.ndarray:
     negative count); the bytes read must lie inside the UB (UB_BOUNDS)."""
     ub = as_ub(ub)
     name = dtype_name(dtype, "load")
-    if isinstance(count, (bool, np.bool_)) or not isinstance(count, (int, np.integer)) \
-            or count < 0:
+    if not is_int(count) or count < 0:
         raise ConstraintError(Code.BAD_ARGUMENT, api="load", param="count", value=count,
                               allowed="a non-negative int number of elements")
     n = int(count) * np.dtype(name).itemsize
