@@ -711,8 +711,8 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
     if ins.option is not None:
         raw = given[ins.option.key] if ins.option.key in given else params.pop(ins.option.key,
                                                                                 None)
-        if isinstance(ins.option, registry.FlagOption):
-            option = batch_args.flag(api, ins.option.key, raw)
+        if isinstance(ins.option, registry.FlagOption):      # as the public function takes it
+            option = ins.option.parse(raw, api=api)
         else:
             option = ins.option.parse(raw if raw or ins.option.default is None
                                       else ins.option.default, api=api)

@@ -234,12 +234,21 @@ class FlagOption(Option):
         return [False, True]
 
     def parse(self, value: Any, *, api: str, chip: Any = None) -> bool:
+        """A bool, or an integer 0 / 1 (a Python or numpy int, or a 0-d numpy integer array:
+        what the oracle's calIndex takes); anything else is BAD_ARGUMENT, never truthiness.
+
+        >>> import numpy as np
+        >>> CAL_INDEX.parse(np.int64(1), api="vec_reduce_min"), CAL_INDEX.parse(False, api="x")
+        (True, False)
+        """
         import numpy as np
 
-        if isinstance(value, (int, np.bool_)) and value in (0, 1):
+        if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iu":
+            value = int(value)
+        if isinstance(value, (bool, np.bool_)) or (batch_args.is_int(value) and value in (0, 1)):
             return bool(value)
         raise ConstraintError(Code.BAD_ARGUMENT, api=api, param=self.key, value=value,
-                              allowed="True / False")
+                              allowed="True / False (or an int 0 / 1)")
 
     def normalise(self, value: Any) -> bool:
         if value is None:

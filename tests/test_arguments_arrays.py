@@ -264,3 +264,39 @@ def test_a_cases_saturate_on_an_api_without_one_is_ignored_as_documented():
     for run in (run_jax, run_oracle, lambda c: ar.run_cases([c])[0]):
         a, b = run(plain), run(with_flag)
         assert a.code is None and b.code is None and np.array_equal(a.ub, b.ub)
+
+
+@pytest.mark.parametrize("value, want", [(np.int64(1), True), (np.uint8(0), False),
+                                         (np.array(1), True), (1, True), (np.bool_(False), False),
+                                         (2, None), ("yes", None), (np.array(True), None),
+                                         (1.0, None), (np.array(2), None)])
+def test_cal_index_takes_what_the_oracles_cal_index_takes(value, want):
+    """The JAX path refused ``np.int64(1)`` and ``np.array(1)`` that the oracle takes as True
+    (a differential campaign would have seen two codes for one case)."""
+    ubs = np.zeros((1, 4096), np.uint8)
+    ubs[0, :1024] = np.linspace(-3, 3, 512).astype(np.float16).view(np.uint8)
+    for api, chip, mask in (("vec_reduce_min", "atlas_training", 128),
+                            ("reduce_max", A2, 128)):
+        params = {"repeat": 4, "src_rep_stride": 8}
+        case = Case(api, chip, "float16", value, mask, params,
+                    {"dst": (2048, 16), "src": (0, 512), "work_tensor": (3072, 512)}, ubs[0])
+        a, b = run_jax(case), run_oracle(case)
+        assert a.code == b.code, (api, value)
+        if want is None:
+            assert a.code == ar.Code.BAD_ARGUMENT, (api, value)
+            continue
+        assert a.code is None and np.array_equal(a.ub, b.ub), (api, value)
+        same = run_jax(Case(api, chip, "float16", want, mask, params, case.tensors, ubs[0]))
+        assert np.array_equal(a.ub, same.ub) and np.array_equal(a.written, same.written)
+        assert a.written[2050:2052].all() == want         # the index slot written or not
+
+
+def test_a_count_forms_int_cal_index_in_repeats_place_gets_a_hint():
+    ub = ar.store(ar.new_ub(A2), 0, np.ones(288, np.float16))
+    call = lambda *a: ar.ascendc.reduce_max(ub, Tensor(4096, "half", 16),  # noqa: E731
+                                            Tensor(0, "half", 288),
+                                            Tensor(8192, "half", 512), 288, *a, chip=A2)
+    e = _raises(lambda: call(1))
+    assert e.code == ar.Code.BAD_ARGUMENT and "src_rep_stride" in str(e) \
+        and "reduce_max(ub, dst, src, tmp, 288, True)" in str(e)
+    assert ar.load(call(True), 4096, "float16", 2).tolist()[0] == 1.0

@@ -371,11 +371,15 @@ def _form(ins, mask, repeat_time, src_rep_stride, cal_index, count, bool_second)
                                   allowed="count (an int) or mask, repeat_time, src_rep_stride")
         return "count", mask, cal_index
     if repeat_time is None or src_rep_stride is None:
+        # two numbers after the buffer: a count form whose calIndex was not given as a bool
+        hint = (f"For the count form with calIndex give a bool after count: "
+                f"{ins.name.split('_count')[0]}(ub, dst, src, tmp, {mask!r}, True) or "
+                f"cal_index=...") if bool_second and src_rep_stride is None else ""
         raise ConstraintError(
             Code.BAD_ARGUMENT, api=ins.name,
             param="src_rep_stride" if src_rep_stride is None else "repeat_time",
             value=None, allowed="the high-dimensional form gives mask, repeat_time and "
-                                "src_rep_stride (the count form: count alone)")
+                                "src_rep_stride (the count form: count alone)", hint=hint)
     return "high", mask, cal_index
 
 
