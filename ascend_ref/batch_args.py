@@ -57,7 +57,10 @@ def int_param(api: str, name: str, v: Any, b: int) -> np.ndarray:
     except Exception:                                        # noqa: BLE001 - ragged etc.
         raise _bad(api, name, type(v).__name__, allowed) from None
     if a.dtype == bool or a.dtype.kind not in "iu":
-        raise _bad(api, name, f"{a.dtype} array" if a.ndim or a.dtype.kind != "O" else v, allowed)
+        # a short list as given (numpy reads [2**64 - 1, 0] as floats: not what was passed)
+        shown = v if isinstance(v, (list, tuple)) and len(v) <= 8 else \
+            f"{a.dtype} array" if a.ndim or a.dtype.kind != "O" else v
+        raise _bad(api, name, shown, allowed)
     if a.ndim > 1 or (a.ndim == 1 and a.shape[0] != b):
         raise _bad(api, name, f"shape {a.shape}", f"a scalar or shape ({b},) (one per case)")
     if a.size:
@@ -122,7 +125,7 @@ def mask_param(api: str, mask: Any, b: int, mask_mode: Optional[str]) -> Tuple[s
         if mask_mode is None and a.shape == (4,) and b != 4:
             raise _bad(api, "mask", "shape (4,)", f"[{b}] lane counts; for one set of lane "
                                                    f"words for every case pass mask_mode='bits'")
-        return mode, int_param(api, "mask", mask if type(mask) is int else a, b)
+        return mode, int_param(api, "mask", mask if type(mask) in (int, list, tuple) else a, b)
     allowed = f"uint32 lane words: shape (4,), (1, 4) or ({b}, 4), each in [0, 2**32 - 1]"
     if a.dtype == bool or a.dtype.kind not in "iu":
         raise _bad(api, "mask", f"{a.dtype} array", allowed)

@@ -300,3 +300,26 @@ def test_a_count_forms_int_cal_index_in_repeats_place_gets_a_hint():
     assert e.code == ar.Code.BAD_ARGUMENT and "src_rep_stride" in str(e) \
         and "reduce_max(ub, dst, src, tmp, 288, True)" in str(e)
     assert ar.load(call(True), 4096, "float16", 2).tolist()[0] == 1.0
+
+
+def test_load_and_store_take_a_0d_integer_address_as_tensor_does():
+    ub = ar.store(ar.new_ub(size=256), np.array(32), np.array([1.5, -2], np.float16))
+    assert ar.load(ub, np.int64(32), "float16", np.array(2)).tolist() == [1.5, -2.0]
+    assert ar.load(ub, np.array(32, np.uint16), "half", 2).tolist() == [1.5, -2.0]
+    e = _raises(lambda: ar.load(ub, np.array(2**40), "half", 2))
+    assert e.code == ar.Code.UB_BOUNDS and str(2**40) in str(e)         # not wrapped
+    for bad in (np.array(32.0), np.array([32]), np.array(True)):
+        assert _raises(lambda: ar.load(ub, bad, "half", 2)).code == ar.Code.BAD_ARGUMENT
+        assert _raises(lambda: ar.store(ub, bad, np.ones(2, np.float16))).code == \
+            ar.Code.BAD_ARGUMENT
+    assert _raises(lambda: ar.load(ub, 0, "half", np.array(-1))).code == ar.Code.BAD_ARGUMENT
+
+
+def test_run_batch_shows_a_short_list_as_given_not_as_numpys_float_reading():
+    ubs = np.zeros((2, 4096), np.uint8)
+    for mask, shown in (([2**64 - 1, 0], str(2**64 - 1)), ([1.5, 2], "[1.5, 2]")):
+        with pytest.raises(ar.ConstraintError) as e:
+            ar.run_batch("whole_reduce_min", ubs, chip=A2, dtype="float16", mask=mask,
+                         dst=(1024, 16), src=(0, 512), order="ORDER_VALUE_INDEX", **P)
+        assert e.value.code == ar.Code.BAD_ARGUMENT and shown in str(e.value) \
+            and "float64" not in str(e.value)
