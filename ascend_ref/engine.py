@@ -1122,6 +1122,12 @@ def prepare(ins: Instruction, ub, tensors: dict, mask, params: dict, *, chip, op
                                   value=t.dtype, allowed=f"{want} ({why})", chip=prof.id)
     if ins.count_form:          # no mask parameter: every lane of the first count elements
         mask, params = 256 // itemsize(dtype), {**params, "src_rep_stride": 8}
+    no_bits = ConstraintError(Code.BAD_ARGUMENT, api=api, param="mask", value=mask,
+                              allowed="an int: the continuous mode only (this API has no bit "
+                                      "mode)", chip=prof.id)
+    if "bits" not in ins.mask_modes and (isinstance(mask, (list, tuple)) or (
+            isinstance(mask, (np.ndarray, jax.Array)) and mask.ndim >= 1)):
+        raise no_bits        # any bit-mode form, before its words are judged (as the oracle)
     m = masks.parse(mask, dtype, api=api, chip=prof.id, word_order=ins.word_order)
     if m.mode == "counter" and "counter" not in ins.mask_modes:
         raise ConstraintError(Code.MASK_MODE, api=api, param="mask", value=mask,
@@ -1136,9 +1142,7 @@ def prepare(ins: Instruction, ub, tensors: dict, mask, params: dict, *, chip, op
                               hint="Pass mask = L and repeat_time = ceil(count / L) with a "
                                    "second call for the partial last repeat")
     if m.mode not in ins.mask_modes:
-        raise ConstraintError(Code.BAD_ARGUMENT, api=api, param="mask", value=mask,
-                              allowed="an int: the continuous mode only (this API has no bit "
-                                      "mode)", chip=prof.id)
+        raise no_bits
 
     given: dict = {}
     args: dict = {}

@@ -174,6 +174,10 @@ def parse(mask: object, dtype: DTypeLike, *, api: str, chip: str,
         return Mask("bits", jnp.asarray(mask).astype(jnp.uint32))  # already lane words
     if isinstance(mask, np.ndarray) and mask.ndim == 1 and np.issubdtype(mask.dtype, np.integer):
         mask = [int(w) for w in mask]           # a numpy array of 64-bit words, like a list
+    if isinstance(mask, (list, tuple)):         # concrete 0-d integer arrays: the words they hold
+        mask = [int(w) if isinstance(w, (jax.Array, np.ndarray)) and np.ndim(w) == 0 and
+                np.issubdtype(w.dtype, np.integer) and not isinstance(w, jax.core.Tracer)
+                else w for w in mask]
     if not isinstance(mask, (list, tuple)) or not all(_is_int(w) for w in mask):
         raise ConstraintError(Code.BAD_ARGUMENT, api=api, param="mask", value=mask,
                               allowed="an int (continuous mode), a list of ints (bit mode) or "

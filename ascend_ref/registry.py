@@ -234,7 +234,7 @@ class FlagOption(Option):
         return [False, True]
 
     def parse(self, value: Any, *, api: str, chip: Any = None) -> bool:
-        """A bool, or an integer 0 / 1 (a Python or numpy int, or a 0-d numpy integer array:
+        """A bool, or an integer 0 / 1 (a Python or numpy int, or a concrete 0-d integer array:
         what the oracle's calIndex takes); anything else is BAD_ARGUMENT, never truthiness.
 
         >>> import numpy as np
@@ -243,8 +243,14 @@ class FlagOption(Option):
         """
         import numpy as np
 
-        if isinstance(value, np.ndarray) and value.ndim == 0 and value.dtype.kind in "iu":
-            value = int(value)
+        if hasattr(value, "__array__") and getattr(value, "shape", None) == () and \
+                not isinstance(value, np.generic):
+            try:                      # a concrete 0-d array (numpy's or JAX's); not a tracer
+                held = np.asarray(value)
+            except Exception:         # noqa: BLE001 - a traced value: a static option is not
+                held = None
+            if held is not None and held.dtype.kind in "iu":
+                value = int(held)
         if isinstance(value, (bool, np.bool_)) or (batch_args.is_int(value) and value in (0, 1)):
             return bool(value)
         raise ConstraintError(Code.BAD_ARGUMENT, api=api, param=self.key, value=value,

@@ -68,11 +68,19 @@ class _Failures:
 # ====================================================================== argument parsing
 
 def _as_int(x: Any) -> Optional[int]:
-    """A Python / numpy integer (not a bool) as int, else None."""
+    """A Python / numpy integer (not a bool), or a 0-d integer array -- numpy's or any other
+    array library's, read through ``__array__`` (a concrete JAX scalar) -- as int, else
+    None."""
     if isinstance(x, (bool, np.bool_)):
         return None
     if isinstance(x, (int, np.integer)):
         return int(x)
+    if not isinstance(x, np.ndarray) and hasattr(x, "__array__") and \
+            getattr(x, "shape", None) == ():
+        try:
+            x = np.asarray(x)
+        except Exception:  # a value with no concrete number (a tracer): not an int
+            return None
     if isinstance(x, np.ndarray) and x.ndim == 0 and np.issubdtype(x.dtype, np.integer):
         return int(x)
     return None
