@@ -11,7 +11,9 @@ parameter, address or size (the JAX path ran it, the oracle said BAD_ARGUMENT); 
 of 0-d numpy arrays (the oracle ran it, the JAX path said BAD_ARGUMENT); a bit-mode mask
 given to RepeatReduceSum (continuous only) with malformed words (MASK_BITS on the JAX
 path, BAD_ARGUMENT in the oracle, which refuses any bit-mode form first); ``cal_index`` as
-``np.int64(1)`` or a 0-d integer array (BAD_ARGUMENT on the JAX path only)."""
+``np.int64(1)`` or a 0-d integer array (BAD_ARGUMENT on the JAX path only); a
+ReduceDataBlock ``reduce_type`` that is not a string or member (an int, None, bytes: the
+oracle said REDUCE_TYPE, the JAX path BAD_ARGUMENT, as for an order)."""
 
 from __future__ import annotations
 
@@ -123,3 +125,17 @@ def test_a_mask_list_of_0d_arrays_is_the_words_they_hold():
     got = call([jnp.int32(words[0]), np.array(words[1], np.uint64)])
     assert np.array_equal(np.asarray(got), np.asarray(call(words)))
     assert ar.load(got, 1024, "float16", 1).tolist() == [4.0 + 5 + 6 + 7 + 127]
+
+
+@pytest.mark.parametrize("option, code", [(1, ar.Code.BAD_ARGUMENT), (None, ar.Code.BAD_ARGUMENT),
+                                          (b"SUM", ar.Code.BAD_ARGUMENT),
+                                          ("bogus", ar.Code.REDUCE_TYPE),
+                                          (ar.ReduceOrder.ORDER_VALUE_INDEX, ar.Code.REDUCE_TYPE),
+                                          ("max", None)])
+def test_a_reduce_type_that_is_not_a_name_is_a_malformed_argument(option, code):
+    """Like an order: a name or member it does not know is REDUCE_TYPE; an int, None or bytes
+    is BAD_ARGUMENT (the oracle said REDUCE_TYPE to those; found by the campaign above)."""
+    case = Case("reduce_data_block", "atlas_a2", "float16", option, 128,
+                {"repeat": 2, "dst_rep_stride": 1, "src_blk_stride": 1, "src_rep_stride": 8},
+                {"dst": (2048, 16), "src": (0, 512)}, np.zeros(4096, np.uint8))
+    assert run_jax(case).code == run_oracle(case).code == ar.run_cases([case])[0].code == code

@@ -400,12 +400,16 @@ def _ascendc(api: str, kind: str, ub, dst, src, mask, repeat_time, dst_rep_strid
             fails.add(Code.ORDER_UNSUPPORTED, f"order = {order_name}; allowed {list(prof.orders)}")
             order_name = None
     rtype = None
-    if kind == "block":
+    if kind in ("block", "pair") and _parse_name(reduce_type) is None:
+        # neither a name nor a member (an int, None, bytes): a malformed argument, as order
+        fails.add(Code.BAD_ARGUMENT,
+                  f"reduce_type must be a ReduceType name or member, got {reduce_type!r}")
+    elif kind == "block":
         rtype = _parse_name(reduce_type)
         if rtype not in _REDUCE_TYPES:
             fails.add(Code.REDUCE_TYPE, f"reduce_type = {reduce_type!r}; allowed SUM, MAX, MIN")
             rtype = None
-    if kind == "pair" and _parse_name(reduce_type) != "SUM":
+    elif kind == "pair" and _parse_name(reduce_type) != "SUM":
         # ReducePairElem<reduceType>: "当前仅支持求和操作" (only ReduceType::SUM)
         fails.add(Code.REDUCE_TYPE, f"reduce_type = {reduce_type!r}; allowed SUM")
     count = None
