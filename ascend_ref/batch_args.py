@@ -38,6 +38,23 @@ def is_int(v: Any) -> bool:
     return isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
 
 
+def held_int(v: Any) -> Any:
+    """A concrete 0-d integer array (numpy's or JAX's) or numpy integer as the int it holds;
+    anything else -- a traced value, a float or bool array, a list -- as it is, for the
+    caller's own check.
+
+    >>> held_int(np.array(2**40)), held_int(np.array(1.5)), held_int([3])
+    (1099511627776, array(1.5), [3])
+    """
+    if not hasattr(v, "__array__") or getattr(v, "shape", None) != ():
+        return v
+    try:
+        a = np.asarray(v)
+    except Exception:                        # noqa: BLE001 - a traced value: no number yet
+        return v
+    return int(a) if a.dtype.kind in "iu" else v
+
+
 def int_param(api: str, name: str, v: Any, b: int) -> np.ndarray:
     """``v`` (int or ``[B]`` integer array) as int32 ``[B]``; BAD_ARGUMENT otherwise. A
     scalar comes back as a read-only ``[B]`` view of one value (stride 0: :func:`uniform`

@@ -32,6 +32,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike, DTypeLike
 
+from .batch_args import held_int
 from .constraints import Code, ConstraintError, Rule, in_range
 from .ub import itemsize
 
@@ -175,9 +176,7 @@ def parse(mask: object, dtype: DTypeLike, *, api: str, chip: str,
     if isinstance(mask, np.ndarray) and mask.ndim == 1 and np.issubdtype(mask.dtype, np.integer):
         mask = [int(w) for w in mask]           # a numpy array of 64-bit words, like a list
     if isinstance(mask, (list, tuple)):         # concrete 0-d integer arrays: the words they hold
-        mask = [int(w) if isinstance(w, (jax.Array, np.ndarray)) and np.ndim(w) == 0 and
-                np.issubdtype(w.dtype, np.integer) and not isinstance(w, jax.core.Tracer)
-                else w for w in mask]
+        mask = [held_int(w) for w in mask]
     if not isinstance(mask, (list, tuple)) or not all(_is_int(w) for w in mask):
         raise ConstraintError(Code.BAD_ARGUMENT, api=api, param="mask", value=mask,
                               allowed="an int (continuous mode), a list of ints (bit mode) or "

@@ -243,14 +243,7 @@ class FlagOption(Option):
         """
         import numpy as np
 
-        if hasattr(value, "__array__") and getattr(value, "shape", None) == () and \
-                not isinstance(value, np.generic):
-            try:                      # a concrete 0-d array (numpy's or JAX's); not a tracer
-                held = np.asarray(value)
-            except Exception:         # noqa: BLE001 - a traced value: a static option is not
-                held = None
-            if held is not None and held.dtype.kind in "iu":
-                value = int(held)
+        value = batch_args.held_int(value)     # a traced value stays one: refused below
         if isinstance(value, (bool, np.bool_)) or (batch_args.is_int(value) and value in (0, 1)):
             return bool(value)
         raise ConstraintError(Code.BAD_ARGUMENT, api=api, param=self.key, value=value,

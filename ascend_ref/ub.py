@@ -18,7 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .batch_args import is_int
+from .batch_args import held_int, is_int
 from .constraints import Code, ConstraintError
 
 #: Element types the instructions know, by canonical name.
@@ -168,15 +168,6 @@ def as_ub(ub) -> jax.Array:
     return ub if isinstance(ub, jax.Array) else jnp.asarray(ub)   # a JAX array (or tracer) as is
 
 
-def _held_int(v: Any) -> Any:
-    """A concrete 0-d integer array as the int it holds (as :class:`Tensor` takes an
-    address); anything else as it is, for the caller's own check."""
-    if isinstance(v, (np.ndarray, jax.Array)) and not isinstance(v, jax.core.Tracer) \
-            and np.ndim(v) == 0 and np.dtype(v.dtype).kind in "iu":
-        return int(v)
-    return v
-
-
 def _check_span(api: str, ub_len: int, addr: int, nbytes: int, size_param: str,
                 shown: Any = None, item: int = 1) -> None:
     """``[addr, addr + nbytes)`` inside the UB; else UB_BOUNDS naming ``addr``, or
@@ -207,7 +198,7 @@ def store(ub, addr: int, values, *, dtype=None) -> jax.Array:
     such as ``"float16"`` or ``"half"``), ``values`` is converted to it first
     (``store(ub, 0, [1.5, 2], dtype="half")`` writes 4 bytes).
     """
-    ub, addr = as_ub(ub), _held_int(addr)
+    ub, addr = as_ub(ub), held_int(addr)
     if dtype is not None:
         v = _converted(values, dtype_name(dtype, "store"))
     else:
@@ -272,7 +263,7 @@ def load(ub, addr: int, dtype, count: int) -> np.ndarray:
     ``count`` must be a non-negative int (BAD_ARGUMENT otherwise: no float, string, bool or
     negative count); the bytes read must lie inside the UB (UB_BOUNDS). ``addr`` and
     ``count`` may be concrete 0-d integer arrays, judged as the int they hold."""
-    ub, addr, count = as_ub(ub), _held_int(addr), _held_int(count)
+    ub, addr, count = as_ub(ub), held_int(addr), held_int(count)
     name = dtype_name(dtype, "load")
     if not is_int(count) or count < 0:
         raise ConstraintError(Code.BAD_ARGUMENT, api="load", param="count", value=count,
