@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from . import addressing, mask as masks, numerics
-from .batch_args import is_int
+from .batch_args import held_int, is_int
 from .chips import ADD_ORDERS, FILL_RULES, ZERO_RULES, ChipProfile, chip as get_chip
 from .constraints import (HOST, Code, Constraint, ConstraintError, Rule, first_failure, in_range,
                           status_of)
@@ -915,6 +915,8 @@ def _int_param(api: str, name: str, v, given: Optional[dict] = None,
     A concrete value outside int32 becomes :func:`int32_stand_in` (recorded in ``given`` to
     report the value given), so the rules pick the code the oracle picks. ``label``: the
     public function's name for it in an error (``repeat_time`` for ``repeat``)."""
+    # concrete: judged as the int it holds (an int64 2**32 + 2 is not a repeat of 2)
+    v = held_int(v)
     if isinstance(v, (bool, np.bool_)):
         raise ConstraintError(Code.BAD_ARGUMENT, api=api, param=label or name, value=v,
                               allowed="an int")
@@ -924,12 +926,9 @@ def _int_param(api: str, name: str, v, given: Optional[dict] = None,
                 given[name] = int(v)
             return np.int32(int32_stand_in(int(v)))
         return np.int32(v)
-    if isinstance(v, (jax.Array, np.ndarray)) and np.ndim(v) == 0 and \
+    if isinstance(v, jax.core.Tracer) and np.ndim(v) == 0 and \
             jnp.issubdtype(v.dtype, jnp.integer):
-        if isinstance(v, jax.core.Tracer):
-            return v.astype(jnp.int32)
-        # concrete: judged as the int it holds (an int64 2**32 + 2 is not a repeat of 2)
-        return _int_param(api, name, int(v), given, label)
+        return v.astype(jnp.int32)
     raise ConstraintError(Code.BAD_ARGUMENT, api=api, param=label or name, value=v,
                           allowed="an int (or an integer scalar array under jit / vmap)")
 
