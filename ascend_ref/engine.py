@@ -80,6 +80,15 @@ class Spec:
     #: parameters): min / max take the blocked trees, faster there and slower under
     #: per-case masks (:func:`ascend_ref.numerics.select_extreme_tree`); same bits
     shared_lanes: bool = False
+    #: the host saw every lane of every repeat enabled in every case of the batch (a shared
+    #: mask that enables all ``lanes``, in a normal mask mode, and a shared repeat equal to
+    #: ``r_max``): the fast sum trees skip their masking (:attr:`numerics.Exact.all_active`;
+    #: the same bits, since a masked lane's +0 is then never chosen)
+    all_active: bool = False
+    #: with :attr:`static_src`: the source address (bytes) every case of the batch shares, so
+    #: the source is a static slice of the row, which XLA fuses into the tree that reads it
+    #: (a dynamic slice is stored first, or read one element at a time)
+    src_at: Optional[int] = None
 
     @property
     def rows(self) -> int:
@@ -584,7 +593,10 @@ def _dense_src(spec: Spec, ub, p):
     # a row of words (the host viewed the UB as the element type: no byte assembly here);
     # a misaligned src.addr is an ALIGN error whose reads do not matter
     unit = ub.dtype.itemsize
-    sl = jax.lax.dynamic_slice(ub, (p.tensor("src").addr // unit,), (span // unit,))
+    if spec.src_at is not None:          # the host pinned the address (every case shares it)
+        sl = ub[spec.src_at // unit:spec.src_at // unit + span // unit]
+    else:
+        sl = jax.lax.dynamic_slice(ub, (p.tensor("src").addr // unit,), (span // unit,))
     if blk == 1 and rep == 8:           # the common layout: repeats back to back
         raw = sl.reshape(r_max, 256 // unit)
     else:
@@ -710,6 +722,7 @@ def arithmetic(cls: Any, spec: Spec, p: Params) -> Any:
     its dtype, product behaviour, saturate flag and path."""
     arith = cls(spec.dtype, Product(p), False if p.saturate is None else p.saturate, spec.path)
     arith.blocked = spec.shared_lanes
+    arith.all_active = spec.all_active
     return arith
 
 

@@ -9,6 +9,7 @@ turn — including when a guard fails and the exact fallback takes over.
 
 from __future__ import annotations
 
+import zlib
 from types import SimpleNamespace
 
 import jax
@@ -321,13 +322,13 @@ BATCH_CONFIGS = [  # (api, chip, dtype, option): every API, both widths, every o
 _R = 6                     # compiled table height (max_repeat): small, every path the same
 
 
-def _batch_layout(api, dtype, option):
+def _batch_layout(api, dtype, option, r=_R):
     from ascend_ref import registry
 
     s = np.dtype(dtype).itemsize
     src_bytes = 4096                          # room for every stride drawn below
     if api.startswith("vec_"):
-        need = int(registry.lookup(api).work_need(_R, option, dtype))
+        need = int(registry.lookup(api).work_need(r, option, dtype))
         work = -(-need * s // 32) * 32
         return dict(src=(0, src_bytes // s), dst=(src_bytes, 32 // s),
                     work_tensor=(src_bytes + 32, work // s)), src_bytes + 32 + work
@@ -408,6 +409,74 @@ def test_run_batch_fast_kernels_equal_the_general_path(api, chip, dtype, option)
                 assert o.code is None
                 keep = ~np.asarray(o.undefined, bool)
                 np.testing.assert_array_equal(out[k][keep], np.asarray(o.ub)[keep])
+
+
+#: the sums (whose trees the pinned kernels unmask) and one min / max by default; the
+#: other configurations with ``-m slow``
+PINNED_CONFIGS = [BATCH_CONFIGS[k] for k in (0, 3, 4, 5, 10, 11)] + \
+    [("reduce_data_block", "atlas_a2", "float32", "SUM")]
+
+
+@pytest.mark.parametrize("api,chip,dtype,option", PINNED_CONFIGS + [
+    pytest.param(*c, marks=pytest.mark.slow) for c in BATCH_CONFIGS if c not in PINNED_CONFIGS])
+def test_pinned_kernels_equal_the_general_path(monkeypatch, api, chip, dtype, option):
+    """A batch of 64 cases that share their source address, a full mask and a repeat equal
+    to the table height runs a kernel with the address compiled in and unmasked sum trees
+    (``batch._pinned_src``): the bits of the general path and of the unpinned kernel, on
+    adversarial data (the sum guard fails there: the batch fallback) and on benign data;
+    the same through run_cases' one-call chunks; only ``PINNED_ADDRESSES`` addresses a
+    configuration are pinned, the others run unpinned."""
+    from ascend_ref import batch
+    from ascend_ref.case import Case
+
+    pins: list = []
+    real = batch._array_fn
+
+    def spy(*args):
+        pins.append(args[-1])
+        return real(*args)
+
+    monkeypatch.setattr(batch, "_array_fn", spy)
+    monkeypatch.setattr(batch, "_PINNED", __import__("collections").defaultdict(set))
+    monkeypatch.setattr(batch, "PINNED_ADDRESSES", 2)
+    rng = np.random.default_rng(zlib.crc32(f"{api} {chip} {dtype} {option}".encode()))
+    b, lanes, s = 64, 256 // np.dtype(dtype).itemsize, np.dtype(dtype).itemsize
+    tensors, width = _batch_layout(api, dtype, option)
+    kw = _batch_kwargs(api, option, tensors, False, rng, b, lanes)
+    for n, (addr, benign) in enumerate([(96, False), (96, True), (0, False), (512, True)]):
+        ubs = _batch_data(rng, b, width, dtype, benign)
+        kw["src"] = (np.full(b, addr) if n == 1 else addr, tensors["src"][1] - addr // s)
+        pins.clear()
+        out, status = ar.run_batch(api, ubs, chip=chip, dtype=dtype, **kw)
+        assert pins == [None if n == 3 else addr], pins          # the third address: none
+        monkeypatch.setattr(batch, "PINNED", False)
+        plain, pstatus = ar.run_batch(api, ubs, chip=chip, dtype=dtype, **kw)
+        monkeypatch.setattr(batch, "PINNED", True)
+        with engine.use_path("general"):
+            want, wstatus = ar.run_batch(api, ubs, chip=chip, dtype=dtype, **kw)
+        assert (status == 0).all()
+        for got, st in ((out, status), (plain, pstatus)):
+            np.testing.assert_array_equal(st, wstatus, err_msg=f"{addr} {benign}")
+            np.testing.assert_array_equal(got, want, err_msg=f"{addr} {benign}")
+    # run_cases: one call's cases run on run_batch's kernel, pinned where the repeat is
+    # the height of the table run_cases compiles (16 here; the source span fills 4096 bytes)
+    tens, width = _batch_layout(api, dtype, option, 16)
+    params = {k: 16 if k == "repeat" else kw[k] for k in
+              ("repeat", "dst_rep_stride", "src_blk_stride", "src_rep_stride") if k in kw}
+    ubs = _batch_data(rng, b, width, dtype, False)
+    cases = [Case(api, chip, dtype, option, lanes, params, tens, ubs[k]) for k in range(b)]
+    pins.clear()
+    got = run_cases(cases)
+    assert 0 in pins
+    monkeypatch.setattr(batch, "PINNED", False)
+    plain = run_cases(cases)
+    with engine.use_path("general"):
+        want = run_cases(cases)
+    for k in range(b):
+        assert got[k].code is None and want[k].code is None and plain[k].code is None
+        np.testing.assert_array_equal(np.asarray(got[k].undefined), np.asarray(want[k].undefined))
+        for o in (got[k], plain[k]):
+            np.testing.assert_array_equal(np.asarray(o.ub), np.asarray(want[k].ub))
 
 
 def test_block_stride_zero_read_extent_is_the_highest_lane_offset():
@@ -1141,3 +1210,40 @@ def test_run_cases_outcomes_keep_their_bytes_while_later_calls_recycle(monkeypat
     for got, want in runs:
         for o, w in zip(got, want):
             np.testing.assert_array_equal(o.ub, w)
+
+
+@pytest.mark.slow
+def test_pinned_kernels_of_every_instruction_equal_the_general_path(monkeypatch):
+    """Every registered instruction (bench/bench.py's rows: each at its default option,
+    float16 and float32) on 64 cases of one full-mask call at its table height, adversarial
+    data: the pinned kernel, the unpinned one and the general path give the same bits."""
+    import importlib.util
+    from pathlib import Path
+
+    from ascend_ref import batch
+
+    spec = importlib.util.spec_from_file_location(
+        "ascend_ref_bench", Path(__file__).resolve().parents[1] / "bench" / "bench.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    monkeypatch.setattr(batch, "_PINNED", __import__("collections").defaultdict(set))
+    rng = np.random.default_rng(5)
+    pinned = set()
+    for api, chip, dtype, option in bench.configs():
+        r, b = 16, 64
+        tensors, window = bench.layout(api, dtype, r, option)
+        kw = bench.batch_kwargs(api, chip, dtype, option, r, tensors)
+        ubs = _batch_data(rng, b, window, dtype, False)
+        before = sum(len(v) for v in batch._PINNED.values())
+        out, status = ar.run_batch(api, ubs, **kw)
+        if sum(len(v) for v in batch._PINNED.values()) > before:
+            pinned.add(api)
+        monkeypatch.setattr(batch, "PINNED", False)
+        plain, pstatus = ar.run_batch(api, ubs, **kw)
+        monkeypatch.setattr(batch, "PINNED", True)
+        with engine.use_path("general"):
+            want, wstatus = ar.run_batch(api, ubs, **kw)
+        for got, st in ((out, status), (plain, pstatus)):
+            np.testing.assert_array_equal(st, wstatus, err_msg=f"{api} {dtype}")
+            np.testing.assert_array_equal(got, want, err_msg=f"{api} {dtype}")
+    assert {"whole_reduce_sum", "reduce_data_block", "vec_reduce_add"} <= pinned
