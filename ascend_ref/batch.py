@@ -607,7 +607,7 @@ def _pinned_src(key: tuple, q: dict, mask_mode: str, lanes: int, r_max: int,
     in either word order) and repeats ``r_max`` times -- the common layout of a kernel's
     dumps and of the benchmark -- the source is a static slice that XLA fuses into the tree
     reading it, and the sum trees skip their masking: ReduceDataBlock SUM float's kernel
-    took 0.30-0.34 ms per 64 cases at R = 255 against 0.48-0.60 (2026-12-06). Only
+    took 0.32-0.44 ms per 64 cases at R = 255 against 0.49-0.55 (2026-12-06). Only
     :data:`PINNED_ADDRESSES` addresses per configuration (``key``) are pinned in a process.
 
     >>> q = {"src.addr": np.zeros(64, np.int32), "repeat": np.full(64, 255, np.int32),

@@ -563,8 +563,8 @@ def lane_tree(s: "SummationLike", bits: jax.Array,
       with per-case masks (a batched predicate) both run and a select picks. Where the host
       knows every lane is active (:attr:`Summation.all_active`, with the source address
       compiled in: run_batch's pinned kernels) there is no cond at all: the tree reads a
-      static slice of the row, fused (ReduceDataBlock SUM float: 0.30-0.34 ms a 64-case
-      chunk at R = 255, against 0.48-0.60 through the cond).
+      static slice of the row, fused (ReduceDataBlock SUM float: 0.32-0.44 ms a 64-case
+      chunk at R = 255, against 0.49-0.55 through the cond).
 
     The long rows of WholeReduceSum and vec_reduce_add (64 / 128 lanes) take
     :func:`row_tree`: the same word level for half and a stored last level; their float
