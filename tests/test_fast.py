@@ -444,8 +444,9 @@ def test_pinned_kernels_equal_the_general_path(monkeypatch, api, chip, dtype, op
     tensors, width = _batch_layout(api, dtype, option)
     kw = _batch_kwargs(api, option, tensors, False, rng, b, lanes)
     for n, (addr, benign) in enumerate([(96, False), (96, True), (0, False), (512, True)]):
-        ubs = _batch_data(rng, b, width, dtype, benign)
-        kw["src"] = (np.full(b, addr) if n == 1 else addr, tensors["src"][1] - addr // s)
+        rows = 100 if n == 1 else b           # and the address as a [B] array
+        ubs = _batch_data(rng, rows, width, dtype, benign)
+        kw["src"] = (np.full(rows, addr) if n == 1 else addr, tensors["src"][1] - addr // s)
         pins.clear()
         out, status = ar.run_batch(api, ubs, chip=chip, dtype=dtype, **kw)
         assert pins == [None if n == 3 else addr], pins          # the third address: none
