@@ -618,6 +618,8 @@ def _pinned_src(key: tuple, q: dict, mask_mode: str, lanes: int, r_max: int,
     ...             255, 64) is None
     True
     """
+    # (neither caller takes counter mode: run_batch has no special registers, and run_cases
+    # sends counter-mode calls to the row-wise kernel)
     if not PINNED or b < BATCH_SIZES[-1] or any(k not in q for k in ("src.addr", "repeat")):
         return None
     addr, rep, mask = (batch_args.uniform(q[k]) for k in ("src.addr", "repeat", "mask"))
@@ -861,8 +863,7 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
     size = np.dtype(dtype).itemsize
     words = static is not None and ubs.shape[1] % size == 0
     # one device: chunks of equal shape (one compile); several: one sharded call (SPMD)
-    c = _chunk(b, _max_table(api, option, max_repeat, dtype), _BATCH_CHUNK_BYTES) \
-        if one_device else b
+    c = _chunk(b, table, _BATCH_CHUNK_BYTES) if one_device else b
 
     def finish(start: int, stop: int, res) -> None:
         res = scale.to_host(res)
