@@ -1248,3 +1248,34 @@ def test_pinned_kernels_of_every_instruction_equal_the_general_path(monkeypatch)
             np.testing.assert_array_equal(st, wstatus, err_msg=f"{api} {dtype}")
             np.testing.assert_array_equal(got, want, err_msg=f"{api} {dtype}")
     assert {"whole_reduce_sum", "reduce_data_block", "vec_reduce_add"} <= pinned
+
+
+def test_verify_of_one_calls_dumps_runs_pinned_and_finds_a_flipped_bit(tmp_path, monkeypatch):
+    """``ascend-ref verify`` on the dumps of one call (64 cases, full mask, repeat at the
+    table height) runs the pinned kernel (regions and stacked layouts) and still reports
+    the one case whose device bytes differ by one bit, and no other."""
+    import collections
+    import dataclasses
+
+    from ascend_ref import batch
+    from ascend_ref.case import Case
+    from ascend_ref.verify import dumps_from_cases, verify
+
+    api, chip, dtype, option = "reduce_data_block", "atlas_a2", "float32", "SUM"
+    rng = np.random.default_rng(17)
+    tens, width = _batch_layout(api, dtype, option, 16)
+    params = {"repeat": 16, "dst_rep_stride": 1, "src_blk_stride": 1, "src_rep_stride": 8}
+    ubs = _batch_data(rng, 64, width, dtype, True)
+    cases = [Case(api, chip, dtype, option, 64, params, tens, ubs[k]) for k in range(64)]
+    outs = list(run_cases(cases))
+    ub = np.array(outs[7].ub, copy=True)
+    ub[tens["dst"][0] + 2] ^= 0x10                     # one bit of case 7's first result
+    outs[7] = dataclasses.replace(outs[7], ub=ub)
+    for stacked in (False, True):
+        d = tmp_path / str(stacked)
+        dumps_from_cases(cases, d, per_file=64, regions="tensors", stacked=stacked,
+                         outcomes=outs)
+        monkeypatch.setattr(batch, "_PINNED", collections.defaultdict(set))
+        rep = verify(d, progress=False)
+        assert sum(len(v) for v in batch._PINNED.values()) == 1, stacked
+        assert (rep.agreed, rep.mismatched) == (63, 1), rep
