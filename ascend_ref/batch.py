@@ -407,7 +407,7 @@ def _run_group(ins, spec, width, rows, b, cases, outcomes, states=None,
         chip, option, mode = rows.call
         pinned = None if static is None else _pinned_src(
             (ins.api, chip, spec.dtype, option, mode, spec.r_max, spec.path, static, columns),
-            rows.q, mode, spec.lanes, spec.r_max, b)
+            rows.q, mode, spec.dtype, spec.r_max, b)
         fn = _array_fn(ins.api, chip, spec.dtype, option, mode, spec.r_max, ins.saturating,
                        spec.path, spec.static_src, columns, True, pinned)
         EXECUTABLES.add((ins.api, spec, width, ("shared", b, pinned)))
@@ -597,25 +597,27 @@ PINNED = True
 _PINNED: Dict[tuple, set] = collections.defaultdict(set)
 
 
-def _pinned_src(key: tuple, q: dict, mask_mode: str, lanes: int, r_max: int,
+def _pinned_src(key: tuple, q: dict, mask_mode: str, dtype: str, r_max: int,
                 b: int) -> Optional[int]:
     """The source byte address to compile into a static-stride kernel (``Spec.src_at``, with
     ``Spec.all_active``), or None.
 
     Where every case of a batch of at least ``BATCH_SIZES[-1]`` shares its source address,
-    enables every lane (a count of ``lanes``, or bit words all ones, which enable every lane
-    in either word order) and repeats ``r_max`` times -- the common layout of a kernel's
-    dumps and of the benchmark -- the source is a static slice that XLA fuses into the tree
-    reading it, and the sum trees skip their masking: ReduceDataBlock SUM float's kernel
-    took 0.32-0.44 ms per 64 cases at R = 255 against 0.49-0.55 (2026-12-06). Only
-    :data:`PINNED_ADDRESSES` addresses per configuration (``key``) are pinned in a process.
+    enables every lane (a count of the ``dtype``'s lanes, or bit words all ones, which enable
+    every lane in either word order) and repeats ``r_max`` times -- the common layout of a
+    kernel's dumps and of the benchmark -- the source is a static slice that XLA fuses into
+    the tree reading it, the sum trees skip their masking and the 16-bit min / max trees take
+    a constant one (:attr:`ascend_ref.numerics.Exact.all_active`): ReduceDataBlock SUM
+    float's kernel took 0.32-0.44 ms per 64 cases at R = 255 against 0.49-0.55
+    (2026-12-06). Only :data:`PINNED_ADDRESSES` addresses per configuration (``key``) are
+    pinned in a process.
 
     >>> q = {"src.addr": np.zeros(64, np.int32), "repeat": np.full(64, 255, np.int32),
     ...      "mask": np.full(64, 64, np.int32)}
-    >>> _pinned_src(("doctest",), q, "count", 64, 255, 64)
+    >>> _pinned_src(("doctest",), q, "count", "float32", 255, 64)
     0
-    >>> _pinned_src(("doctest",), dict(q, repeat=np.full(64, 16, np.int32)), "count", 64,
-    ...             255, 64) is None
+    >>> _pinned_src(("doctest",), dict(q, repeat=np.full(64, 16, np.int32)), "count",
+    ...             "float32", 255, 64) is None
     True
     """
     # (neither caller takes counter mode: run_batch has no special registers, and run_cases
@@ -626,6 +628,7 @@ def _pinned_src(key: tuple, q: dict, mask_mode: str, lanes: int, r_max: int,
     a0 = int(addr.reshape(-1)[0])
     if (addr != a0).any() or (rep != r_max).any():
         return None
+    lanes = 256 // np.dtype(dtype).itemsize                  # Spec.lanes
     full = (mask == lanes) if mask_mode == "count" else (mask.view(np.uint32) == 0xFFFFFFFF)
     if not full.all():
         return None
@@ -856,7 +859,7 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
     table = _max_table(api, option, max_repeat, dtype)
     pinned = None if static is None or not one_device else _pinned_src(
         (api, chip_id, dtype, option, mask_mode, max_repeat, path, static, columns),
-        q, mask_mode, 256 // np.dtype(dtype).itemsize, table, b)
+        q, mask_mode, dtype, table, b)
     fn = _array_fn(api, chip_id, dtype, option, mask_mode, max_repeat, has_sat, path, static,
                    columns, bool(return_undefined), pinned)
     engine.release_if_needed()
