@@ -472,11 +472,21 @@ class Summation:
     """One tree-sum arithmetic: values ``enter`` a domain, are added, and ``leave`` as bits.
 
     ``fast=False`` — the general path: the domain is the raw bits, :func:`add` every rule.
-    ``fast=True``  — half: float32 adds rounded to float16 after every add (exact: 24 ≥ 2·11+2
-    bits); float: float32 adds, with non-zero inputs below 2**-103 replaced by NaN so that
-    every partial sum is a multiple of 2**-126 (no subnormal ever reaches the FPU, so a
-    flush-to-zero backend cannot change anything). Correct exactly when every result is
-    finite (then no NaN, infinity, overflow or saturation happened): :meth:`ok`.
+    ``fast=True``  — half: the domain is float16 and every add a native half add (IEEE
+    binary16, rounded to nearest even: the device's rounding of one add); float: float32
+    adds, with non-zero inputs below 2**-103 replaced by NaN so that every partial sum is a
+    multiple of 2**-126 (no subnormal ever reaches the FPU, so a flush-to-zero backend cannot
+    change anything). Correct exactly when every result is finite (then no NaN, infinity,
+    overflow or saturation happened): :meth:`ok`.
+
+    Why native half adds, not float32 adds rounded with ``astype(float16).astype(float32)``
+    (the form before; the same bits, since 24 ≥ 2·11 + 2): XLA's GPU compiler runs
+    ``SimplifyFPConversions`` when ``xla_allow_excess_precision`` is on (the default), which
+    deletes exactly such ``f32 -> f16 -> f32`` round trips, so on a GPU the tree would have
+    summed in float32. A float16 add's result is a float16 (XLA:CPU lowers it to LLVM's
+    ``fadd half``: a native instruction where the CPU has one, else a float add rounded per
+    operation; GPUs add halves natively). It is also faster on XLA:CPU: run_batch's kernel
+    of WholeReduceSum half (R = 255, 64 cases) 0.29-0.42 ms against 0.50-0.60.
     """
 
     def __init__(self, dtype: DType, chip: Profile, saturate: ArrayLike, fast: bool,
@@ -495,7 +505,7 @@ class Summation:
         if not self.fast:
             return bits
         if self.half:
-            return lax.bitcast_convert_type(bits, jnp.float16).astype(jnp.float32)
+            return lax.bitcast_convert_type(bits, jnp.float16)
         mag = bits & jnp.uint32(0x7FFFFFFF)
         tiny = (mag != 0) & (mag < _TINY_F32)
         return jnp.where(tiny, jnp.float32(jnp.nan), lax.bitcast_convert_type(bits, jnp.float32))
@@ -503,20 +513,19 @@ class Summation:
     @property
     def zero(self) -> jax.Array:
         if self.fast:
-            return jnp.float32(0.0)
+            return jnp.float16(0.0) if self.half else jnp.float32(0.0)
         return (jnp.uint16 if self.half else jnp.uint32)(0)
 
     def add(self, a: jax.Array, b: jax.Array) -> jax.Array:
         if not self.fast:
             return self._exact(a, b)
-        s = a + b
-        return s.astype(jnp.float16).astype(jnp.float32) if self.half else s
+        return a + b
 
     def leave(self, v: jax.Array) -> jax.Array:
         if not self.fast:
             return v
         if self.half:
-            return lax.bitcast_convert_type(v.astype(jnp.float16), jnp.uint16)
+            return lax.bitcast_convert_type(v, jnp.uint16)
         return lax.bitcast_convert_type(v, jnp.uint32)
 
     def ok(self, *values: jax.Array) -> jax.Array:
@@ -536,7 +545,7 @@ class Summation:
 
 
 def _half_values(bits: jax.Array) -> jax.Array:
-    return lax.bitcast_convert_type(bits, jnp.float16).astype(jnp.float32)
+    return lax.bitcast_convert_type(bits, jnp.float16)
 
 
 def lane_tree(s: "SummationLike", bits: jax.Array,
@@ -551,9 +560,12 @@ def lane_tree(s: "SummationLike", bits: jax.Array,
     * half: the first level reads each pair of adjacent lanes as one uint32 word and adds
       its two halves, so the pairs it adds are contiguous loads; ``x[..., 0::2] + x[...,
       1::2]`` (a stride-2 read of the minor axis) made XLA store the entered values as a
-      float32 table and add them one scalar at a time (~2.8x the kernel). A half add is
-      commutative, so which half of the word is which lane does not matter; masked lanes
-      are +0 bits either way. (The float branch below, a cond, made this one slower.)
+      float32 table and add them one scalar at a time (~2.8x the kernel; measured on the
+      float32 domain of the time). A half add is commutative, so which half of the word is
+      which lane does not matter; masked lanes are +0 bits either way. (The float branch
+      below, a cond, made this one slower.) On the native float16 domain, 64 cases: the
+      plain tree measured the same as this one where every lane is active (0.49-0.60 ms)
+      and slower under a traced mask (0.72-0.79 against 0.50-0.76 ms).
     * float: no masking at all when every lane is active (the common full mask): a
       ``lax.cond`` on ``all(active)``. XLA does not vectorise a fused loop that reads an
       operand broadcast over the batch (the mask, from traced parameters): the masked tree
@@ -567,8 +579,7 @@ def lane_tree(s: "SummationLike", bits: jax.Array,
       chunk at R = 255, against 0.49-0.55 through the cond).
 
     The long rows of WholeReduceSum and vec_reduce_add (64 / 128 lanes) take
-    :func:`row_tree`: the same word level for half and a stored last level; their float
-    trees keep the plain tree of the entered values (this cond was not tried there).
+    :func:`row_tree`: the plain tree of the entered values (this cond was not tried there).
     Every other summation (the exact one, :mod:`ascend_ref.grad`'s) takes :func:`tree_sum`."""
     n = bits.shape[-1]
     if not (isinstance(s, Summation) and s.fast and n >= 1 and n & (n - 1) == 0):
@@ -605,51 +616,19 @@ def _half_pair_sums(s: Summation, bits: jax.Array, act: Optional[jax.Array]) -> 
 def row_tree(s: "SummationLike", bits: jax.Array,
              active: Optional[ArrayLike] = None) -> jax.Array:
     """``tree_sum(s.enter(bits, active), s.add)`` for the long rows of one repeat (128 half /
-    64 float lanes: WholeReduceSum, vec_reduce_add's stage 1), the same bits.
+    64 float lanes: WholeReduceSum, vec_reduce_add's stage 1), with no mask at all where the
+    caller knows every lane is active (:attr:`Summation.all_active`).
 
-    On the fast half arithmetic the first level adds adjacent lanes from uint32 words
-    (:func:`_half_pair_sums`) and the last level is :func:`stored_tree_sum`'s (the sums are
-    stored once, not recomputed in each consumer). A/B on run_batch's kernel in one process
-    (R = 255, 128 cases a chunk, best / median ms): WholeReduceSum half 2.39 / 2.56 -> 1.58 /
-    1.78, vec_reduce_add half 1.88 / 2.38 -> 1.48 / 1.97; R = 16 (256 cases): 0.62 / 0.69 ->
-    0.42 / 0.48. The word level stores its masked words as a uint32 table first; masking the
-    entered values instead (no table) measured slower (2.0-2.2 ms). Every other summation
-    (float, the exact adder, :mod:`ascend_ref.grad`'s) takes :func:`stored_tree_sum` of the
-    entered values, which is :func:`tree_sum` for them."""
-    n = bits.shape[-1]
+    On the fast half arithmetic (native float16 adds, :class:`Summation`) the plain tree is
+    the fastest form measured: XLA:CPU fuses the source slice with the first three levels
+    and stores 16 sums a row. A/B on run_batch's kernel (R = 255, 64 cases, best of 30,
+    alternating processes), this tree against the earlier float32-domain forms (a first
+    level from uint32 pair words, the last level a stored ``reduce_window``): WholeReduceSum
+    half 0.29-0.42 ms against 0.50-0.60, vec_reduce_add half 0.29-0.41 against 0.46-0.61,
+    pinned or not; a stored last level in float16 measured the same as the plain tree."""
     if isinstance(s, Summation) and s.all_active:
         active = None
-    if isinstance(s, Summation) and s.fast and s.half and n >= 4 and n & (n - 1) == 0 \
-            and bits.dtype == jnp.uint16:
-        act = None if active is None else jnp.broadcast_to(jnp.asarray(active, bool), bits.shape)
-        return stored_tree_sum(s, _half_pair_sums(s, bits, act))
-    return stored_tree_sum(s, s.enter(bits, active))
-
-
-def stored_tree_sum(s: "SummationLike", x: jax.Array) -> jax.Array:
-    """``tree_sum(x, s.add)`` (the strict pairwise tree over the last axis, a power of two),
-    for a tree whose results several consumers read: vec_reduce_add's stage-1 sums feed the
-    work-tensor write, the second-level tree and the guard.
-
-    XLA:CPU stores the first levels of a fused tree and re-runs the cheap last levels in
-    every consumer (three times for vec_reduce_add, each level rounding to half). On the fast
-    half arithmetic the last level is a ``reduce_window`` of width 2 (XLA does not fuse one
-    with its operand or its users), so those levels run once and their sums are stored: the
-    same bits, since the reducer ``s.add`` is commutative and ``-0`` is its identity (``-0 +
-    v`` is ``v`` for every half value ``v``, ``+0`` and ``-0`` included). A/B on run_batch's
-    vec_reduce_add half kernel in one process (R = 255, 128 cases, one core, loaded): 1.30
-    -> 1.08 ms; its run_cases kernel unchanged (2.26 / 2.17 ms per 64 cases). Float keeps
-    :func:`tree_sum` (XLA turns a float ``reduce_window`` add into a library reduction that
-    stores the whole entered table: 0.68 -> 1.9 ms, measured), and so does every other
-    summation."""
-    if not (isinstance(s, Summation) and s.fast and s.half and x.shape[-1] >= 2
-            and x.dtype == jnp.float32):
-        return tree_sum(x, s.add)
-    while x.shape[-1] > 2:
-        x = s.add(x[..., 0::2], x[..., 1::2])
-    nd = x.ndim
-    window = (1,) * (nd - 1) + (2,)
-    return lax.reduce_window(x, np.array(-0.0, x.dtype), s.add, window, window, "VALID")[..., 0]
+    return tree_sum(s.enter(bits, active), s.add)
 
 
 class SummationLike(Protocol):
@@ -788,5 +767,4 @@ class Exact:
 
 
 __all__ += ["select_extreme_tree", "Summation", "guarded_sums", "lane_tree", "row_tree",
-            "stored_tree_sum",
             "extreme", "saturated", "Exact", "ExactProfile"]

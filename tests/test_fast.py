@@ -702,7 +702,7 @@ def test_fill_rows_feeds_each_chunk_before_its_kernel(monkeypatch, chunks):
 # ------------------------------------------------ sums: short lane trees (engineer `sums`) -----
 #
 # numerics.lane_tree: the fast tree of ReduceDataBlock SUM. Half: the first level adds the two
-# halves of each uint32 pair word; float: no masking at all when every lane is active (a
+# halves of each uint32 pair word (native float16 adds); float: no masking at all when every lane is active (a
 # lax.cond on all(active); a select under a batched mask). Both must give the exact tree's
 # bits wherever the guard passes, and the guarded paths must give them everywhere.
 
@@ -946,42 +946,12 @@ def test_minmax_tree_block_shapes_of_reduce_data_block_equal_general_path(dtype,
             np.testing.assert_array_equal(np.asarray(a), np.asarray(b), err_msg=kind)
 
 
-# ------------------------------------------- sums: stored trees (vec_reduce_add stage 1) -----
+# ------------------------------------------------ sums: long row trees (engineer `sums`) -----
 #
-# numerics.stored_tree_sum: on the fast half arithmetic the last level of the tree is a
-# reduce_window of width 2 (init -0), so XLA stores the sums once instead of re-running the
-# last levels in each consumer. Its bits must be tree_sum's wherever the guard passes (signed
-# zeros included), and the guarded paths the exact tree's everywhere.
-
-@pytest.mark.parametrize("saturate", [False, True])
-def test_stored_tree_sum_equals_the_tree(saturate):
-    rng = np.random.default_rng(41)
-    prof = _profile()
-    for n in (2, 4, 128):
-        rows = _lane_rows(rng, "float16", n)
-        bits = jnp.asarray(np.concatenate([rows, np.full((1, n), 0x8000, np.uint16)]))  # -0s
-        for act in (_lane_masks(rng, bits.shape[0], n), np.ones(bits.shape, bool)):
-            run = _tree_paths(lambda s, b, a: numerics.stored_tree_sum(s, s.enter(b, a)),
-                              "float16", prof, saturate, leave=True)
-
-            exact, guarded, batch, ok, new, old = map(np.asarray, run(bits, jnp.asarray(act)))
-            finite = (old & 0x7C00) != 0x7C00
-            np.testing.assert_array_equal(guarded, exact, err_msg=f"{n}")
-            np.testing.assert_array_equal((new & 0x7C00) != 0x7C00, finite, err_msg=f"{n}")
-            np.testing.assert_array_equal(new[finite], old[finite], err_msg=f"{n}")
-            np.testing.assert_array_equal(batch[finite], exact[finite], err_msg=f"{n}")
-            assert bool(ok) == bool(finite.all())
-            assert np.any(finite & (new == 0x8000)) == act.all() and np.any(finite & (new == 0))
-    # the exact and the differentiable-style summations keep the plain tree
-    exact = numerics.Summation("float16", prof, False, False)
-    x = jnp.asarray(_lane_rows(rng, "float16", 8))
-    np.testing.assert_array_equal(np.asarray(numerics.stored_tree_sum(exact, x)),
-                                  np.asarray(numerics.tree_sum(x, exact.add)))
-
-
-# numerics.row_tree: the long rows of WholeReduceSum and vec_reduce_add's stage 1. Fast half:
-# the first level from uint32 pair words, the last level stored; everything else the plain
-# tree of the entered values. The same bits as tree_sum wherever the guard passes.
+# numerics.row_tree: the long rows of WholeReduceSum and vec_reduce_add's stage 1, on native
+# float16 adds for half (no f32 -> f16 -> f32 round trip a compiler could remove). The same
+# bits as the exact tree wherever the guard passes (signed zeros included), and the guarded
+# paths the exact tree's everywhere.
 
 @pytest.mark.parametrize("dtype,saturate", [("float16", False), ("float16", True),
                                             ("float32", False)])
@@ -1025,6 +995,26 @@ def test_row_tree_equals_the_tree(dtype, saturate):
     np.testing.assert_array_equal(np.asarray(numerics.row_tree(exact, x)),
                                   np.asarray(numerics.tree_sum(exact.enter(x), exact.add)))
 
+
+
+def test_fast_half_tree_rounds_every_add():
+    """Each add of the fast half tree is rounded to half, on every backend that runs it: a
+    row 1, 2**-11, 2**-11, 0, ... sums to 1 (1 + 2**-11 is a tie, rounded to even, at the
+    first and the second level), where one rounding of the float32 sum (excess precision:
+    what XLA's SimplifyFPConversions would leave of f32 -> f16 -> f32 round trips) gives
+    1 + 2**-10. The exact adder of the general path agrees."""
+    prof = _profile()
+    row = np.zeros((2, 128), np.float16)
+    row[:, 0], row[:, 1], row[:, 2] = 1.0, 2.0 ** -11, 2.0 ** -11
+    row[1] = row[1, ::-1]                        # the same three values in the last lanes
+    bits = jnp.asarray(row.view(np.uint16))
+    assert np.float16(row[0].astype(np.float32).sum()) == np.float16(1 + 2.0 ** -10)
+    fast = numerics.Summation("float16", prof, False, True)
+    exact = numerics.Summation("float16", prof, False, False)
+    got = np.asarray(jax.jit(lambda b: fast.leave(numerics.row_tree(fast, b)))(bits))
+    want = np.asarray(jax.jit(lambda b: numerics.row_tree(exact, b))(bits))
+    np.testing.assert_array_equal(got, [0x3C00, 0x3C00])
+    np.testing.assert_array_equal(want, got)
 
 @pytest.mark.parametrize("dtype", ["float16",       # the stored stage-1 tree (float: -m slow)
                                    pytest.param("float32", marks=pytest.mark.slow)])

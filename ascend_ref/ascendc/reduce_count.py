@@ -229,11 +229,11 @@ def _sum_total(spec, p, x, s, saturate):
 
     sequential = jax.lax.scan(step, seed, r[1:])[0] if rows > 1 else seed
     # "wide": a float32 chain over the repeat sums, rounded to half once (saturated as an
-    # add's result); the fast summation's half values are float32 already (an overflow is
+    # add's result); the fast summation's half values are float16 already (an overflow is
     # an infinity there, which its guard sends to the exact adder)
     fast_half = isinstance(s, numerics.Summation) and s.fast and s.half
     if fast_half or (t.dtype == jnp.uint16 and spec.dtype == "float16"):
-        wide = t if fast_half else \
+        wide = t.astype(jnp.float32) if fast_half else \
             jax.lax.bitcast_convert_type(t, jnp.float16).astype(jnp.float32)
         acc = jnp.where(SEQ_SEED.holds(p, "zero"), jnp.float32(0) + wide[0], wide[0])
 
@@ -242,7 +242,7 @@ def _sum_total(spec, p, x, s, saturate):
 
         acc = jax.lax.scan(wstep, acc, r[1:])[0] if rows > 1 else acc
         if fast_half:
-            half = acc.astype(jnp.float16).astype(jnp.float32)
+            half = acc.astype(jnp.float16)
         else:
             half = jax.lax.bitcast_convert_type(acc.astype(jnp.float16), jnp.uint16)
             half = numerics.saturated(half, saturate)
