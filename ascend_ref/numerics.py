@@ -544,10 +544,6 @@ class Summation:
         return functools.reduce(jnp.logical_and, [_all_finite_bits(b, expo) for b in bits])
 
 
-def _half_values(bits: jax.Array) -> jax.Array:
-    return lax.bitcast_convert_type(bits, jnp.float16)
-
-
 def lane_tree(s: "SummationLike", bits: jax.Array,
               active: Optional[ArrayLike] = None) -> jax.Array:
     """``tree_sum(s.enter(bits, active), s.add)``: the strict pairwise tree over the last axis
@@ -608,8 +604,8 @@ def _half_pair_sums(s: Summation, bits: jax.Array, act: Optional[jax.Array]) -> 
     n = bits.shape[-1]
     x = bits if act is None else bits & jnp.where(act, jnp.uint16(0xFFFF), jnp.uint16(0))
     words = lax.bitcast_convert_type(x.reshape(x.shape[:-1] + (n // 2, 2)), jnp.uint32)
-    lo = _half_values((words & jnp.uint32(0xFFFF)).astype(jnp.uint16))
-    hi = _half_values((words >> 16).astype(jnp.uint16))
+    lo = s.enter((words & jnp.uint32(0xFFFF)).astype(jnp.uint16))
+    hi = s.enter((words >> 16).astype(jnp.uint16))
     return s.add(lo, hi)
 
 

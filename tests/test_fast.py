@@ -702,9 +702,10 @@ def test_fill_rows_feeds_each_chunk_before_its_kernel(monkeypatch, chunks):
 # ------------------------------------------------ sums: short lane trees (engineer `sums`) -----
 #
 # numerics.lane_tree: the fast tree of ReduceDataBlock SUM. Half: the first level adds the two
-# halves of each uint32 pair word (native float16 adds); float: no masking at all when every lane is active (a
-# lax.cond on all(active); a select under a batched mask). Both must give the exact tree's
-# bits wherever the guard passes, and the guarded paths must give them everywhere.
+# halves of each uint32 pair word (native float16 adds); float: no masking at all when every
+# lane is active (a lax.cond on all(active); a select under a batched mask). Both must give
+# the exact tree's bits wherever the guard passes, and the guarded paths must give them
+# everywhere.
 
 def _lane_rows(rng, dtype, n):
     """Adversarial rows (specials, NaN payloads of both signs, ±0, subnormals), normal rows
@@ -996,7 +997,6 @@ def test_row_tree_equals_the_tree(dtype, saturate):
                                   np.asarray(numerics.tree_sum(exact.enter(x), exact.add)))
 
 
-
 def test_fast_half_tree_rounds_every_add():
     """Each add of the fast half tree is rounded to half, on every backend that runs it: a
     row 1, 2**-11, 2**-11, 0, ... sums to 1 (1 + 2**-11 is a tie, rounded to even, at the
@@ -1016,7 +1016,8 @@ def test_fast_half_tree_rounds_every_add():
     np.testing.assert_array_equal(got, [0x3C00, 0x3C00])
     np.testing.assert_array_equal(want, got)
 
-@pytest.mark.parametrize("dtype", ["float16",       # the stored stage-1 tree (float: -m slow)
+
+@pytest.mark.parametrize("dtype", ["float16",       # the stage-1 row tree (float: -m slow)
                                    pytest.param("float32", marks=pytest.mark.slow)])
 def test_run_batch_vec_reduce_add_tall_tables_equal_the_general_path_and_the_oracle(dtype):
     """vec_reduce_add through run_batch with R up to 130 (the second-level tree over more
