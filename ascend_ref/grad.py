@@ -446,7 +446,10 @@ def ulp16(v):
     """Spacing of float16 at ``|v|`` (as float32, no gradient): one rounding step of a half."""
     a = jnp.abs(lax.stop_gradient(jnp.asarray(v))).astype(jnp.float16)
     nxt = jnp.nextafter(a, jnp.asarray(np.inf, jnp.float16))
-    return nxt.astype(jnp.float32) - a.astype(jnp.float32)
+    # subtracted as halves (exact: a power of two, or inf / NaN past the range), not as
+    # float32s: ``a.astype(float32)`` after ``astype(float16)`` is a round trip XLA's GPU
+    # compiler may delete under excess precision (numerics.Summation), leaving |v| unrounded
+    return (nxt - a).astype(jnp.float32)
 
 
 def lattice_surrogate(x):

@@ -328,6 +328,20 @@ def test_tik_cal_index_rules(kind):
 
 # ------------------------------------------------------------------ the worked use ---------
 
+def test_ulp16_is_numpys_half_spacing_of_the_rounded_value():
+    """``grad.ulp16(v)``: the spacing of float16 at ``|v|`` rounded to half -- numpy's
+    ``np.spacing`` of that half, on every finite half and on floats that are not halves
+    (rounded first: a backend must not skip that rounding)."""
+    h = np.arange(0x7C00, dtype=np.uint16).view(np.float16)          # every finite half >= 0
+    rng = np.random.default_rng(5)
+    f = (rng.standard_normal(4000) * 10.0 ** rng.integers(-8, 5, 4000)).astype(np.float32)
+    f = np.concatenate([h.astype(np.float32), -h.astype(np.float32), f[np.abs(f) < 65504]])
+    with np.errstate(over="ignore"):               # 65504: the next half is inf
+        want = np.spacing(np.abs(f).astype(np.float16)).astype(np.float32)
+    got = np.asarray(jax.jit(g.ulp16)(jnp.asarray(f)))
+    np.testing.assert_array_equal(got, want)
+
+
 def test_lattice_surrogate_equals_gap_in_binade():
     xs = RNG.uniform(0.5, 1.0, (20, 128)).astype(np.float16)
     sur = jax.jit(jax.vmap(g.lattice_surrogate))(jnp.asarray(xs, jnp.float32))
