@@ -466,11 +466,11 @@ def lattice_surrogate(x):
     total = jnp.zeros((), jnp.float32)
     v = jnp.asarray(x, jnp.float32)
     while v.shape[-1] > 1:
-        s = v[..., 0::2] + v[..., 1::2]
+        a, b = v[..., 0::2], v[..., 1::2]
+        s = a + b
         # the rounded add as a half add (v holds halves): a f32 -> f16 -> f32 round trip of
         # s is what XLA's GPU compiler deletes under excess precision (numerics.Summation)
-        r = (v[..., 0::2].astype(jnp.float16) + v[..., 1::2].astype(jnp.float16)) \
-            .astype(jnp.float32)
+        r = (a.astype(jnp.float16) + b.astype(jnp.float16)).astype(jnp.float32)
         u = ulp16(r)
         t = s / u                                    # exact: s is a multiple of u/2 here
         t = t - 2 * lax.stop_gradient(jnp.floor(t / 2))    # period 2: keep sin accurate
