@@ -1511,6 +1511,8 @@ def _merge(rows: Rows, sel: np.ndarray, into: Stacked, at: np.ndarray, writes: A
     one_base = m > 0 and bool(np.all(base == base[0]))
     for addr, bits, valid in writes:
         addr, bits, valid = _rows(addr, sel, full), _rows(bits, sel, full), _rows(valid, sel, full)
+        if not valid.any():   # a table no case writes (vec_reduce_add float's work tensor
+            continue          # at R = 255: undefined, not written): nothing to store or mark
         size = bits.dtype.itemsize
         shape = (m,) + (1,) * (addr.ndim - 1)
         span = _dense_span(addr, valid, size, n, int(base[0])) \

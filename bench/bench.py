@@ -254,8 +254,14 @@ def run(quick: bool, only=None, repeats=(1, 16, 255), every=True):
             steady, un_t, copy_t = (turns[k] for k in ("batch", "unaligned", "copy"))
             sum_t = min(turns["sum"], turns["sum2"])
             # apart: in turns, each run_cases call's outcome stack took the memory run_batch
-            # would have reused, and run_batch faulted in fresh pages
-            cases_t = _timeit(lambda: ar.run_cases(cases), repeat=3)
+            # would have reused, and run_batch faulted in fresh pages. Warm, as run_batch is
+            # by the time of its best round: ROUNDS untimed calls, then the best of ROUNDS
+            # (a row's run_cases calls ran 1.2-1.7x slower in its first few calls than from
+            # about the eighth on, run_batch's 1.1-1.3x; the best of 3 right after the first
+            # call read vec_reduce_add float at 7.8 ms where its warm calls take 4.1-4.5)
+            for _ in range(ROUNDS):
+                ar.run_cases(cases)
+            cases_t = _timeit(lambda: ar.run_cases(cases), repeat=ROUNDS)
             verify_t = _verify_time(cases, outcomes)
             stacked_t = _verify_time(cases, outcomes, stacked=True)
             jax_cps = b / steady

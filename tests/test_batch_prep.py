@@ -525,6 +525,38 @@ def test_run_cases_reads_the_cases_rows_in_place(monkeypatch):
     assert batch.SHARED_ROWS
 
 
+def test_a_write_table_no_case_writes_is_skipped_with_the_same_outcomes(monkeypatch):
+    """vec_reduce_add float, one call over many data: its work-tensor table holds no valid
+    word (the work tensor is left undefined, not written), and _merge skips such a table;
+    every outcome (bytes, written and undefined masks) equals the public function's."""
+    rng = np.random.default_rng(5)
+    r, n = 2, 640
+    ubs = batch_prep.aligned_zeros((8, n))
+    ubs[:, :512] = rng.standard_normal((8, 128)).astype(np.float32).view(np.uint8)
+    ubs[1, :4] = np.array([np.nan], np.float32).view(np.uint8)
+    ubs[2, :8] = np.array([np.inf, -np.inf], np.float32).view(np.uint8)
+    cases = [Case("vec_reduce_add", "atlas_a2", "float32", None, 64,
+                  {"repeat": r, "src_rep_stride": 8},
+                  {"src": (0, 128), "dst": (512, 8), "work_tensor": (544, 2)}, ubs[k])
+             for k in range(8)]
+    tables = []
+    orig = batch_prep._merge
+
+    def spy(rows, sel, into, at, writes, regions, words):
+        tables.extend(bool(np.asarray(valid).any()) for _, _, valid in writes)
+        return orig(rows, sel, into, at, writes, regions, words)
+
+    monkeypatch.setattr(batch_prep, "_merge", spy)
+    got = ar.run_cases(cases)
+    assert False in tables and True in tables, tables
+    for k, c in enumerate(cases):
+        want = run_jax(c)
+        assert got[k].code is None and diff(got[k], want) is None, k
+        for x, y in ((got[k].ub, want.ub), (got[k].written, want.written),
+                     (got[k].undefined, want.undefined)):
+            np.testing.assert_array_equal(x, y, err_msg=f"case {k}")
+
+
 def test_written_masks_cleared_or_mapped_give_the_same_outcomes(monkeypatch):
     """written_zeros: narrow rows from cleared recycled memory, wide ones mapped: the same
     outcomes either way; an outcome held from one call keeps its masks when the next call
