@@ -20,7 +20,8 @@ run measures:
                  ``np.zeros`` usually starts: the first chunk is copied before any kernel
                  can start), in the same turns, and its ratio to ``batch``;
 * ``cases``    — cases/s of ``ascend_ref.run_cases`` on the same cases as Case objects
-                 (grouping, preparation, windows, outcomes with byte masks);
+                 (grouping, preparation, windows, outcomes with byte masks), warm as
+                 run_batch is by its best round: 7 untimed calls, then the best of 7;
 * ``oracle``   — cases/s of the package's scalar oracle on the same cases;
 * ``numpy``    — cases/s of a vectorised numpy golden of the kind Ascend samples use
                  (gather, then np.min / np.argmin / np.sum per repeat; *not* bit-exact);

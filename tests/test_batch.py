@@ -313,6 +313,54 @@ def test_run_cases_exact_table_height_equals_the_gathering_kernel(api, dtype, op
             assert diff(run_oracle(cases[k]), got[k]) is None, cases[k].describe()
 
 
+@pytest.mark.parametrize("api,dtype,option", [("vec_reduce_add", "float32", None),
+                                              ("vec_reduce_max", "float16", True)])
+def test_run_cases_one_repeat_count_takes_its_own_table_pinned(api, dtype, option,
+                                                               monkeypatch):
+    """One call over many data at R = 12 in windows with room past the source (a work
+    tensor after it) for the coarse 16-row table: its full chunk runs the 12-row table and,
+    the repeat equal to that height, the pinned kernel (batch._one_height), as run_batch
+    does; at most ONE_HEIGHTS repeat counts a configuration, then the coarse table again.
+    Every outcome equals the coarse table's (EXACT_HEIGHT off) and, for a sample, the
+    oracle's."""
+    from ascend_ref import batch
+    from ascend_ref.case import run_oracle
+
+    pins: list = []
+    real = batch._array_fn
+
+    def spy(*args):
+        pins.append(args[-1])
+        return real(*args)
+
+    monkeypatch.setattr(batch, "_array_fn", spy)
+    monkeypatch.setattr(batch, "_ONE_HEIGHTS", __import__("collections").defaultdict(set))
+    monkeypatch.setattr(batch, "ONE_HEIGHTS", 1)
+    rng = np.random.default_rng(42)
+    s, r = np.dtype(dtype).itemsize, 12
+    n = 16 * 256 + 1024                     # the 16-row table's source span fits
+    base = Case(api, "atlas_a2", dtype, option, 256 // s, {"repeat": r, "src_rep_stride": 8},
+                {"src": (0, r * 256 // s), "dst": (r * 256, 32 // s),
+                 "work_tensor": (r * 256 + 32, 512 // s)}, np.zeros(n, np.uint8))
+    one_call = _replicas(base, 64, rng)
+    other = _replicas(base, 64, rng)
+    for c in other:
+        c.params["repeat"] = r - 1
+    for cases, height, pinned in ((one_call, r, 0), (other, 16, None), (one_call, r, 0)):
+        batch.EXECUTABLES.clear()
+        pins.clear()
+        monkeypatch.setattr(batch, "EXACT_HEIGHT", True)
+        got = ar.run_cases(cases)
+        heights = {k[1].r_max for k in batch.EXECUTABLES if k[1].static_src is not None}
+        assert heights == {height} and pins == [pinned], (heights, pins)
+        monkeypatch.setattr(batch, "EXACT_HEIGHT", False)
+        want = ar.run_cases(cases)
+        for k, (a, b) in enumerate(zip(got, want)):
+            assert a.code is None and diff(a, b) is None, (k, cases[k].describe())
+        for k in (0, 3, 63):
+            assert diff(run_oracle(cases[k]), got[k]) is None, cases[k].describe()
+
+
 @pytest.mark.parametrize("api,dtype,option", [("reduce_sum_count", "float32", None),
                                               ("reduce_max_count", "float16", True)])
 def test_run_cases_count_form_chunks_run_on_run_batch_kernel_at_their_count(api, dtype, option,
