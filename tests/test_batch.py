@@ -387,12 +387,46 @@ def test_run_cases_count_form_chunks_run_on_run_batch_kernel_at_their_count(api,
     mixed = _replicas(base, 64, rng)
     for k, c in enumerate(mixed):
         c.params["repeat"] = count - k % 9
+    import copy
+
+    from ascend_ref import batch_prep
+
+    # a full chunk of one call reads its UBs at their own width, though the gathering
+    # kernel has no static table to fit: the stack's rows, or over rows of one aligned
+    # array the cases' rows in place; no window copies
+    rows = batch_prep.aligned_zeros((64, n))
+    for k, c in enumerate(one_call):
+        rows[k] = c.ub
+    in_place = [copy.copy(c) for c in one_call]
+    for k, c in enumerate(in_place):
+        c.ub = rows[k]
+    copies: list = []
+    real_windows = batch_prep.Rows.windows
+
+    def windows(self, *args, **kw):
+        copies.append(len(self))
+        return real_windows(self, *args, **kw)
+
+    monkeypatch.setattr(batch_prep.Rows, "windows", windows)
+    direct: list = []
+    real_direct = batch_prep.Sink.sources_in_place
+
+    def sources_in_place(self, *args):
+        got = real_direct(self, *args)
+        direct.append(got is not None)
+        return got
+
+    monkeypatch.setattr(batch_prep.Sink, "sources_in_place", sources_in_place)
     for cases, heights in ((one_call, {("shared", count)}), (mixed, set()),
-                           (one_call[:1], set())):
+                           (one_call[:1], set()), (in_place, {("shared", count)})):
         batch.EXECUTABLES.clear()
+        copies.clear()
+        direct.clear()
         got = ar.run_cases(cases)
+        assert any(direct) == (cases is in_place), direct
         assert {(k[3][0], k[1].r_max) for k in batch.EXECUTABLES
                 if isinstance(k[3], tuple)} == heights, batch.EXECUTABLES
+        assert (copies == []) == (cases is one_call or cases is in_place), copies
         monkeypatch.setattr(batch, "SHARED_ROWS", False)
         batch.EXECUTABLES.clear()
         want = ar.run_cases(cases)
