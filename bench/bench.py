@@ -257,8 +257,8 @@ def run(quick: bool, only=None, repeats=(1, 16, 255), every=True):
             # apart: in turns, each run_cases call's outcome stack took the memory run_batch
             # would have reused, and run_batch faulted in fresh pages. Warm, as run_batch is
             # by the time of its best round: ROUNDS untimed calls, then the best of ROUNDS
-            # (a row's run_cases calls ran 1.2-1.7x slower in its first few calls than from
-            # about the eighth on, run_batch's 1.1-1.3x; the best of 3 right after the first
+            # (a row's run_cases calls ran 1.3-1.7x slower in its first few calls than from
+            # about the eighth on, run_batch's 1.2-1.3x; the best of 3 right after the first
             # call read vec_reduce_add float at 7.8 ms where its warm calls take 4.1-4.5)
             for _ in range(ROUNDS):
                 ar.run_cases(cases)
