@@ -321,10 +321,12 @@ def _rows_static_src(spec, rows, width: int, b: int) -> Optional[Tuple[tuple, in
     mixed chunks keep the gathering kernel, so a campaign's random strides compile nothing
     more.
 
-    The height is ``spec``'s, or, where that table's span leaves a window, the chunk's
-    largest repeat count when the span over that many repeats fits (what run_batch compiles
-    for a ``max_repeat``; every case's repeats are inside the table, so the bits are the
-    same): windows sized for R = 17 .. 254 slice instead of gathering 256 rows."""
+    The height is the repeat count every case of the chunk shares, below ``spec``'s
+    (:func:`_one_height`: one call over many data, as run_batch compiles it for a
+    ``max_repeat``, pinned at a full mask); else ``spec``'s, or, where that table's span
+    leaves a window, the chunk's largest repeat count when the span over that many repeats
+    fits (every case's repeats are inside the table, so the bits are the same): windows
+    sized for R = 17 .. 254 slice instead of gathering 256 rows."""
     p = rows.p
     if (not STATIC_ROWS or b < BATCH_SIZES[-1] or len(rows) < b or spec.path == "general"
             or spec.static_src is not None or p.src is None or p.src_rep_stride is None
