@@ -57,6 +57,23 @@ def ub_a2():
     return ar.new_ub("atlas_a2")
 
 
+@pytest.fixture
+def pins(monkeypatch):
+    """The pinned source address (None: not pinned) of every kernel ``batch._array_fn``
+    makes from here on, in order (the tests of pinned kernels and of run_cases' tables)."""
+    from ascend_ref import batch
+
+    got: list = []
+    real = batch._array_fn
+
+    def spy(*args):
+        got.append(args[-1])
+        return real(*args)
+
+    monkeypatch.setattr(batch, "_array_fn", spy)
+    return got
+
+
 @pytest.fixture(params=["libdeflate", "zlib"])
 def codec(request, monkeypatch):
     """The member reader with libdeflate (when the system has it) and with zlib only."""

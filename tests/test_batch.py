@@ -316,7 +316,7 @@ def test_run_cases_exact_table_height_equals_the_gathering_kernel(api, dtype, op
 @pytest.mark.parametrize("api,dtype,option", [("vec_reduce_add", "float32", None),
                                               ("vec_reduce_max", "float16", True)])
 def test_run_cases_one_repeat_count_takes_its_own_table_pinned(api, dtype, option,
-                                                               monkeypatch):
+                                                               monkeypatch, pins):
     """One call over many data at R = 12 in windows with room past the source (a work
     tensor after it) for the coarse 16-row table: its full chunk runs the 12-row table and,
     the repeat equal to that height, the pinned kernel (batch._one_height), as run_batch
@@ -326,14 +326,6 @@ def test_run_cases_one_repeat_count_takes_its_own_table_pinned(api, dtype, optio
     from ascend_ref import batch
     from ascend_ref.case import run_oracle
 
-    pins: list = []
-    real = batch._array_fn
-
-    def spy(*args):
-        pins.append(args[-1])
-        return real(*args)
-
-    monkeypatch.setattr(batch, "_array_fn", spy)
     monkeypatch.setattr(batch, "_ONE_HEIGHTS", __import__("collections").defaultdict(set))
     monkeypatch.setattr(batch, "ONE_HEIGHTS", 1)
     rng = np.random.default_rng(42)

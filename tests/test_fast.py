@@ -419,7 +419,7 @@ PINNED_CONFIGS = [BATCH_CONFIGS[k] for k in (0, 3, 4, 5, 10, 11)] + \
 
 @pytest.mark.parametrize("api,chip,dtype,option", PINNED_CONFIGS + [
     pytest.param(*c, marks=pytest.mark.slow) for c in BATCH_CONFIGS if c not in PINNED_CONFIGS])
-def test_pinned_kernels_equal_the_general_path(monkeypatch, api, chip, dtype, option):
+def test_pinned_kernels_equal_the_general_path(monkeypatch, pins, api, chip, dtype, option):
     """A batch of 64 cases that share their source address, a full mask and a repeat equal
     to the table height runs a kernel with the address compiled in and unmasked sum trees
     (``batch._pinned_src``): the bits of the general path and of the unpinned kernel, on
@@ -429,14 +429,6 @@ def test_pinned_kernels_equal_the_general_path(monkeypatch, api, chip, dtype, op
     from ascend_ref import batch
     from ascend_ref.case import Case
 
-    pins: list = []
-    real = batch._array_fn
-
-    def spy(*args):
-        pins.append(args[-1])
-        return real(*args)
-
-    monkeypatch.setattr(batch, "_array_fn", spy)
     monkeypatch.setattr(batch, "_PINNED", __import__("collections").defaultdict(set))
     monkeypatch.setattr(batch, "PINNED_ADDRESSES", 2)
     rng = np.random.default_rng(zlib.crc32(f"{api} {chip} {dtype} {option}".encode()))
