@@ -376,13 +376,8 @@ def _one_height(spec, rows, where: tuple) -> Optional[int]:
     0.95-0.98 ms (1.8 ms of CPU) there and takes 0.50-0.53 ms (0.93-0.95 ms) on the pinned
     255-row table (best of 30 calls, two processes each). The cap keeps a sweep over repeat
     counts to a few compiles more, as the pinned addresses are kept."""
-    if spec.count_form:
-        return None
-    repeat = np.asarray(rows.p.repeat)
-    if repeat.dtype.kind not in "iu" or repeat.size == 0:
-        return None
-    h = int(repeat.reshape(-1)[0])
-    if not 1 <= h < spec.r_max or (repeat != h).any():
+    h = None if spec.count_form else _exact_height(spec, rows)      # the largest count
+    if h is None or (np.asarray(rows.p.repeat) != h).any():
         return None
     seen = _ONE_HEIGHTS[(dataclasses.replace(spec, r_max=0), where)]
     if h not in seen:
