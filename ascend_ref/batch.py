@@ -335,10 +335,12 @@ def _rows_static_src(spec, rows, width: int, b: int) -> Optional[Tuple[tuple, in
     rep = np.asarray(p.src_rep_stride)
     blk = np.asarray(p.src_blk_stride) if p.src_blk_stride is not None else np.ones_like(rep)
     addr = np.asarray(p.src.addr)
-    one = _one_height(spec, rows, (rows.call, width)) if EXACT_HEIGHT else None
+    one = _one_height(spec, rows) if EXACT_HEIGHT else None
     if one is not None:
         got = _shared_strides(rep, blk, addr, one, width)
-        if got is not None:
+        # at most ONE_HEIGHTS such tables per static configuration (spec but its height)
+        if got is not None and _admitted(_ONE_HEIGHTS, (dataclasses.replace(spec, r_max=0),
+                                                        rows.call, width), one, ONE_HEIGHTS):
             return got, one
     got = _shared_strides(rep, blk, addr, spec.rows, width)
     if got is not None:
@@ -363,10 +365,10 @@ def _exact_height(spec, rows) -> Optional[int]:
     return h if 1 <= h < spec.r_max else None
 
 
-def _one_height(spec, rows, where: tuple) -> Optional[int]:
+def _one_height(spec, rows) -> Optional[int]:
     """The repeat count every case of the chunk shares, when it is below ``spec``'s table
-    height (not the count form), for at most :data:`ONE_HEIGHTS` such counts per static
-    configuration (``spec`` but its height, and ``where``) in a process; else None.
+    height (not the count form); else None. :func:`_rows_static_src` compiles a table for
+    at most :data:`ONE_HEIGHTS` such counts per static configuration in a process.
 
     One call over many data (a call's dumps, golden data, the benchmark) then runs run_batch's
     table for a ``max_repeat`` of that count, and, its repeat equal to the table height, the
@@ -377,14 +379,19 @@ def _one_height(spec, rows, where: tuple) -> Optional[int]:
     255-row table (best of 30 calls, two processes each). The cap keeps a sweep over repeat
     counts to a few compiles more, as the pinned addresses are kept."""
     h = None if spec.count_form else _exact_height(spec, rows)      # the largest count
-    if h is None or (np.asarray(rows.p.repeat) != h).any():
-        return None
-    seen = _ONE_HEIGHTS[(dataclasses.replace(spec, r_max=0), where)]
-    if h not in seen:
-        if len(seen) >= ONE_HEIGHTS:
-            return None
-        seen.add(h)
-    return h
+    return None if h is None or (np.asarray(rows.p.repeat) != h).any() else h
+
+
+def _admitted(seen_by: Dict[tuple, set], key: tuple, value: int, cap: int) -> bool:
+    """Whether ``value`` is, or now becomes, one of at most ``cap`` values kept for ``key``
+    in ``seen_by`` (the pinned source addresses, the one-repeat tables: a few compiles more
+    per static configuration in a process, however many a sweep asks for)."""
+    seen = seen_by[key]
+    if value not in seen:
+        if len(seen) >= cap:
+            return False
+        seen.add(value)
+    return True
 
 
 #: repeat counts per static configuration that :func:`_one_height` compiles a table for
@@ -674,12 +681,7 @@ def _pinned_src(key: tuple, q: dict, mask_mode: str, dtype: str, r_max: int,
     full = (mask == lanes) if mask_mode == "count" else (mask.view(np.uint32) == 0xFFFFFFFF)
     if not full.all():
         return None
-    seen = _PINNED[key]
-    if a0 not in seen:
-        if len(seen) >= PINNED_ADDRESSES:
-            return None
-        seen.add(a0)
-    return a0
+    return a0 if _admitted(_PINNED, key, a0, PINNED_ADDRESSES) else None
 
 
 def _shared_strides(rep: np.ndarray, blk: np.ndarray, addr: np.ndarray, rows: int,
