@@ -449,8 +449,8 @@ def _run_group(ins, spec, width, rows, b, cases, outcomes, states=None,
         spec = dataclasses.replace(spec, r_max=_exact_height(spec, rows) or spec.r_max)
     if ubs is None:
         ubs = rows.windows(width, b, reuse=True, slot=slot)
-    if static is not None:                      # the element type: no byte assembly
-        ubs = ubs.view(f"uint{8 * min(spec.size, 4)}")
+    if static is not None:                      # words: no byte assembly
+        ubs = _src_words(ubs, ins, spec.dtype, spec.option)
     if one is not None:
         columns, qrows, shared = one
         chip, option, mode = rows.call
@@ -577,6 +577,27 @@ def _array_fn(api: str, chip: str, dtype: str, option: Any, mask_mode: str,
         return (writes, status, undefined) if info else (writes, status)
 
     return run
+
+
+def _src_words(xs: np.ndarray, kernel: engine.Instruction, dtype: str,
+               option: Any) -> np.ndarray:
+    """Rows ``xs`` (uint8) for a static-stride kernel, viewed as words so that it slices its
+    source with no byte assembly: the element type (8-byte elements as (lo, hi) uint32: no
+    x64), or uint32 where the instruction takes a 2-byte source as words of two lanes
+    (:attr:`ascend_ref.engine.Instruction.pair_src`; :func:`ascend_ref.engine.kernel` then
+    sets ``Spec.pair_src``). Rows whose width is no multiple of the word stay bytes.
+
+    >>> rows = np.zeros((2, 64), np.uint8)
+    >>> kernel = registry.lookup("reduce_data_block").kernel
+    >>> [_src_words(rows, kernel, "float16", o).dtype.name for o in ("SUM", "MAX")]
+    ['uint32', 'uint16']
+    >>> _src_words(rows[:, :62], kernel, "float16", "SUM").dtype.name
+    'uint16'
+    """
+    size = engine.itemsize(dtype)
+    unit = 4 if size == 2 and kernel.pair_src(dtype, option) and xs.shape[1] % 4 == 0 \
+        else min(size, 4)
+    return xs.view(f"uint{8 * unit}") if xs.shape[1] % unit == 0 else xs
 
 
 @functools.lru_cache(maxsize=None)
@@ -907,8 +928,7 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
     fn = _array_fn(api, chip_id, dtype, option, mask_mode, max_repeat, has_sat, path, static,
                    columns, bool(return_undefined), pinned)
     engine.release_if_needed()
-    size = np.dtype(dtype).itemsize
-    words = static is not None and ubs.shape[1] % size == 0
+    kernel = registry.lookup(api).kernel
     # one device: chunks of equal shape (one compile); several: one sharded call (SPMD)
     c = _chunk(b, table, _BATCH_CHUNK_BYTES) if one_device else b
 
@@ -940,8 +960,8 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
         xs, qs = (ubs if direct else out)[start:stop], rows[start:stop]
         if stop - start < c:                      # same shape as every chunk: no recompile
             xs, qs = scale.pad_rows((xs, qs), c)
-        if words:                                 # the element type: no byte assembly
-            xs = xs.view(f"uint{8 * min(size, 4)}")   # 8 bytes: (lo, hi) uint32 (no x64)
+        if static is not None:                    # words: no byte assembly
+            xs = _src_words(xs, kernel, dtype, option)
         if one_device:
             scale.CALLS[1] += 1
             args = (xs, qs, shared)

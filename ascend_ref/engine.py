@@ -89,6 +89,10 @@ class Spec:
     #: the source is a static slice of the row, which XLA fuses into the tree that reads it
     #: (a dynamic slice is stored first, or read one element at a time)
     src_at: Optional[int] = None
+    #: with :attr:`static_src`: the host passed the rows as uint32 words and a 2-byte source
+    #: arrives as ``(r_max, L // 2)`` words, each two adjacent lanes (the low half the even
+    #: lane), for an instruction that declares it takes them (:attr:`Instruction.pair_src`)
+    pair_src: bool = False
 
     @property
     def rows(self) -> int:
@@ -320,9 +324,10 @@ class Instruction:
     """Declarative description of one instruction (one per public function).
 
     ``effects(spec, p, bits, active, arith)`` receives the source bits ``(r_max, L)`` gathered
-    from the read table, which of them take part and the arithmetic to compute in
-    (:func:`arithmetic`: :class:`ascend_ref.numerics.Exact` in the kernels; :mod:`ascend_ref.grad`
-    passes a differentiable one); it returns :class:`Effects`.
+    from the read table (``(r_max, L // 2)`` words of lane pairs under :attr:`Spec.pair_src`
+    where it declares :attr:`pair_src`), which of them take part and the arithmetic to
+    compute in (:func:`arithmetic`: :class:`ascend_ref.numerics.Exact` in the kernels;
+    :mod:`ascend_ref.grad` passes a differentiable one); it returns :class:`Effects`.
     """
 
     api: str
@@ -359,6 +364,10 @@ class Instruction:
     #: the static option (``Spec.option``) of a kernel whose public API has none: a TIK
     #: vcgmax is ReduceDataBlock's effects with ``"MAX"`` compiled in (its fill values too)
     fixed_option: str = ""
+    #: ``(dtype, option) -> bool``: its effects take a dense 2-byte source as words of two
+    #: adjacent lanes (:attr:`Spec.pair_src`; ReduceDataBlock SUM half: the first level of
+    #: its block trees adds each word's two halves, :func:`ascend_ref.numerics.lane_tree`)
+    pair_src: Callable[[str, str], bool] = lambda dtype, option: False
 
     def __hash__(self) -> int:
         return id(self)
@@ -585,7 +594,8 @@ def static_span(r_max: int, rep: int, blk: int) -> int:
 
 def _dense_src(spec: Spec, ub, p):
     """Source bits when both source strides are static: one dynamic slice of the span
-    (inside the row: the host checked it), then static reshapes / block picks."""
+    (inside the row: the host checked it), then static reshapes / block picks; with
+    :attr:`Spec.pair_src`, ``(r_max, L // 2)`` words of two lanes each."""
     assert spec.static_src is not None       # only called for static source strides
     rep, blk = spec.static_src
     s, r_max = spec.size, spec.rows
@@ -602,6 +612,9 @@ def _dense_src(spec: Spec, ub, p):
     else:
         idx = (np.arange(r_max)[:, None] * rep + np.arange(8)[None, :] * blk).reshape(-1)
         raw = sl.reshape(-1, BLOCK // unit)[idx]
+    if spec.pair_src:                   # words of two lanes, as the instruction asked
+        assert unit == 4 and s == 2, (unit, s)
+        return raw.reshape(r_max, spec.lanes // 2)
     if unit == s:
         return raw.reshape(r_max, spec.lanes)
     words = words_of(raw.reshape(r_max, spec.lanes, s // unit), s)    # 8 bytes: (lo, hi)
@@ -661,6 +674,10 @@ def kernel(ins: Instruction, spec: Spec, ub, p: Params):
     rerun such a batch with ``path="fallback"`` (:func:`batched` does).
     """
     note_compile()
+    if spec.static_src is not None and ub.dtype.itemsize > spec.size:
+        # rows as words of two lanes, for an instruction that takes them (batch._src_words)
+        assert ins.pair_src(spec.dtype, spec.option), (ins.api, spec.dtype, spec.option)
+        spec = dataclasses.replace(spec, pair_src=True)
     s, lanes, n = spec.size, spec.lanes, ub.shape[0]
     blk, lane_mask, active = _lanes(ins, spec, p)
     bits = _gather_src(ins, spec, ub, p, blk)

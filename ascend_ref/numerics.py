@@ -545,7 +545,7 @@ class Summation:
 
 
 def lane_tree(s: "SummationLike", bits: jax.Array,
-              active: Optional[ArrayLike] = None) -> jax.Array:
+              active: Optional[ArrayLike] = None, pairs: bool = False) -> jax.Array:
     """``tree_sum(s.enter(bits, active), s.add)``: the strict pairwise tree over the last axis
     (a power of two) of ``bits`` entered into the summation ``s`` (masked lanes +0), for the
     short trees of ReduceDataBlock SUM (8 / 16 lanes a block).
@@ -574,38 +574,61 @@ def lane_tree(s: "SummationLike", bits: jax.Array,
       static slice of the row, fused (ReduceDataBlock SUM float: 0.32-0.44 ms a 64-case
       chunk at R = 255, against 0.49-0.55 through the cond).
 
+    ``pairs``: ``bits`` are 16-bit lanes two to a uint32 word (the low half the even lane:
+    the UB's byte order), ``(..., n // 2)`` (:attr:`ascend_ref.engine.Spec.pair_src`), for
+    the half fast tree, which then takes its first level straight from the words. Made in
+    the kernel from uint16 rows, those words are a bitcast of lane pairs that XLA:CPU runs
+    as a reduction over an axis of 2; from uint32 rows, A/B in alternating processes
+    (ReduceDataBlock SUM half, R = 255, best of 30): run_cases' 128-case chunk kernel
+    0.56-0.69 ms against 0.91-1.04, run_batch of 256 cases 2.19-2.40 ms against
+    3.02-3.35. Every other summation unpacks the words into lanes first.
+
     The long rows of WholeReduceSum and vec_reduce_add (64 / 128 lanes) take
     :func:`row_tree`: the plain tree of the entered values (this cond was not tried there).
     Every other summation (the exact one, :mod:`ascend_ref.grad`'s) takes :func:`tree_sum`."""
-    n = bits.shape[-1]
+    fast_half = isinstance(s, Summation) and s.fast and s.half
+    if pairs and not fast_half:
+        bits = lax.bitcast_convert_type(bits, jnp.uint16).reshape(bits.shape[:-1] + (-1,))
+        pairs = False
+    n = bits.shape[-1] * (2 if pairs else 1)
     if not (isinstance(s, Summation) and s.fast and n >= 1 and n & (n - 1) == 0):
         return tree_sum(s.enter(bits, active), s.add)
     fast: Summation = s
 
     def tree(act: Optional[jax.Array]) -> jax.Array:
+        if pairs:
+            return tree_sum(_half_pair_sums(fast, bits, act, words=True), fast.add)
         if not (fast.half and n >= 2 and bits.dtype == jnp.uint16):
             return tree_sum(fast.enter(bits, act), fast.add)
         return tree_sum(_half_pair_sums(fast, bits, act), fast.add)
 
     if active is None or fast.all_active:
         return tree(None)
-    act = jnp.broadcast_to(jnp.asarray(active, bool), bits.shape)
+    act = jnp.broadcast_to(jnp.asarray(active, bool), bits.shape[:-1] + (n,))
     if fast.half:
         return tree(act)
     return lax.cond(jnp.all(act), lambda: tree(None), lambda: tree(act))
 
 
-def _half_pair_sums(s: Summation, bits: jax.Array, act: Optional[jax.Array]) -> jax.Array:
-    """The first level of the tree over ``bits`` (uint16 half lanes, an even count; masked
-    lanes +0): each pair of adjacent lanes read as one uint32 word, its two halves added in
-    ``s``'s fast arithmetic. A half add is commutative, so which half is which lane does not
-    matter. XLA:CPU runs this as contiguous loads; ``x[..., 0::2] + x[..., 1::2]`` is a
-    stride-2 read of the minor axis that it runs one scalar at a time."""
-    n = bits.shape[-1]
-    x = bits if act is None else bits & jnp.where(act, jnp.uint16(0xFFFF), jnp.uint16(0))
-    words = lax.bitcast_convert_type(x.reshape(x.shape[:-1] + (n // 2, 2)), jnp.uint32)
-    lo = s.enter((words & jnp.uint32(0xFFFF)).astype(jnp.uint16))
-    hi = s.enter((words >> 16).astype(jnp.uint16))
+def _half_pair_sums(s: Summation, bits: jax.Array, act: Optional[jax.Array],
+                    words: bool = False) -> jax.Array:
+    """The first level of the tree over ``bits`` (uint16 half lanes, an even count, or with
+    ``words`` those lanes two to a uint32 word; masked lanes +0): each pair of adjacent
+    lanes read as one uint32 word, its two halves added in ``s``'s fast arithmetic. A half
+    add is commutative, so which half is which lane does not matter. XLA:CPU runs this as
+    contiguous loads; ``x[..., 0::2] + x[..., 1::2]`` is a stride-2 read of the minor axis
+    that it runs one scalar at a time."""
+    if words:
+        w = bits
+        if act is not None:               # lane 2k is the word's low half, 2k + 1 its high
+            w = w & (jnp.where(act[..., 0::2], jnp.uint32(0xFFFF), jnp.uint32(0))
+                     | jnp.where(act[..., 1::2], jnp.uint32(0xFFFF0000), jnp.uint32(0)))
+    else:
+        n = bits.shape[-1]
+        x = bits if act is None else bits & jnp.where(act, jnp.uint16(0xFFFF), jnp.uint16(0))
+        w = lax.bitcast_convert_type(x.reshape(x.shape[:-1] + (n // 2, 2)), jnp.uint32)
+    lo = s.enter((w & jnp.uint32(0xFFFF)).astype(jnp.uint16))
+    hi = s.enter((w >> 16).astype(jnp.uint16))
     return s.add(lo, hi)
 
 

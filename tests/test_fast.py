@@ -795,6 +795,83 @@ def test_lane_tree_equals_the_exact_tree(dtype, saturate):
             np.testing.assert_array_equal(got[finite], want[finite])
 
 
+@pytest.mark.parametrize("saturate", [False, True])
+def test_lane_tree_takes_half_lanes_as_pair_words(saturate):
+    """``lane_tree(..., pairs=True)`` over half lanes two to a uint32 word (the rows a
+    ReduceDataBlock SUM half kernel reads, ``Spec.pair_src``) gives the bits of the tree
+    over the lanes themselves: on the fast arithmetic (masked, full, every lane known
+    active) and on the exact adder (which unpacks the words), under a batched mask too."""
+    rng = np.random.default_rng(29)
+    prof = _profile()
+    lanes = _lane_rows(rng, "float16", 16)
+    words = jnp.asarray(np.ascontiguousarray(lanes).view(np.uint32))
+    bits = jnp.asarray(lanes)
+    act = _lane_masks(rng, bits.shape[0], 16)
+    for fast, all_active in ((True, False), (True, True), (False, False)):
+        s = numerics.Summation("float16", prof, saturate, fast, all_active)
+        for mask in ((np.ones_like(act),) if all_active else (act, np.ones_like(act), None)):
+            m = None if mask is None else jnp.asarray(mask)
+            want = jax.jit(lambda b, a: s.leave(numerics.lane_tree(s, b, a)))(bits, m)
+            got = jax.jit(lambda w, a: s.leave(numerics.lane_tree(s, w, a, pairs=True)))(
+                words, m)
+            np.testing.assert_array_equal(np.asarray(got), np.asarray(want),
+                                          err_msg=f"fast={fast} all_active={all_active}")
+    s = numerics.Summation("float16", prof, saturate, True)
+    one = jax.jit(jax.vmap(lambda w, a: s.leave(numerics.lane_tree(s, w, a, pairs=True))))
+    ref = jax.jit(jax.vmap(lambda b, a: s.leave(numerics.lane_tree(s, b, a))))
+    np.testing.assert_array_equal(np.asarray(one(words[:, None], jnp.asarray(act)[:, None])),
+                                  np.asarray(ref(bits[:, None], jnp.asarray(act)[:, None])))
+
+
+@pytest.mark.parametrize("api", ["reduce_data_block", "vcgadd"])
+def test_block_sums_from_pair_words_equal_the_general_path(monkeypatch, api):
+    """ReduceDataBlock SUM / TIK vcgadd half read dense sources as uint32 words of two lanes
+    (``Spec.pair_src``): with every kind of shared stride (back to back, zero, overlapping,
+    gapped), pinned (64 cases, full mask) and unpinned (partial and bit-mode masks),
+    adversarial and benign data, the same bits and codes as the general path; the kernels
+    did read words (spied), and ReduceDataBlock MAX did not."""
+    from ascend_ref import batch
+
+    seen = []
+    dense = engine._dense_src
+
+    def spy(spec, ub, p):
+        seen.append((spec.option, spec.pair_src, ub.dtype.itemsize))
+        return dense(spec, ub, p)
+
+    monkeypatch.setattr(engine, "_dense_src", spy)
+    rng = np.random.default_rng(37)
+    dtype, lanes, r = "float16", 128, _R
+    opt = dict(reduce_type="SUM") if api == "reduce_data_block" else {}
+    for rep, blk in ((8, 1), (0, 0), (3, 1), (20, 2), (1, 0)):
+        span = engine.static_span(r, rep, blk)
+        src = 64
+        tensors = dict(src=(src, span // 2), dst=(src + span + 32, 8 * r))
+        width = src + span + 32 + 16 * r + 64
+        engine.release()                     # every kernel below traced (and spied) afresh
+        seen.clear()
+        for b, m in ((batch.BATCH_SIZES[-1], dict(mask=lanes)), (9, dict(mask=lanes - 37)),
+                     (9, dict(mask=np.tile(np.array([0xF0F0FFFF, 0, 0x1, 0x80000000],
+                                                    np.uint32), (9, 1)), mask_mode="bits"))):
+            for benign in (False, True):
+                ubs = _batch_data(rng, b, width, dtype, benign)
+                kw = dict(tensors, max_repeat=r, repeat=r, src_rep_stride=rep,
+                          src_blk_stride=blk, dst_rep_stride=1, **opt, **m)
+                out, status = ar.run_batch(api, ubs, chip="atlas_a2", dtype=dtype, **kw)
+                with engine.use_path("general"):
+                    want, wstatus = ar.run_batch(api, ubs, chip="atlas_a2", dtype=dtype, **kw)
+                np.testing.assert_array_equal(status, wstatus, err_msg=f"{rep} {blk} {m}")
+                np.testing.assert_array_equal(out, want, err_msg=f"{rep} {blk} {m}")
+                assert (status == 0).all()
+        # the kernels (pinned, unpinned count, bit mode; the batch fallback's exact adder)
+        # took words (the general path gathers)
+        assert len(seen) >= 3 and all(pair and unit == 4 for _, pair, unit in seen), seen
+    if api == "reduce_data_block":
+        seen.clear()
+        ar.run_batch(api, ubs, chip="atlas_a2", dtype=dtype, **dict(kw, reduce_type="MAX"))
+        assert seen and not any(pair or unit == 4 for _, pair, unit in seen), seen
+
+
 RDB_SUMS = [("atlas_a2", "float16"), ("atlas_a2", "float32"), ("ascend950", "float16"),
             ("ascend950", "float32")]
 

@@ -76,12 +76,14 @@ def repeat_range(option: Any = None, dtype: str = "") -> Tuple[int, int]:
 def instruction(api: str, effects: Callable, layout: Callable[[str, Any], registry.Layout], *,
                 saturating: bool = False, traced_options: Tuple[str, ...] = (),
                 mask_modes: Tuple[str, ...] = ("count", "bits", "counter"),
-                spr: Any = None) -> Instruction:
+                spr: Any = None,
+                pair_src: Callable[[str, str], bool] = lambda dtype, option: False
+                ) -> Instruction:
     """An Ascend C reduction over ``(dst, src)`` with the shared parameter set and rules;
     dst's alignment is its slot (``layout``). ``traced_options``: option values that travel
     as data (``p.option``, :func:`ascend_ref.engine.option_value`): one kernel for all.
     ``spr``: the call's declared effect on a reduce special register
-    (:class:`ascend_ref.spr.Sets`)."""
+    (:class:`ascend_ref.spr.Sets`). ``pair_src``: :attr:`Instruction.pair_src`."""
     def dst_align(spec: Spec) -> Any:
         if not traced_options:
             return layout(spec.dtype, spec.option).slot_bytes
@@ -94,7 +96,7 @@ def instruction(api: str, effects: Callable, layout: Callable[[str, Any], regist
         strides=("dst_rep_stride", "src_blk_stride", "src_rep_stride"),
         align=lambda spec: {"src": 32, "dst": dst_align(spec)},
         effects=effects, saturating=saturating, traced_options=tuple(traced_options),
-        dst_align_slot=True, mask_modes=tuple(mask_modes), spr=spr)
+        dst_align_slot=True, mask_modes=tuple(mask_modes), spr=spr, pair_src=pair_src)
 
 
 def declare(kernel: Instruction, *, kind: Callable[[Any], str],

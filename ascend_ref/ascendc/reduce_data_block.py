@@ -47,12 +47,12 @@ def layout(dtype: Any, option: Any = None) -> registry.Layout:
 
 def _effects(spec, p, bits, active, arith):
     rt = ReduceType(spec.option)
-    blocks = bits.reshape(spec.r_max, BLOCKS, -1)
+    blocks = bits.reshape(spec.r_max, BLOCKS, -1)      # under pair_src: words of 2 lanes
     live = active.reshape(spec.r_max, BLOCKS, -1)
     diag = {}
     if rt is ReduceType.SUM:
         (value,), diag["exact_ok"] = arith.sums(
-            lambda s: (numerics.lane_tree(s, blocks, live),))
+            lambda s: (numerics.lane_tree(s, blocks, live, pairs=spec.pair_src),))
     else:
         value, _, _ = arith.extreme(blocks, live, rt.value.lower())
         value = arith.nan_result(value)
@@ -73,8 +73,14 @@ def _effects(spec, p, bits, active, arith):
                    undefined, diag)
 
 
+def pair_src(dtype: Any, option: Any) -> bool:
+    """SUM over half lanes reads a dense source as words of two lanes (``Spec.pair_src``):
+    the first level of each block's tree adds a word's two halves."""
+    return ReduceType(option) is ReduceType.SUM and itemsize(dtype) == 2
+
+
 _RDB = declare(instruction("reduce_data_block", _effects, layout, saturating=True,
-                           spr=sprs.vcg_sets()),
+                           spr=sprs.vcg_sets(), pair_src=pair_src),
                kind=lambda rt: str(getattr(rt, "value", rt)).lower(), layout=layout, option=registry.REDUCE_TYPE,
                aliases=("block_reduce_sum", "block_reduce_max", "block_reduce_min"),
                profile_rules=("block_fill",), profile_fields=sprs.VCG_FIELDS,

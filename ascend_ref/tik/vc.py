@@ -45,7 +45,8 @@ from .. import registry
 from ..ascendc import whole_reduce as _wr
 from ..ascendc.pair_reduce_sum import (MASKED_LANE, MASKED_PAIR, _effects as _pair_effects,
                                        layout as _pair_layout)
-from ..ascendc.reduce_data_block import _effects as _block_effects, layout as _block_layout
+from ..ascendc.reduce_data_block import (_effects as _block_effects, layout as _block_layout,
+                                         pair_src as _block_pair_src)
 from ..ascendc._slots import COUNTER_FIELDS, PARAMS, params
 from ..constraints import Code, ConstraintError, HostCheck
 from ..engine import Instruction as Kernel
@@ -140,18 +141,20 @@ def _index_low(effects: Callable) -> Callable:
 
 
 def _kernel(api: str, effects: Callable, *, saturating: bool, traced_options: tuple = (),
-            fixed_option: str = "") -> Kernel:
+            fixed_option: str = "", pair_src: Optional[Callable] = None) -> Kernel:
     """A TIK vc* kernel over ``(dst, src)``: TIK mask words, repeat [1, 255], three strides,
     the twins' overlap rule (vec_cpadd's docstring: one repeat -- full or no overlap; several
     -- no repeat reads an earlier repeat's dst), dst and src aligned by TIK's general rule
-    (32 B: no page of these instructions states one; assumption ``tik_align``)."""
+    (32 B: no page of these instructions states one; assumption ``tik_align``).
+    ``pair_src``: :attr:`ascend_ref.engine.Instruction.pair_src` (its twin's)."""
     return Kernel(
         api=api, operands=("dst", "src"), repeat_param="repeat_times",
         repeat_range=lambda spec: (1, MAX_REPEAT),
         strides=("dst_rep_stride", "src_blk_stride", "src_rep_stride"),
         align=lambda spec: {"src": GENERAL_ALIGN, "dst": GENERAL_ALIGN},
         effects=effects, word_order="tik", saturating=saturating,
-        traced_options=traced_options, mask_modes=("count", "bits"), fixed_option=fixed_option)
+        traced_options=traced_options, mask_modes=("count", "bits"), fixed_option=fixed_option,
+        pair_src=pair_src or (lambda dtype, option: False))
 
 
 def _repeat_range(option: Any = None, dtype: str = "") -> tuple:
@@ -161,12 +164,12 @@ def _repeat_range(option: Any = None, dtype: str = "") -> tuple:
 def _declare(name: str, twin: str, effects: Callable, layout: Callable, kind: str, *,
              saturating: bool, option: Optional[registry.Option] = None,
              traced_options: tuple = (), fixed_option: str = "", fields: tuple = (),
-             rules: tuple = ()) -> registry.Instruction:
+             rules: tuple = (), pair_src: Optional[Callable] = None) -> registry.Instruction:
     pos = ("index_low",) if option is not None else ()
     return registry.register(registry.Instruction(
         name=name, family="tik",
         kernel=_kernel(name, effects, saturating=saturating, traced_options=traced_options,
-                       fixed_option=fixed_option),
+                       fixed_option=fixed_option, pair_src=pair_src),
         signature=SIGNATURE + pos, params=PARAMS, kind=lambda o: kind, layout=layout,
         repeat_range=_repeat_range, option=option, alias_checks=(STRIDE_UNIT,),
         ignored={"stride_unit": 0},
@@ -191,7 +194,8 @@ _VCMIN = _declare("vcmin", "WholeReduceMin", _index_low(_wr._minmax("min")), _mi
                   traced_options=_wr.ORDERS, fields=(INDEX_LOW, INT16_COMPARE))
 _VCG = {t: _declare(f"vcg{t.lower() if t != 'SUM' else 'add'}", f"ReduceDataBlock<{t}>",
                     _here(_block_effects), _block_layout, t.lower(), saturating=t == "SUM",
-                    fixed_option=t, rules=("block_fill",))
+                    fixed_option=t, rules=("block_fill",),
+                    pair_src=lambda dtype, option, t=t: _block_pair_src(dtype, t))
         for t in ("SUM", "MAX", "MIN")}
 _VCPADD = _declare("vcpadd", "PairReduceSum", _here(_pair_effects), _pair_layout, "sum",
                    saturating=True, fields=(MASKED_PAIR, MASKED_LANE))
