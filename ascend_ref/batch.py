@@ -928,7 +928,6 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
     fn = _array_fn(api, chip_id, dtype, option, mask_mode, max_repeat, has_sat, path, static,
                    columns, bool(return_undefined), pinned)
     engine.release_if_needed()
-    kernel = registry.lookup(api).kernel
     # one device: chunks of equal shape (one compile); several: one sharded call (SPMD)
     c = _chunk(b, table, _BATCH_CHUNK_BYTES) if one_device else b
 
@@ -961,7 +960,7 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
         if stop - start < c:                      # same shape as every chunk: no recompile
             xs, qs = scale.pad_rows((xs, qs), c)
         if static is not None:                    # words: no byte assembly
-            xs = _src_words(xs, kernel, dtype, option)
+            xs = _src_words(xs, ins.kernel, dtype, option)
         if one_device:
             scale.CALLS[1] += 1
             args = (xs, qs, shared)

@@ -615,9 +615,11 @@ def _half_pair_sums(s: Summation, bits: jax.Array, act: Optional[jax.Array],
     """The first level of the tree over ``bits`` (uint16 half lanes, an even count, or with
     ``words`` those lanes two to a uint32 word; masked lanes +0): each pair of adjacent
     lanes read as one uint32 word, its two halves added in ``s``'s fast arithmetic. A half
-    add is commutative, so which half is which lane does not matter. XLA:CPU runs this as
-    contiguous loads; ``x[..., 0::2] + x[..., 1::2]`` is a stride-2 read of the minor axis
-    that it runs one scalar at a time."""
+    add is commutative, so which half is which lane does not matter. ``x[..., 0::2] +
+    x[..., 1::2]`` is a stride-2 read of the minor axis that XLA:CPU runs one scalar at a
+    time; the words made here from uint16 lanes are a bitcast it lowers to a stored
+    reduction over an axis of 2 (faster than that, slower than words the kernel is given:
+    :func:`lane_tree`'s ``pairs``)."""
     if words:
         w = bits
         if act is not None:               # lane 2k is the word's low half, 2k + 1 its high
