@@ -319,6 +319,12 @@ def gate(spec: Spec, p: Params, dst: str = "dst"):
     return ~(zero_mask | zero_rep), [region]
 
 
+def no_pair_src(dtype: str, option: str) -> bool:
+    """:attr:`Instruction.pair_src` of an instruction whose effects take source elements
+    (every instruction but those that declare otherwise)."""
+    return False
+
+
 @dataclass(frozen=True, eq=False)
 class Instruction:
     """Declarative description of one instruction (one per public function).
@@ -367,7 +373,7 @@ class Instruction:
     #: ``(dtype, option) -> bool``: its effects take a dense 2-byte source as words of two
     #: adjacent lanes (:attr:`Spec.pair_src`; ReduceDataBlock SUM half: the first level of
     #: its block trees adds each word's two halves, :func:`ascend_ref.numerics.lane_tree`)
-    pair_src: Callable[[str, str], bool] = lambda dtype, option: False
+    pair_src: Callable[[str, str], bool] = no_pair_src
 
     def __hash__(self) -> int:
         return id(self)

@@ -12,7 +12,7 @@ from typing import Any, Callable, Optional, Tuple
 import jax.numpy as jnp
 
 from .. import addressing, mask as masks, registry
-from ..engine import Instruction, Region, Spec, Write, option_value
+from ..engine import Instruction, Region, Spec, Write, no_pair_src, option_value
 from ..params import Params
 
 MAX_REPEAT = 255
@@ -77,7 +77,7 @@ def instruction(api: str, effects: Callable, layout: Callable[[str, Any], regist
                 saturating: bool = False, traced_options: Tuple[str, ...] = (),
                 mask_modes: Tuple[str, ...] = ("count", "bits", "counter"),
                 spr: Any = None,
-                pair_src: Callable[[str, str], bool] = lambda dtype, option: False
+                pair_src: Callable[[str, str], bool] = no_pair_src
                 ) -> Instruction:
     """An Ascend C reduction over ``(dst, src)`` with the shared parameter set and rules;
     dst's alignment is its slot (``layout``). ``traced_options``: option values that travel

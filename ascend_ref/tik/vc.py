@@ -49,7 +49,7 @@ from ..ascendc.reduce_data_block import (_effects as _block_effects, layout as _
                                          pair_src as _block_pair_src)
 from ..ascendc._slots import COUNTER_FIELDS, PARAMS, params
 from ..constraints import Code, ConstraintError, HostCheck
-from ..engine import Instruction as Kernel
+from ..engine import Instruction as Kernel, no_pair_src
 from ..enums import ReduceOrder
 from ._common import GENERAL_ALIGN
 
@@ -141,7 +141,8 @@ def _index_low(effects: Callable) -> Callable:
 
 
 def _kernel(api: str, effects: Callable, *, saturating: bool, traced_options: tuple = (),
-            fixed_option: str = "", pair_src: Optional[Callable] = None) -> Kernel:
+            fixed_option: str = "", pair_src: Callable[[str, str], bool] = no_pair_src
+            ) -> Kernel:
     """A TIK vc* kernel over ``(dst, src)``: TIK mask words, repeat [1, 255], three strides,
     the twins' overlap rule (vec_cpadd's docstring: one repeat -- full or no overlap; several
     -- no repeat reads an earlier repeat's dst), dst and src aligned by TIK's general rule
@@ -154,7 +155,7 @@ def _kernel(api: str, effects: Callable, *, saturating: bool, traced_options: tu
         align=lambda spec: {"src": GENERAL_ALIGN, "dst": GENERAL_ALIGN},
         effects=effects, word_order="tik", saturating=saturating,
         traced_options=traced_options, mask_modes=("count", "bits"), fixed_option=fixed_option,
-        pair_src=pair_src or (lambda dtype, option: False))
+        pair_src=pair_src)
 
 
 def _repeat_range(option: Any = None, dtype: str = "") -> tuple:
@@ -164,7 +165,8 @@ def _repeat_range(option: Any = None, dtype: str = "") -> tuple:
 def _declare(name: str, twin: str, effects: Callable, layout: Callable, kind: str, *,
              saturating: bool, option: Optional[registry.Option] = None,
              traced_options: tuple = (), fixed_option: str = "", fields: tuple = (),
-             rules: tuple = (), pair_src: Optional[Callable] = None) -> registry.Instruction:
+             rules: tuple = (), pair_src: Callable[[str, str], bool] = no_pair_src
+             ) -> registry.Instruction:
     pos = ("index_low",) if option is not None else ()
     return registry.register(registry.Instruction(
         name=name, family="tik",
@@ -192,10 +194,15 @@ _VCMAX = _declare("vcmax", "WholeReduceMax", _index_low(_wr._minmax("max")), _mi
 _VCMIN = _declare("vcmin", "WholeReduceMin", _index_low(_wr._minmax("min")), _minmax_layout,
                   "min", saturating=False, option=INDEX_LOW_OPTION,
                   traced_options=_wr.ORDERS, fields=(INDEX_LOW, INT16_COMPARE))
+def _fixed_pair_src(option: str) -> Callable[[str, str], bool]:
+    """Its twin's :attr:`ascend_ref.engine.Instruction.pair_src` at the compiled-in option."""
+    return lambda dtype, _: _block_pair_src(dtype, option)
+
+
 _VCG = {t: _declare(f"vcg{t.lower() if t != 'SUM' else 'add'}", f"ReduceDataBlock<{t}>",
                     _here(_block_effects), _block_layout, t.lower(), saturating=t == "SUM",
                     fixed_option=t, rules=("block_fill",),
-                    pair_src=lambda dtype, option, t=t: _block_pair_src(dtype, t))
+                    pair_src=_fixed_pair_src(t))
         for t in ("SUM", "MAX", "MIN")}
 _VCPADD = _declare("vcpadd", "PairReduceSum", _here(_pair_effects), _pair_layout, "sum",
                    saturating=True, fields=(MASKED_PAIR, MASKED_LANE))
