@@ -493,12 +493,26 @@ def _run_kernel(kernel: Union[Kernel, str, os.PathLike]):
         layout[f"input:{inp.name}"] = (cursor, nbytes)
         images.append((cursor, img))
         cursor = _round_up(cursor + nbytes, ALIGN)
-    need = max(c.dst_offset * os_ + _dst_bytes(c, k.dtype) for c in k.calls)
+    # the bytes each call (and each register getter) writes from the output's start
+    getters = {rd.pos for rd in k.reads}                  # [[calls]] places of the getters
+    places = [j for j in range(len(k.calls) + len(k.reads)) if j not in getters]
+    ends = [(c.dst_offset * os_ + _dst_bytes(c, k.dtype), j) for j, c in zip(places, k.calls)]
     for rd in k.reads:
         if od != k.dtype:
             raise GoldenError(k.path, f"calls[{rd.pos}].api", f"the output holds {od}; "
                                                               f"{rd.api} reads {k.dtype}")
-        need = max(need, (rd.dst_offset + 1 + int(rd.with_index)) * os_)
+        ends.append(((rd.dst_offset + 1 + int(rd.with_index)) * os_, rd.pos))
+    need, last = max(ends)
+    if k.out_size is not None and k.out_size * os_ < need:
+        # golden.bin would hold only the first out_size elements: the rest of what the
+        # calls write would be dropped without a word
+        fld = "output.shape" if k.out_shape else "output.size"
+        given = list(k.out_shape) if k.out_shape else k.out_size
+        n = -(-need // os_)
+        raise GoldenError(k.path, fld, f"{given} holds {k.out_size} {od} elements, but "
+                                       f"calls[{last}] writes into the output's first {n}: "
+                                       f"make it at least {n} elements, or leave it out (the "
+                                       f"output then ends at the last element written)")
     out_size = k.out_size if k.out_size is not None else _round_up(need, os_) // os_
     out_bytes = _round_up(max(need, out_size * os_), ALIGN)
     layout["output"] = (cursor, out_bytes)

@@ -252,6 +252,32 @@ def test_bad_kernel_names_the_field(tmp_path, body, field):
     assert e.value.field == field and str(k) in str(e.value)
 
 
+@pytest.mark.parametrize("output,field", [("size = 3", "output.size"),
+                                          ("shape = [1, 3]", "output.shape")])
+def test_an_output_smaller_than_the_writes_is_a_golden_error(tmp_path, output, field):
+    """It wrote golden.bin with the first 3 elements of the 4 the calls write (two repeats of
+    whole_reduce_max VALUE_INDEX half: a value and its index each; the getter's pair after
+    them needs 6), dropping the rest in silence. Nothing is written; the message says how
+    big to make it, and that size (or no size) generates."""
+    calls = ("[[calls]]\napi = 'whole_reduce_max'\nmask = 128\nrepeat = 2\n"
+             "order = 'VALUE_INDEX'\n")
+    getter = "[[calls]]\napi = 'get_reduce_repeat_max_min_spr'\ndst_offset = 4\n"
+    head = "chip = 'atlas_a2'\ndtype = 'float16'\n[inputs.x]\nshape = [256]\n" + _UNIFORM
+    k = tmp_path / "k.toml"
+    for body, need in ((calls, 4), (calls + getter, 6)):
+        k.write_text(head + f"\n[output]\n{output}\n" + body)
+        with pytest.raises(GoldenError) as e:
+            generate(k, tmp_path / "out")
+        assert e.value.field == field and f"first {need}:" in str(e.value)
+        assert f"at least {need} elements" in str(e.value) and str(k) in str(e.value)
+        assert not (tmp_path / "out").exists()
+        for fits in (f"size = {need}", ""):
+            k.write_text(head + f"\n[output]\n{fits}\n" + body)
+            g = generate(k, tmp_path / "ok")
+            assert g.golden.size == need
+            assert np.fromfile(tmp_path / "ok" / "output" / "golden.bin", "<f2").size == need
+
+
 _CALL = "[[calls]]\napi = 'whole_reduce_sum'\nmask = 64\nrepeat = 1\n"
 _UNIFORM = "generator = 'uniform'\nlow = 0.0\nhigh = 1.0"
 
