@@ -38,7 +38,7 @@ from .case import Case, Outcome
 from .cli_args import is_path
 from .chips import chip as get_chip, chips as all_chips, config_dir
 from .constraints import ConstraintError
-from .ub import ALIASES_TEXT, DTYPES, dtype_from_text
+from .ub import ALIASES_TEXT, DTYPES, _converted, dtype_from_text
 
 GENERATORS = ("uniform", "normal", "randint", "constant", "arange", "bits", "values", "file")
 _TOP = {"name", "description", "chip", "dtype", "inputs", "output", "calls"}
@@ -92,7 +92,7 @@ class Input:
     spec: dict
     file: str
     row_stride: int          # elements between rows in the UB
-    pad: float
+    pad: Union[int, float]   # the padding lanes' value (one the dtype holds)
 
 
 @dataclass
@@ -137,7 +137,7 @@ class Kernel:
     calls: List[Call]
     out_size: Optional[int]
     out_shape: Optional[tuple]
-    out_init: float
+    out_init: Union[int, float]
     out_file: str
     reads: List[Read] = field(default_factory=list)
 
@@ -181,6 +181,25 @@ def _word(path, fld, w) -> int:
     return _int(path, fld, w, 0, 2**64 - 1)
 
 
+def _shape(path, fld: str, shape: Any) -> tuple:
+    """A shape: a non-empty list of ints >= 1."""
+    if not isinstance(shape, list) or not shape:
+        raise GoldenError(path, fld, f"{shape!r}: expected a list of ints")
+    return tuple(_int(path, fld, d, 1) for d in shape)
+
+
+def _held(path, fld: str, values: Any, dtype: str) -> np.ndarray:
+    """``values`` (a number or a list of them, written in the file) as ``dtype``: integers
+    only where every value is a whole number the type holds, floats rounded to the nearest
+    but never to an infinity; strings and bools are errors (what ``ascend_ref.store`` takes
+    with ``dtype=``). ``-1`` as a uint32 init wrapped to 4294967295 and ``2.5`` as an int32
+    truncated to 2 in silence."""
+    try:
+        return _converted(values, dtype)
+    except ConstraintError as e:
+        raise GoldenError(path, fld, f"{e.value!r} as {dtype}: expected {e.allowed}") from None
+
+
 def _unknown(path, where: str, got: dict, known: set) -> None:
     bad = sorted(set(got) - known)
     if bad:
@@ -222,12 +241,17 @@ def load_kernel(name_or_path) -> Kernel:
             raise GoldenError(path, where + "generator", f"{gen!r}; known: {list(GENERATORS)}")
         if "shape" not in spec:
             raise GoldenError(path, where + "shape", "missing (a list of ints, e.g. [1024])")
-        shape = spec["shape"]
-        if not isinstance(shape, list) or not shape:
-            raise GoldenError(path, where + "shape", f"{shape!r}: expected a list of ints")
-        shape = tuple(_int(path, where + "shape", d, 1) for d in shape)
+        shape = _shape(path, where + "shape", spec["shape"])
         row = shape[-1]
         stride = _int(path, where + "ub_row_stride", spec.get("ub_row_stride", row), row)
+        # its UB image fits the product's UB, before anything is made (a 10^10-element
+        # shape was a MemoryError from numpy, or gigabytes made before the UB check)
+        ub_bytes = get_chip(chip_id).ub_bytes
+        image = math.prod(shape[:-1]) * stride * np.dtype(dtype).itemsize
+        if image > ub_bytes:
+            raise GoldenError(path, where + ("shape" if stride == row else "ub_row_stride"),
+                              f"{list(shape)} with rows {stride} elements apart takes {image} "
+                              f"bytes of UB; {chip_id} has {ub_bytes}")
         need = {"uniform": ("low", "high"), "normal": ("mean", "std"), "randint": ("low", "high"),
                 "constant": ("value",), "values": ("values",), "file": ("path",)}.get(gen, ())
         for key in need:
@@ -235,13 +259,21 @@ def load_kernel(name_or_path) -> Kernel:
                 raise GoldenError(path, where + key, f"missing (generator {gen!r} needs "
                                                    f"{list(need)})")
         _numbers(path, where, spec, gen)
+        if gen == "file" and (not isinstance(spec["path"], str) or not spec["path"]):
+            raise GoldenError(path, where + "path", f"{spec['path']!r}: expected a file name "
+                                                   f"(a string; relative to this file)")
+        for key in ("value", "values", "ub_pad"):
+            if key in spec and (key != "value" or gen == "constant"):
+                _held(path, where + key, spec[key], dtype)
         inputs.append(Input(name, shape, dict(spec, generator=gen),
                             _file_name(path, where + "file",
                                        spec.get("file", f"input_{name}.bin")), stride,
-                            float(spec.get("ub_pad", 0))))
+                            spec.get("ub_pad", 0)))
     out = raw.get("output", {})
+    if not isinstance(out, dict):
+        raise GoldenError(path, "output", f"{out!r}: expected a table ([output])")
     _unknown(path, "output.", out, _OUTPUT)
-    out_shape = tuple(out["shape"]) if "shape" in out else None
+    out_shape = _shape(path, "output.shape", out["shape"]) if "shape" in out else None
     out_size = int(np.prod(out_shape)) if out_shape else None
     if "size" in out:
         out_size = _int(path, "output.size", out["size"], 1)
@@ -255,7 +287,9 @@ def load_kernel(name_or_path) -> Kernel:
     reads: List[Read] = []
     for k, c in enumerate(raw["calls"]):
         where = f"calls[{k}]."
-        api = c.get("api")
+        if not isinstance(c, dict):
+            raise GoldenError(path, f"calls[{k}]", f"{c!r}: expected a table ([[calls]])")
+        api: Any = c.get("api")
         if isinstance(api, str) and api in sprs.GETTERS:
             _unknown(path, where, c, {"api", "dst_offset"} |
                      ({"with_index"} if sprs.GETTERS[api][2] else set()))
@@ -319,7 +353,7 @@ def load_kernel(name_or_path) -> Kernel:
         raise GoldenError(path, "output.init", f"{init!r} is not a number")
     return Kernel(str(path), _file_name(path, "name", raw.get("name", path.stem)),
                   raw.get("description", ""), chip_id, dtype, inputs, calls, out_size,
-                  out_shape, float(init), _file_name(path, "output.file",
+                  out_shape, init, _file_name(path, "output.file",
                                                      out.get("file", "golden.bin")), reads)
 
 
@@ -352,6 +386,10 @@ def _numbers(path, where: str, spec: dict, gen: str) -> None:
     if gen in ("uniform", "randint") and not spec["low"] < spec["high"]:
         raise GoldenError(path, where + "high", f"{spec['high']!r}: expected above low = "
                                                 f"{spec['low']!r} (an empty range)")
+    if gen == "uniform" and not math.isfinite(float(spec["high"]) - float(spec["low"])):
+        raise GoldenError(path, where + "high", f"{spec['high']!r}: high - low = "
+                                                f"{spec['high']!r} - {spec['low']!r} is past "
+                                                f"the largest float (numpy cannot draw from it)")
     if gen == "normal" and spec["std"] < 0:
         raise GoldenError(path, where + "std", f"{spec['std']!r}: expected >= 0")
 
@@ -487,7 +525,8 @@ def _run_kernel(kernel: Union[Kernel, str, os.PathLike]):
             raise GoldenError(k.path, f"inputs.{inp.name}", str(e)) from None
         inputs[inp.name] = x
         rows = int(np.prod(inp.shape[:-1])) if len(inp.shape) > 1 else 1
-        img = np.full((rows, inp.row_stride), inp.pad, dtype=k.dtype)
+        img = np.full((rows, inp.row_stride), _held(k.path, f"inputs.{inp.name}.ub_pad",
+                                                     inp.pad, k.dtype))
         img[:, :inp.shape[-1]] = x.reshape(rows, inp.shape[-1])
         nbytes = img.size * s
         layout[f"input:{inp.name}"] = (cursor, nbytes)
@@ -529,7 +568,7 @@ def _run_kernel(kernel: Union[Kernel, str, os.PathLike]):
     ub = np.zeros(prof.ub_bytes, np.uint8)
     for a, img in images:
         ub[a:a + img.size * s] = np.ascontiguousarray(img.astype(np.dtype(k.dtype).newbyteorder("<"))).view(np.uint8).ravel()
-    init = np.full(out_bytes // os_, k.out_init, dtype=od)
+    init = np.full(out_bytes // os_, _held(k.path, "output.init", k.out_init, od))
     ub[out_addr:out_addr + out_bytes] = init.view(np.uint8)
     cases, outs = [], []
     state = sprs.ReduceSpr()

@@ -230,7 +230,10 @@ def _converted(values: Any, name: str) -> np.ndarray:
     a whole number the type holds; floats rounded to the nearest, but a finite value that
     would become an infinity is rejected; strings, bools and other objects are rejected."""
     def bad(why: str) -> ConstraintError:
-        shown = values if np.size(values) <= 8 else type(values).__name__
+        try:                          # a ragged list has no size: shown by its type
+            shown = values if np.size(values) <= 8 else type(values).__name__
+        except ValueError:
+            shown = type(values).__name__
         return ConstraintError(Code.BAD_ARGUMENT, api="store", param="values", value=shown,
                                allowed=f"numbers {name} holds ({why})")
     try:

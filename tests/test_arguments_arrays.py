@@ -183,7 +183,8 @@ def test_store_writes_a_big_endian_array_by_value():
                                            ([70000.0], "half"), ([1e6], "float16"),
                                            ([-1], "uint16"), ([2**31], "int32"),
                                            ([True], "int16"), ([float("nan")], "int32"),
-                                           ([1e39], "float32")])
+                                           ([1e39], "float32"),
+                                           ([[1], [2, 3]], "half")])  # ragged: a ValueError
 def test_store_rejects_a_value_the_type_cannot_hold(values, dtype):
     e = _raises(lambda: ar.store(ar.new_ub(size=64), 0, values, dtype=dtype))
     assert e.code == ar.Code.BAD_ARGUMENT and "store" in str(e)

@@ -294,6 +294,18 @@ _UNIFORM = "generator = 'uniform'\nlow = 0.0\nhigh = 1.0"
     ("", "generator = 'constant'\nvalue = 'one'", "inputs.x.value"),
     ("", _UNIFORM + "\nfile = '../x.bin'", "inputs.x.file"),
     ("name = 5\n", _UNIFORM, "name"),
+    # a range numpy cannot draw from (an OverflowError); a path that is no string (TypeError)
+    ("", "generator = 'uniform'\nlow = -1.7e308\nhigh = 1.7e308", "inputs.x.high"),
+    ("", "generator = 'file'\npath = 5", "inputs.x.path"),
+    ("", "generator = 'file'\npath = ['a']", "inputs.x.path"),
+    # values the dtype (float) does not hold: they became inf, or strings were read
+    ("", "generator = 'constant'\nvalue = 1e39", "inputs.x.value"),
+    ("", _UNIFORM + "\nub_pad = -1e39", "inputs.x.ub_pad"),
+    ("", "generator = 'values'\nvalues = " + str(["1.5"] * 64).replace('"', "'"),
+     "inputs.x.values"),
+    ("", "generator = 'values'\nvalues = " + str([True] * 64).lower(), "inputs.x.values"),
+    # an image past the UB, found before it is made (gigabytes were allocated first)
+    ("", _UNIFORM + "\nub_row_stride = 2000000000", "inputs.x.ub_row_stride"),
     ("name = '../../escape'\n", _UNIFORM, "name"),
 ])
 def test_bad_kernel_numbers_and_names_are_golden_errors(tmp_path, top, x, field):
@@ -308,6 +320,75 @@ def test_bad_kernel_numbers_and_names_are_golden_errors(tmp_path, top, x, field)
         "\nseed = 7\n" + _CALL
     k.write_text(good)
     assert load_kernel(k).inputs[0].spec["seed"] == 7
+
+
+@pytest.mark.parametrize("top,body,field", [
+    ("calls = [1]\n", "", "calls[0]"),
+    ("output = 5\n", _CALL, "output"),
+    ("", "[output]\nshape = 'ab'\n" + _CALL, "output.shape"),
+    ("", "[output]\nshape = [2.0]\n" + _CALL, "output.shape"),
+    ("", "[output]\nshape = [[2]]\n" + _CALL, "output.shape"),
+    ("", "[output]\nshape = [-1, -2]\n" + _CALL, "output.shape"),
+])
+def test_bad_tables_and_output_shapes_are_golden_errors(tmp_path, top, body, field):
+    """Each was a raw AttributeError / TypeError / numpy error."""
+    k = tmp_path / "bad.toml"
+    k.write_text("chip = 'atlas_a2'\ndtype = 'float'\n" + top + "[inputs.x]\nshape = [64]\n"
+                 + _UNIFORM + "\n" + body)
+    with pytest.raises(GoldenError) as e:
+        load_kernel(k)
+    assert e.value.field == field and str(k) in str(e.value)
+
+
+def test_a_huge_input_shape_is_refused_before_it_is_made(tmp_path):
+    """10^10 elements were a MemoryError from numpy (or made, before the UB check)."""
+    k = tmp_path / "bad.toml"
+    k.write_text("chip = 'atlas_a2'\ndtype = 'float'\n[inputs.x]\nshape = [100000, 100000]\n"
+                 + _UNIFORM + "\n" + _CALL)
+    with pytest.raises(GoldenError, match=r"takes 40000000000 bytes of UB; atlas_a2 has ") as e:
+        load_kernel(k)
+    assert e.value.field == "inputs.x.shape"
+
+
+_INT16_950 = """chip = 'ascend950'
+dtype = 'int16'
+[inputs.x]
+shape = [128]
+generator = 'constant'
+value = %s
+ub_row_stride = 144
+ub_pad = %s
+[output]
+init = %s
+[[calls]]
+api = 'whole_reduce_sum'
+mask = 128
+repeat = 1
+"""
+
+
+@pytest.mark.parametrize("value,pad,init,field", [
+    ("1e12", "0", "0", "inputs.x.value"),            # int16: an invalid cast, sum 0
+    ("1.5", "0", "0", "inputs.x.value"),
+    ("1", "40000", "0", "inputs.x.ub_pad"),           # wrapped to -25536
+    ("1", "0.5", "0", "inputs.x.ub_pad"),             # truncated to 0
+    ("1", "0", "2.5", "output.init"),                 # the int32 output: truncated to 2
+    ("1", "0", str(2**31), "output.init"),            # wrapped
+])
+def test_values_the_type_does_not_hold_are_golden_errors(tmp_path, value, pad, init, field):
+    """Constant values, the padding and the output's init are numbers the file states: they
+    are held exactly by the type they are written as (int16 input, int32 output here), as
+    ``store(..., dtype=)`` takes them; they were wrapped, truncated or cast in silence. The
+    same kernel with values it holds generates (the sum of 128 ones)."""
+    k = tmp_path / "k.toml"
+    k.write_text(_INT16_950 % (value, pad, init))
+    with pytest.raises(GoldenError) as e:
+        generate(k, tmp_path / "out")
+    assert e.value.field == field and str(k) in str(e.value)
+    assert not (tmp_path / "out").exists()
+    k.write_text(_INT16_950 % ("1", "-7", "-1"))
+    g = generate(k, tmp_path / "ok")
+    assert g.golden.dtype == np.int32 and g.golden.tolist() == [128]
 
 
 @pytest.mark.parametrize("kernel", [None, 3, ""])
