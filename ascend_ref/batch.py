@@ -200,6 +200,7 @@ def run_cases(cases: Iterable[Case], *, heights: Sequence[int] = TABLE_HEIGHTS,
     bytes are the same.
     """
     heights = _heights("run_cases", heights)
+    spr = batch_args.flag("run_cases", "spr", spr)       # "no" was taken as True
     cases = as_cases(cases, "run_cases")
     outcomes: List[Optional[Outcome]] = [None] * len(cases)
     parts = batch_prep.prepare(cases, outcomes, heights)

@@ -62,12 +62,13 @@ def _parse_values(text: str) -> List[Union[int, float]]:
     """Numbers separated by commas; integer literals stay Python ints (exact for 64-bit
     types: a float holds only 53 bits)."""
     out: List[Union[int, float]] = []
-    for v in text.replace(" ", "").split(","):
-        if v:
-            try:
-                out.append(int(v, 0))
-            except ValueError:
-                out.append(float(v))
+    for k, v in enumerate(text.replace(" ", "").split(",")):
+        if not v:           # "1,,2" would put 2 in lane 1: say which field is empty
+            raise ValueError(f"value {k} is empty")
+        try:
+            out.append(int(v, 0))
+        except ValueError:
+            out.append(float(v))
     return out
 
 
@@ -133,7 +134,11 @@ def _main(args: argparse.Namespace) -> int:
         print(constraints(ins.name, option, dtype_name(args.dtype)))
         return 0
     data: Any = args.data
-    if args.values:
+    if args.values is not None and args.data is not None:
+        print(f"ascend-ref explain: --values and --data {args.data}: give one of them (the "
+              f"source data)", file=sys.stderr)
+        return 2
+    if args.values is not None:
         try:
             data = _parse_values(args.values)
         except ValueError as e:
@@ -184,11 +189,11 @@ def _main(args: argparse.Namespace) -> int:
 
         try:
             if args.png:
-                viz.save(viz.access_map(amap), args.png)
-                print(f"\naccess map picture: {args.png}")
+                saved = viz.save(viz.access_map(amap), args.png)
+                print(f"\naccess map picture: {saved}")
             if args.tree_png and tree is not None:
-                viz.save(viz.rounding_tree(tree), args.tree_png)
-                print(f"rounding tree picture: {args.tree_png}")
+                saved = viz.save(viz.rounding_tree(tree), args.tree_png)
+                print(f"rounding tree picture: {saved}")
         except (OSError, ValueError) as e:
             print(f"ascend-ref explain: cannot save the picture: {e}", file=sys.stderr)
             return 2

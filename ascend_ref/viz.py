@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import os
 import textwrap
-from typing import List, Optional, Union
+from typing import Any, List, Optional, Union
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -436,14 +436,24 @@ def _node_label(ax, tree, node, x, y, span, hgt, inches, tc):
 
 # ------------------------------------------------------------------ helpers ------------------
 
-def save(fig, path: str, dpi: int = 130) -> str:
-    """Write ``fig`` (PNG / SVG / PDF by extension) and close it. ``path`` a str or
-    ``os.PathLike`` (a file object is matplotlib's too); a ``fig`` that is no figure or a
-    ``path`` that is none is a ValueError naming it."""
+def save(fig, path: Any, dpi: int = 130) -> Any:
+    """Write ``fig`` (PNG / SVG / PDF by extension) and close it; returns where it went: a
+    file name without an extension gets ``.png`` (``save(fig, "map")`` writes ``map.png``).
+    ``path`` a str or ``os.PathLike`` (a file object is matplotlib's too); a ``fig`` that is
+    no figure, a ``path`` that is none or an existing folder is a ValueError naming it."""
     if not callable(getattr(fig, "savefig", None)):
         raise ValueError(f"save: fig = {type(fig).__name__}: expected a matplotlib figure "
                          f"(viz.access_map(...), viz.rounding_tree(...))")
-    if not isinstance(path, (str, os.PathLike)) and not callable(getattr(path, "write", None)):
+    if isinstance(path, (str, os.PathLike)):
+        name = os.fspath(path)
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"save: path = {path!r}: expected a file name (str)")
+        if os.path.isdir(name):
+            raise ValueError(f"save: path = {name!r} is a folder; give a file name in it "
+                             f"(e.g. {os.path.join(name, 'map.png')!r})")
+        if not os.path.splitext(name)[1]:      # matplotlib would add it: say so
+            path = name + ".png"
+    elif not callable(getattr(path, "write", None)):
         raise ValueError(f"save: path = {path!r}: expected a file name (str or os.PathLike)")
     fig.savefig(path, dpi=dpi, bbox_inches="tight")
     close(fig)

@@ -104,6 +104,18 @@ def test_saturate_as_an_integer_or_array_0_or_1(flag, same):
                               ar.load(_wrs(False), 1024, "uint16", 2))   # the flag matters
 
 
+@pytest.mark.parametrize("bad", ["no", np.array(1), None, 0.0, 2])
+def test_run_cases_spr_is_a_switch(bad):
+    """``spr="no"`` carried the registers (truthiness); 0 / 1 and bools are switches."""
+    case = Case("whole_reduce_max", A2, "float32", "ORDER_VALUE_INDEX", 64, {   # sets a register
+        "repeat": 1, "dst_rep_stride": 1, "src_blk_stride": 1, "src_rep_stride": 8},
+        {"dst": (1024, 8), "src": (0, 64)}, np.zeros(2048, np.uint8))
+    e = _raises(lambda: ar.run_cases([case], spr=bad))
+    assert e.code == ar.Code.BAD_ARGUMENT and "spr" in str(e)
+    assert ar.run_cases([case], spr=0)[0].spr is None
+    assert ar.run_cases([case], spr=1)[0].spr is not None
+
+
 @pytest.mark.parametrize("bad", ["no", np.array(1), None, 0.0])
 def test_return_info_is_a_switch(bad):
     dst, src = Tensor(1024, "half", 16), Tensor(0, "half", 512)

@@ -142,6 +142,11 @@ def test_explain_bad_input(capsys, argv, rc, text):
     ("whole_reduce_sum", ["--seed", "-1"], "argument --seed"),
     ("whole_reduce_sum", ["--mask", "0x"], "--mask '0x'"),
     ("whole_reduce_sum", ["--mask", "1,zz"], "--mask '1,zz'"),
+    # an empty value put the next one a lane early; an empty list gave random data;
+    # --data beside --values was dropped
+    ("whole_reduce_sum", ["--values", "1,,2"], "value 1 is empty"),
+    ("whole_reduce_sum", ["--values", ""], "value 0 is empty"),
+    ("whole_reduce_sum", ["--values", "1,2", "--data", "ones"], "give one of them"),
 ])
 def test_explain_flags_the_call_cannot_use_are_exit_2(capsys, api, argv, text):
     try:
@@ -166,3 +171,16 @@ def test_explain_unsavable_picture(tmp_path, capsys):
     got, _, err = _cli(capsys, "explain", "whole_reduce_sum", "--dtype", "float", "--png",
                        str(tmp_path / "no" / "such" / "dir" / "x.png"))
     assert got == 2 and "cannot save" in err
+
+
+def test_explain_picture_names_where_it_went(tmp_path, capsys):
+    """A name without an extension was written as NAME.png while the CLI printed NAME; an
+    existing folder DIR was written as DIR.png beside it, exit 0."""
+    got, out, err = _cli(capsys, "explain", "whole_reduce_sum", "--dtype", "float", "--png",
+                         str(tmp_path / "noext"))
+    assert got == 0 and f"access map picture: {tmp_path / 'noext.png'}" in out
+    assert (tmp_path / "noext.png").stat().st_size > 0 and not (tmp_path / "noext").exists()
+    (tmp_path / "d").mkdir()
+    got, out, err = _cli(capsys, "explain", "whole_reduce_sum", "--dtype", "float", "--png",
+                         str(tmp_path / "d"))
+    assert got == 2 and "is a folder" in err and not (tmp_path / "d.png").exists()
