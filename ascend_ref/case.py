@@ -41,7 +41,35 @@ class _JaxApi:
 JAX = _JaxApi()
 
 
-@dataclass
+def _same(a: Any, b: Any) -> bool:
+    """``a`` and ``b`` hold the same values: arrays bit for bit (dtype and shape included),
+    dicts, lists and tuples item by item, anything else by ``==`` (a dataclass's generated
+    ``__eq__`` compared the fields as tuples: numpy's 'truth value of an array is ambiguous'
+    for two equal cases)."""
+    if isinstance(a, np.ndarray) or isinstance(b, np.ndarray) or hasattr(a, "__jax_array__") \
+            or type(a).__module__.startswith("jax"):
+        try:
+            x, y = np.asarray(a), np.asarray(b)
+        except (TypeError, ValueError):
+            return False
+        return x.dtype == y.dtype and x.shape == y.shape and x.tobytes() == y.tobytes()
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return type(a) is type(b) and len(a) == len(b) and all(map(_same, a, b))
+    try:
+        return bool(a == b)
+    except (TypeError, ValueError):
+        return a is b
+
+
+def _fields_equal(x: Any, y: Any) -> bool:
+    import dataclasses
+
+    return all(_same(getattr(x, f.name), getattr(y, f.name)) for f in dataclasses.fields(x))
+
+
+@dataclass(eq=False)
 class Case:
     """One call. ``tensors`` maps operand → ``(addr, size)``; ``dtype`` is the source's
     (every operand's but a dst the products pair with another type:
@@ -81,6 +109,13 @@ class Case:
         :class:`ConstraintError` as the call would)."""
         return self.instruction.prepare_case(self, info=info, path=path)
 
+    def __eq__(self, other: Any) -> bool:
+        if not isinstance(other, Case):
+            return NotImplemented
+        return _fields_equal(self, other)
+
+    __hash__ = None  # type: ignore[assignment]     # mutable fields: not hashable (as before)
+
     def describe(self) -> str:
         p = ", ".join(f"{k}={v}" for k, v in self.params.items())
         t = ", ".join(f"{k}@{a}[{s}]" for k, (a, s) in self.tensors.items())
@@ -91,7 +126,7 @@ class Case:
                 f"ub {self.ub.size} B{sat}")
 
 
-@dataclass
+@dataclass(eq=False)
 class Outcome:
     """What one call did: ``code`` -- the :class:`~ascend_ref.constraints.Code` of the
     constraint it broke, or None when it ran; then ``ub`` -- the UB after it (``uint8``),
@@ -113,7 +148,23 @@ class Outcome:
     spr: Any = None
 
     def __repr__(self) -> str:
-        return f"Outcome({self.code.name})" if self.code else "Outcome(ok)"
+        if self.code is None:
+            return "Outcome(ok)"
+        name = getattr(self.code, "name", None)
+        if name is None:                      # Outcome(14) / Outcome("UB_BOUNDS") by hand
+            try:
+                name = Code(self.code).name if not isinstance(self.code, str) \
+                    else Code[self.code].name
+            except (ValueError, KeyError, TypeError):
+                name = repr(self.code)
+        return f"Outcome({name})"
+
+    def __eq__(self, other: Any) -> bool:
+        if not isinstance(other, Outcome):
+            return NotImplemented
+        return _fields_equal(self, other)
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 def as_cases(cases: Any, api: str) -> list:

@@ -878,7 +878,7 @@ def names() -> Tuple[str, ...]:
 
 def lookup(name: str, *, api: str = "ascend_ref") -> Instruction:
     """The instruction called ``name`` (or an alias); BAD_ARGUMENT naming the known ones."""
-    ins = _BY_NAME.get(name) or _BY_NAME.get(_ALIASES.get(name, ""))
+    ins = get(name)                 # None for a name that is no str (a list: unhashable)
     if ins is None:
         raise ConstraintError(Code.BAD_ARGUMENT, api=api, param="api", value=name,
                               allowed=f"one of {list(names())}")

@@ -65,14 +65,20 @@ def checked_devices(devices: Optional[Sequence], api: str = "run_rows") -> Tuple
     BAD_ARGUMENT error naming ``devices`` (was an AttributeError or a ValueError later)."""
     if devices is None:
         return default_devices()
-    devs = None if isinstance(devices, (str, bytes, jax.Device)) else \
-        (tuple(devices) if isinstance(devices, (Sequence, np.ndarray, Iterator)) else None)
-    if not devs or not all(isinstance(d, jax.Device) for d in devs):
-        from .constraints import Code, ConstraintError
+    from .constraints import Code, ConstraintError
 
+    try:                                        # a 0-d object array does not iterate
+        devs = None if isinstance(devices, (str, bytes, jax.Device)) else \
+            (tuple(devices) if isinstance(devices, (Sequence, np.ndarray, Iterator)) else None)
+    except TypeError:
+        devs = None
+    if not devs or not all(isinstance(d, jax.Device) for d in devs):
         raise ConstraintError(Code.BAD_ARGUMENT, api=api, param="devices", value=devices,
                               allowed="None or a non-empty sequence of JAX devices, e.g. "
                                       "jax.local_devices()[:1]")
+    if len(set(devs)) != len(devs):             # JAX's mesh: a raw safe_zip error at run time
+        raise ConstraintError(Code.BAD_ARGUMENT, api=api, param="devices", value=devices,
+                              allowed="each device once (a device listed twice)")
     return devs
 
 

@@ -120,9 +120,22 @@ class ReduceSpr:
         leaves = jax.tree_util.tree_leaves(self)
         if not all(_concrete(x) for x in leaves):
             return "ReduceSpr(<traced>)"
+        bad = malformed(self)
+        if bad is not None:
+            return f"ReduceSpr(<malformed: {bad}>)"
         if np.ndim(self.mm_dtype) > 0:
             return f"ReduceSpr(<batch of {np.shape(self.mm_dtype)}>)"
         return f"ReduceSpr(sum={self._sum_text()}, max_min={self._mm_text()})"
+
+    def __eq__(self, other: Any) -> bool:
+        """Every field the same (bit for bit; shapes and types included); a dataclass's
+        field-tuple comparison raised numpy's 'truth value of an array is ambiguous'."""
+        if not isinstance(other, ReduceSpr):
+            return NotImplemented
+        a, b = jax.tree_util.tree_leaves(self), jax.tree_util.tree_leaves(other)
+        return len(a) == len(b) and all(_same_leaf(x, y) for x, y in zip(a, b))
+
+    __hash__ = None  # type: ignore[assignment]          # mutable arrays: not hashable
 
     def _sum_text(self) -> str:
         parts = []
@@ -161,14 +174,55 @@ def is_concrete(state: Any) -> bool:
     return all(_concrete(x) for x in jax.tree_util.tree_leaves(state))
 
 
+def _same_leaf(x: Any, y: Any) -> bool:
+    if not (_concrete(x) and _concrete(y)):
+        return x is y
+    a, b = np.asarray(x), np.asarray(y)
+    return a.dtype == b.dtype and a.shape == b.shape and a.tobytes() == b.tobytes()
+
+
+def malformed(state: ReduceSpr) -> Any:
+    """What is wrong with a concrete state's fields (a type code out of range, a slot field
+    without its two slots, a field that is no number), or None (also for a traced state: its
+    fields are the kernel's own)."""
+    if not is_concrete(state):
+        return None
+    try:
+        for name, top in (("sum_dtype", len(TYPES)), ("mm_dtype", len(TYPES))):
+            a = np.asarray(getattr(state, name))
+            if a.dtype.kind not in "iu" or bool(((a < 0) | (a > top)).any()):
+                return f"{name} = {getattr(state, name)!r}: a type code in [0, {top}]"
+        batch = np.shape(state.mm_dtype)
+        for name in ("sum_bits", "sum_written", "sum_defined"):
+            if np.shape(getattr(state, name)) != batch + (len(TYPES),):
+                return (f"{name} of shape {np.shape(getattr(state, name))}: one slot per type, "
+                        f"shape {batch + (len(TYPES),)}")
+        for name in ("sum_dtype", "mm_value", "mm_index", "mm_value_defined",
+                     "mm_index_defined"):
+            if np.shape(getattr(state, name)) != batch:
+                return f"{name} of shape {np.shape(getattr(state, name))}: shape {batch}"
+        for name in ("sum_bits", "mm_value", "mm_index"):
+            if np.asarray(getattr(state, name)).dtype.kind not in "iu":
+                return f"{name}: integer bits (uint32)"
+    except (TypeError, ValueError) as e:
+        return f"fields that are no numbers ({e})"
+    return None
+
+
 def checked(state: Any, api: str) -> ReduceSpr:
-    """``state`` itself (None: :func:`fresh`); BAD_ARGUMENT for anything but a ReduceSpr."""
+    """``state`` itself (None: :func:`fresh`); BAD_ARGUMENT for anything but a ReduceSpr, or
+    one whose fields no call could have left (:func:`malformed`)."""
     if state is None:
         return fresh()
     if not isinstance(state, ReduceSpr):
         raise ConstraintError(Code.BAD_ARGUMENT, api=api, param="spr", value=type(state).__name__,
                               allowed="an ascend_ref.ReduceSpr (the info.spr of an earlier call, "
                                       "or ReduceSpr() before any)")
+    bad = malformed(state)
+    if bad is not None:
+        raise ConstraintError(Code.BAD_ARGUMENT, api=api, param="spr", value=bad,
+                              allowed="a ReduceSpr whose fields a call left (the info.spr of "
+                                      "an earlier call, or ReduceSpr() before any)")
     return state
 
 
