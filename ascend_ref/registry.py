@@ -648,6 +648,10 @@ class Instruction:
                                       param=f"case.{group}", value=f"{extra[0]!r}",
                                       allowed=f"only {', '.join(names)} (what {self.name} "
                                               f"takes)")
+        if self.option is None and case.option is not None:   # was dropped in silence
+            raise ConstraintError(Code.BAD_ARGUMENT, api=self.name, param="case.option",
+                                  value=case.option, allowed=f"None ({self.name} takes no "
+                                                             f"option)")
         for t in self.operands:
             v = case.tensors[t]
             if not (isinstance(v, (tuple, list)) and len(v) == 2

@@ -94,3 +94,19 @@ def test_a_device_twice_or_a_0d_object_array_is_bad_argument():
                 pass
         assert e.value.code == ar.Code.BAD_ARGUMENT and e.value.param == "devices"
     assert scale.checked_devices([d]) == (d,)
+
+
+def test_an_option_on_an_api_without_one_is_bad_argument_on_every_path():
+    """``Case(whole_reduce_sum, ..., option="ORDER_VALUE_INDEX")`` ran as if the option were
+    not there; run_columns likewise."""
+    c = dataclasses.replace(_case(), api="whole_reduce_sum", option="ORDER_VALUE_INDEX")
+    codes = {run_jax(c).code, run_oracle(c).code, ar.run_cases([c])[0].code,
+             ar.run_cases([c] * 70)[-1].code}
+    assert codes == {ar.Code.BAD_ARGUMENT}
+    with pytest.raises(ar.ConstraintError) as e:
+        c.call(ar)
+    assert e.value.param == "case.option" and "takes no option" in str(e.value)
+    got = ar.run_columns("whole_reduce_sum", "atlas_a2", "float32", "ORDER_VALUE_INDEX",
+                         np.array([64, 64]), c.params, c.tensors, np.zeros((2, 1024), np.uint8))
+    assert got.code.tolist() == [int(ar.Code.BAD_ARGUMENT)] * 2
+    assert run_jax(dataclasses.replace(c, option=None)).code is None
