@@ -30,6 +30,7 @@ from typing import List, Optional, Sequence
 from .format import (FORMAT, VERSION, DumpCase, DumpError, DumpFile, case_meta,
                      iter_dump_cases, iter_paths, open_dump, tensor_regions, write_dump,
                      write_dumps)
+from .meta import case_fields
 from .run import Group, Report, explain, repro_command, verify
 
 
@@ -46,7 +47,10 @@ def dumps_from_cases(cases: Sequence, out_dir, *, per_file: int = 1, regions=Non
     ``error=`` its constraint code. ``outcomes`` — reference outcomes already computed.
     ``spr`` — also record the reduce special registers every getter of the product reads
     after the call, run from the fresh state (docs/verify.md §1c; only for cases whose
-    product has a getter). Returns the paths written.
+    product has a getter). Returns the paths written. A case whose dump ``verify`` would
+    not read as that case (a float repeat, a ``"yes"`` saturate, a repeat past int32, a mask
+    of 3 words, ...: :func:`~ascend_ref.verify.meta.case_fields`, ``strict``) is a
+    BAD_ARGUMENT naming ``cases[i].field`` before anything runs or is written.
     """
     from ..batch import run_cases
     from ..batch_args import is_int
@@ -62,6 +66,9 @@ def dumps_from_cases(cases: Sequence, out_dir, *, per_file: int = 1, regions=Non
         raise ValueError(f"prefix = {prefix!r}: expected a file name start without a folder "
                          f"(the files go in out_dir)")
     cases = as_cases(cases, "dumps_from_cases")
+    for k, c in enumerate(cases):       # every case recordable, before anything runs or is
+        case_fields(c, k, api="dumps_from_cases", strict=True)   # written (no file of a
+                                                                 # refused batch)
     outs = list(outcomes) if outcomes is not None else run_cases(cases)
     if len(outs) != len(cases):
         raise ValueError(f"{len(outs)} outcomes for {len(cases)} cases: one outcome a case")

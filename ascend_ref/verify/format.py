@@ -50,8 +50,9 @@ import numpy as np
 from .. import registry
 from ..batch_args import is_int
 from ..case import Case, as_cases
+from ..cli_args import is_path
 from ..chips import chip as get_chip, chips as all_chips
-from ..constraints import Code
+from ..constraints import Code, ConstraintError
 from ..mask import CounterMask
 from ..ub import ALIASES_TEXT, DTYPES, dtype_from_text
 from .crc import crc32_split
@@ -66,7 +67,8 @@ SUPPORTED_VERSIONS = (1, 2)       # 2: the stacked layout (stacked.py)
 
 _META_KEYS = {"api", "chip", "dtype", "option", "mask", "params", "tensors", "saturate",
               "layout", "regions", "error", "tags", "source", "ub_bytes", "spr"}
-from .meta import DumpError, PathLike, _jsonable_mask, case_meta, tensor_regions  # noqa: F401
+from .meta import (DumpError, PathLike, _jsonable_mask, case_fields, case_meta,  # noqa: F401
+                   tensor_regions)
 
 
 @dataclass
@@ -97,19 +99,16 @@ class DumpCase:
 
 # ------------------------------------------------------------------ writing -----------------
 
-def _case_arrays(i: int, case: Case, ub_after, regions, error, spr=None) -> dict:
+def _case_arrays(i: int, case: Case, after: Optional[np.ndarray], regions: Any,
+                 error: Optional[str], spr: Any = None) -> dict:
+    """Case ``i``'s members (``after``: checked by :func:`_after_bytes`)."""
     pre = f"c{i}."
-    ub = np.ascontiguousarray(case.ub, np.uint8)
     if regions == "tensors":
         regions = tensor_regions(case)
     layout = "regions" if regions is not None else "ub"
     out = {pre + "meta": np.array(json.dumps(case_meta(case, layout=layout, regions=regions,
-                                                       error=error, spr=spr)))}
-    after = None if ub_after is None else np.ascontiguousarray(np.asarray(ub_after), np.uint8)
-    if after is not None and after.shape != ub.shape:
-        raise ValueError(f"ub_after has {after.size} bytes, the case's UB has {ub.size}")
-    if error is None and after is None:
-        raise ValueError("ub_after is required unless error= says the device rejected the call")
+                                                       error=error, spr=spr, index=i)))}
+    ub = np.ascontiguousarray(case.ub, np.uint8)
     if layout == "ub":
         out[pre + "ub_before"] = ub
         if after is not None:
@@ -125,31 +124,121 @@ def _case_arrays(i: int, case: Case, ub_after, regions, error, spr=None) -> dict
     return out
 
 
+def _check_path(path: Any) -> str:
+    """``path`` as :func:`write_dumps` writes it, else a ValueError naming it (None, 5, ""
+    were a TypeError or FileNotFoundError, a folder an IsADirectoryError that left a
+    ``.part`` file behind)."""
+    p = os.fspath(path) if is_path(path) else None
+    if not isinstance(p, str):
+        raise ValueError(f"path = {path!r}: expected the dump file to write (a non-empty str "
+                         f"or os.PathLike)")
+    if os.path.isdir(p):
+        raise ValueError(f"path = {p!r} is a directory: expected a file name in it (e.g. "
+                         f"{os.path.join(p, 'dump.npz')!r})")
+    folder = os.path.dirname(os.path.abspath(p))
+    if not os.path.isdir(folder):
+        raise ValueError(f"path = {p!r}: its folder {folder!r} does not exist")
+    return p
+
+
+def _per_case(name: str, v: Any, n: int) -> list:
+    """``v`` (None: nothing for any case) as a list of one entry a case; a ValueError naming
+    ``name`` for anything else (``errors=5`` was a TypeError)."""
+    if v is None:
+        return [None] * n
+    if isinstance(v, (str, bytes, Mapping)) or not hasattr(v, "__iter__") or \
+            getattr(v, "shape", None) == ():
+        raise ValueError(f"{name} = {v!r}: expected a sequence with one entry a case "
+                         f"(or None)")
+    out = list(v)
+    if len(out) != n:
+        raise ValueError(f"{name} has {len(out)} entries for {n} cases: expected one a case")
+    return out
+
+
+def _after_bytes(k: int, after: Any, case: Case, error: Optional[str]) -> Optional[np.ndarray]:
+    """``ub_afters[k]`` as the 1-D uint8 array of ``case.ub``'s size it must be (an int16 or
+    float array was wrapped or truncated to bytes, a 2-D one said "has 320 bytes, the
+    case's UB has 320")."""
+    if after is None:
+        if error is None:
+            raise ValueError(f"ub_afters[{k}] is required unless errors[{k}] says the device "
+                             f"rejected the call")
+        return None
+    a = np.asarray(after)
+    n = int(np.shape(case.ub)[0])
+    if a.dtype != np.uint8 or a.ndim != 1 or a.size != n:
+        raise ValueError(f"ub_afters[{k}] = {a.dtype} array of shape {a.shape}: expected "
+                         f"the UB after the call as bytes, a 1-D uint8 array of {n} (the size "
+                         f"of cases[{k}].ub)")
+    return np.ascontiguousarray(a)
+
+
+def _spr_json(k: int, spr: Any) -> Any:
+    """``sprs[k]`` as a ``meta.spr`` object: JSON, ``{"after": ..., "before": ...}`` with
+    ``after`` (docs/verify.md §1c), else a ValueError naming it (``sprs=[5]`` was written,
+    then refused by the reader). The readings inside are what the device read: the reader
+    judges them (one the product's getters cannot make is that case's bad input)."""
+    if spr is None:
+        return None
+    try:
+        obj = json.loads(json.dumps(spr))
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"sprs[{k}] = {spr!r}: not JSON ({e})") from None
+    if not isinstance(obj, dict) or "after" not in obj or set(obj) - {"before", "after"}:
+        raise ValueError(f"sprs[{k}] = {spr!r}: expected None or an object {{\"after\": "
+                         f"..., \"before\": ...}} (\"before\" optional; docs/verify.md §1c)")
+    return obj
+
+
+def _int64_columns(k: int, fields: dict) -> None:
+    """The stacked layout keeps parameters and tensors as int64 columns: a value past them
+    is a BAD_ARGUMENT naming it (was an OverflowError from numpy)."""
+    lim = 2**63
+    vals = [(f"params.{n}", v) for n, v in fields["params"].items()] + \
+        [(f"tensors.{n}[{j}]", x) for n, t in fields["tensors"].items() for j, x in enumerate(t)]
+    for fld, v in vals:
+        if not -lim <= v < lim:
+            raise ConstraintError(Code.BAD_ARGUMENT, api="write_dumps", param=f"cases[{k}].{fld}",
+                                  value=v, allowed="an int64 in the stacked layout (write "
+                                                   "such a case in version 1)")
+
+
 def write_dumps(path: PathLike, cases: Sequence[Case], ub_afters: Optional[Sequence] = None, *,
                 regions=None, errors: Optional[Sequence] = None, compress: bool = True,
                 stacked: bool = False, sprs: Optional[Sequence] = None) -> None:
     """Write several cases into one dump file.
 
-    ``ub_afters[i]`` — the whole UB after case ``i`` (same size as ``cases[i].ub``).
-    ``regions`` — None: store the whole UB before/after (layout ``"ub"``); ``"tensors"``:
-    store each tensor's declared extent; or a dict ``{name: (addr, nbytes)}`` applied to every
-    case. ``errors[i]`` — a :class:`~ascend_ref.constraints.Code` (or its name) when the device
-    rejected case ``i`` instead of running it. ``stacked`` — format version 2, the stacked
-    layout (:mod:`ascend_ref.verify.stacked`): the cases as columns, one member per column,
-    which ``verify`` reads and checks as whole batches; its regions as ``regions`` says
-    (None: each whole UB as one region ``"ub"``). ``sprs[i]`` -- the reduce special
-    registers of case ``i`` as its ``meta.spr`` object (``{"before": ..., "after": ...}``,
-    docs/verify.md §1c; None: not recorded).
+    ``ub_afters[i]`` — the whole UB after case ``i`` (a 1-D uint8 array of
+    ``cases[i].ub``'s size). ``regions`` — None: store the whole UB before/after (layout
+    ``"ub"``); ``"tensors"``: store each tensor's declared extent; or a dict ``{name: (addr,
+    nbytes)}`` applied to every case. ``errors[i]`` — a :class:`~ascend_ref.constraints.Code`
+    (or its name) when the device rejected case ``i`` instead of running it. ``stacked`` —
+    format version 2, the stacked layout (:mod:`ascend_ref.verify.stacked`): the cases as
+    columns, one member per column, which ``verify`` reads and checks as whole batches; its
+    regions as ``regions`` says (None: each whole UB as one region ``"ub"``). ``sprs[i]`` --
+    the reduce special registers of case ``i`` as its ``meta.spr`` object (``{"before": ...,
+    "after": ...}``, docs/verify.md §1c; None: not recorded).
+
+    Every argument is checked before anything is written: a case field no dump can record
+    as it is (:func:`~ascend_ref.verify.meta.case_fields`) is a BAD_ARGUMENT naming
+    ``cases[i].field``, a bad path, ``ub_afters[i]``, ``errors[i]`` or ``sprs[i]`` a
+    ValueError naming it; nothing is left behind (no ``.part`` file) when writing fails.
     """
+    p = _check_path(path)
     cases = as_cases(cases, "write_dumps")
     n = len(cases)
-    ub_afters = list(ub_afters) if ub_afters is not None else [None] * n
-    errors = list(errors) if errors is not None else [None] * n
-    regs = list(sprs) if sprs is not None else [None] * n
-    if len(ub_afters) != n or len(errors) != n or len(regs) != n:
-        raise ValueError("cases, ub_afters, errors and sprs must have the same length")
+    ub_afters = _per_case("ub_afters", ub_afters, n)
+    errors = _per_case("errors", errors, n)
+    regs = _per_case("sprs", sprs, n)
     _check_regions(regions)
     errors = [_error_name(k, e) for k, e in enumerate(errors)]
+    for k, c in enumerate(cases):
+        fields = case_fields(c, k)
+        if stacked:
+            _int64_columns(k, fields)
+        ub_afters[k] = _after_bytes(k, ub_afters[k], c, errors[k])
+        regs[k] = _spr_json(k, regs[k])
     arrays: Dict[str, Any] = {"format": np.array(FORMAT), "count": np.array(n)}
     if stacked:
         from .stacked import VERSION as STACKED, stacked_arrays
@@ -160,10 +249,15 @@ def write_dumps(path: PathLike, cases: Sequence[Case], ub_afters: Optional[Seque
         arrays["version"] = np.array(VERSION)
         for i, (c, a, e, r) in enumerate(zip(cases, ub_afters, errors, regs)):
             arrays.update(_case_arrays(i, c, a, regions, e, r))
-    tmp = f"{os.fspath(path)}.part"
-    with open(tmp, "wb") as fh:
-        _savez(fh, arrays, compress)
-    os.replace(tmp, path)
+    tmp = f"{p}.part"
+    try:
+        with open(tmp, "wb") as fh:
+            _savez(fh, arrays, compress)
+        os.replace(tmp, p)
+    except BaseException:
+        if os.path.isfile(tmp):
+            os.remove(tmp)
+        raise
 
 
 def _check_regions(regions: Any) -> None:
@@ -181,18 +275,21 @@ def _check_regions(regions: Any) -> None:
 
 def _error_name(k: int, e: Any) -> Optional[str]:
     """``errors[k]`` as a :class:`Code`'s name (None: the device ran the call); an unknown
-    name or a value that is no code is a ValueError (``"NOPE"`` was written into the meta
-    as it was)."""
+    name, a value that is no code, or ``OK`` (no rejection; the reader refuses it) is a
+    ValueError (``"NOPE"`` was written into the meta as it was)."""
     if e is None:
         return None
+    name = None
     if isinstance(e, Code):
-        return e.name
-    if isinstance(e, str) and e in Code.__members__:
-        return e
-    if is_int(e) and int(e) in {int(c) for c in Code}:
-        return Code(int(e)).name
-    raise ValueError(f"errors[{k}] = {e!r}: expected None, a Code, its name (e.g. "
-                     "'MASK_RANGE') or its number")
+        name = e.name
+    elif isinstance(e, str) and e in Code.__members__:
+        name = e
+    elif is_int(e) and int(e) in {int(c) for c in Code}:
+        name = Code(int(e)).name
+    if name is not None and name != Code.OK.name:
+        return name
+    raise ValueError(f"errors[{k}] = {e!r}: expected None (the device ran the call), a Code "
+                     "other than OK, its name (e.g. 'MASK_RANGE') or its number")
 
 
 #: a member deflates only when that saves at least this share of its bytes (noise-like
