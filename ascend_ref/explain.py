@@ -37,7 +37,7 @@ import sys
 import types
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import List, Optional, Sequence, Union
+from typing import Any, List, Optional, Sequence, Union
 
 import jax
 import jax.numpy as jnp
@@ -45,7 +45,7 @@ import numpy as np
 
 from . import addressing, mask as masks, numerics
 from . import registry
-from .batch_args import is_int
+from .batch_args import flag, is_int
 from .case import JAX, Case
 from .chips import chip as get_chip
 from .constraints import Code, ConstraintError
@@ -53,7 +53,7 @@ from .constraints import explain as explain_code
 from .engine import Spec, arithmetic, source_reads
 from .params import Params
 from .enums import ReduceOrder, ReduceType
-from .ub import dtype_name, itemsize
+from .ub import _converted, dtype_name, itemsize
 
 BLOCK = 32
 REPEAT_BYTES = 256
@@ -61,6 +61,15 @@ REPEAT_BYTES = 256
 
 
 # ------------------------------------------------------------------ building a call ---------
+
+def _count_arg(api: str, name: str, v: Any, low: int = 0) -> int:
+    """``v``, an int >= ``low`` (a count of rows, repeats, levels); BAD_ARGUMENT naming
+    ``api`` / ``name`` otherwise (None or "x" were TypeErrors from a comparison)."""
+    if not is_int(v) or v < low:
+        raise ConstraintError(Code.BAD_ARGUMENT, api=api, param=name, value=v,
+                              allowed=f"an int >= {low}")
+    return int(v)
+
 
 def _round_up(x: int, a: int) -> int:
     return -(-x // a) * a
@@ -96,11 +105,44 @@ def _make_case_args(ins: registry.Instruction, given: dict) -> None:
     for k in ("repeat", "src_blk_stride", "src_rep_stride", "dst_rep_stride", "seed"):
         if not is_int(given[k]) or (k == "seed" and given[k] < 0):
             raise bad(k, "an int >= 0" if k == "seed" else "an int")
+    if given["work_tensor"] is not None and "work_tensor" not in ins.operands:
+        raise bad("work_tensor", f"None: {ins.name} has no work tensor")
     for k in ("src", "dst", "work_tensor"):
         t = given[k]
         if t is not None and not (isinstance(t, (tuple, list)) and len(t) == 2
                                   and all(is_int(v) for v in t)):
             raise bad(k, "None (placed for you) or (addr, size_in_elements), two ints")
+
+
+def _profile(chip: Any, api: str) -> Any:
+    """The profile of ``chip`` (a product id or a profile); CHIP_UNKNOWN naming ``api``
+    for anything else (``[]`` or ``""`` is no product, not the default one)."""
+    try:
+        return get_chip(chip)
+    except ConstraintError as e:
+        raise ConstraintError(Code.CHIP_UNKNOWN, api=api, param="chip", value=chip,
+                              allowed=e.allowed) from None
+
+
+def _data_values(values: Any, dtype: str) -> np.ndarray:
+    """``make_case``'s ``data`` values as ``dtype`` by :func:`ascend_ref.ub.store`'s rule
+    (whole numbers in range for an integer type, no finite value becoming an infinity);
+    BAD_ARGUMENT naming ``data`` otherwise (1e10 as int16 was 0, 70000. as half inf).
+    Python ints of an 8-byte type are taken exactly (numpy would read them as float64)."""
+    if np.dtype(dtype).itemsize == 8 and isinstance(values, (list, tuple)) and values \
+            and all(is_int(v) for v in values):
+        info = np.iinfo(dtype)
+        out = [int(v) for v in values if not info.min <= v <= info.max]
+        if out:
+            raise ConstraintError(Code.BAD_ARGUMENT, api="make_case", param="data",
+                                  value=out[0], allowed=f"numbers {dtype} holds (each in "
+                                                        f"[{info.min}, {info.max}])")
+        return np.array([int(v) for v in values], dtype)
+    try:
+        return _converted(values, dtype)
+    except ConstraintError as e:
+        raise ConstraintError(Code.BAD_ARGUMENT, api="make_case", param="data", value=e.value,
+                              allowed=e.allowed) from None
 
 
 def make_case(api: str, *, chip: Optional[str] = None, dtype: str = "float16", mask=None,
@@ -114,19 +156,24 @@ def make_case(api: str, *, chip: Optional[str] = None, dtype: str = "float16", m
     type (ReduceDataBlock, default ``"SUM"``) or ``cal_index`` (TIK min/max). ``data``: source
     element values (array-like, zero-padded / cut to the source size), a callable ``n ->
     array``, one of the fuzz data kinds (``"ties"``, ``"specials"``, ``"saturating"``, ...) or
-    ``None`` for random normal values (``seed``). ``src`` / ``dst`` / ``work_tensor``:
-    ``(addr, size_in_elements)`` to place a tensor yourself; by default src is at 0 and just
-    covers what the call reads, dst and work_tensor follow.
+    ``None`` for random normal values (``seed``); given values must be numbers ``dtype``
+    holds (:func:`ascend_ref.store`'s ``dtype=`` rule, else BAD_ARGUMENT). ``src`` / ``dst`` /
+    ``work_tensor``: ``(addr, size_in_elements)`` to place a tensor yourself (a work tensor
+    only where the API has one); by default src is at 0 and just covers what the call reads,
+    dst and work_tensor follow. ``chip``: a product id (None: the first that has the API).
     """
     from .fuzz.generate import fill_ub
 
-    ins = registry.lookup(api, api="explain")
+    ins = registry.lookup(api, api="make_case")
     _make_case_args(ins, dict(repeat=repeat, src_blk_stride=src_blk_stride,
                               src_rep_stride=src_rep_stride, dst_rep_stride=dst_rep_stride,
                               option=option, saturate=saturate, data=data, seed=seed, src=src,
                               dst=dst, work_tensor=work_tensor))
     dtype = dtype_name(dtype)
-    chip = chip or _default_chip(api)
+    if chip is None:
+        chip = _default_chip(api)
+    else:                          # [] or "" was the default product: CHIP_UNKNOWN
+        _profile(chip, "make_case")
     s = itemsize(dtype)
     lanes = REPEAT_BYTES // s
     if mask is None:
@@ -172,16 +219,8 @@ def make_case(api: str, *, chip: Optional[str] = None, dtype: str = "float16", m
             vals = np.random.default_rng(seed).standard_normal(n_src) * 4
             if not dtype.startswith("float"):
                 vals = np.round(vals * 100)
-        elif callable(data):
-            vals = np.asarray(data(n_src))
-        elif np.dtype(dtype).itemsize == 8 and all(isinstance(v, int) for v in data):
-            info = np.iinfo(dtype)       # Python ints, exactly (numpy would take float64)
-            bad = [v for v in data if not info.min <= v <= info.max]
-            if bad:
-                raise ValueError(f"{bad[0]} is outside {dtype} [{info.min}, {info.max}]")
-            vals = np.array(data, dtype)
-        else:
-            vals = np.asarray(data)
+        else:               # numbers the dtype holds, as store(dtype=) takes them
+            vals = _data_values(data(n_src) if callable(data) else data, dtype)
         buf = np.zeros(n_src, dtype)
         buf[:min(n_src, vals.size)] = vals.reshape(-1)[:n_src].astype(dtype)
         ub[src[0]:src[0] + n_src * s] = buf.view(np.uint8)
@@ -354,6 +393,8 @@ class AccessMap:
     def text(self, *, max_repeats: int = 4, ub_rows: int = 48) -> str:
         """The map for a terminal: per repeat and block, the bytes read and the active lanes;
         the words written; then the UB, one character per element."""
+        max_repeats = _count_arg("AccessMap.text", "max_repeats", max_repeats)
+        ub_rows = _count_arg("AccessMap.text", "ub_rows", ub_rows)
         out = [self.describe()]
         out.append("  tensors: " + "  ".join(f"{k} @{a} [{nb} B]" for k, (a, nb)
                                              in self.tensors.items()))
@@ -431,6 +472,7 @@ class AccessMap:
 
     def ub_text(self, *, max_rows: int = 48) -> list:
         """The UB as text: one character per element, 128 bytes (4 DataBlocks) per row."""
+        max_rows = _count_arg("AccessMap.ub_text", "max_rows", max_rows)
         cells = self.cells()
         s = self.size
         per_row = 128 // s
@@ -562,8 +604,14 @@ def access_map(case: Union[Case, str]) -> AccessMap:
     (:func:`ascend_ref.engine.source_reads`: :func:`ascend_ref.addressing.source_table` over
     the call's checked parameters), the written words the instruction's ``effects`` (the
     function the jit kernel runs), and ``written`` / ``undefined`` the byte masks of the real
-    call (``return_info=True``). A call that breaks a rule is still mapped; ``error`` says
-    which rule.
+    call (``return_info=True``). A call that breaks a rule the kernel checks (the ``traced``
+    lines of :func:`constraints`: ranges, strides, alignment, bounds, overlap, work size,
+    saturation) is still mapped; ``error`` says which rule. One that fails a host-stage check
+    (the ``host`` lines: an unknown product, an API or dtype the product lacks, a mask that
+    is no mask of the call -- ``MASK_BITS``, a negative or 65-bit mask or count, counter mode
+    where the product has none (``MASK_MODE``) -- or an argument of the wrong type) has no
+    checked parameters to map: that :class:`~ascend_ref.constraints.ConstraintError` is
+    raised.
     """
     if isinstance(case, str):
         case = make_case(case)
@@ -662,6 +710,10 @@ class Node:
     result. Flags: ``inexact`` (rounding changed the value), ``tie`` (the exact sum lay half way
     between two neighbours: round-to-even decided), ``overflow`` (finite inputs, infinite IEEE
     result), ``saturated`` (saturation replaced inf / NaN), ``nan``.
+
+    In an integer tree (:attr:`RoundingTree.integer`) values are Python ints of the sum type,
+    ``ieee`` is the exact sum wrapped modulo 2^bits, ``overflow`` says the exact sum left the
+    type, ``saturated`` that it was clamped instead, ``inexact`` that either changed it.
     """
 
     level: int
@@ -687,7 +739,7 @@ class Node:
         """``rounded − exact`` of this add (0 for leaves; ``None`` if not finite)."""
         if self.level == 0:
             return 0.0
-        if self.exact is None or not np.isfinite(self.value):
+        if self.exact is None or not _finite(self.value):
             return None
         return float(Fraction(self.value) - self.exact)
 
@@ -715,6 +767,12 @@ class RoundingTree:
         return self.levels[-1][0]
 
     @property
+    def integer(self) -> bool:
+        """An integer sum: exact adds, each wrapped modulo 2^bits of :attr:`dtype` (the sum
+        type) or, with :attr:`saturate`, clamped to its range."""
+        return np.dtype(self.dtype).kind in "iu"
+
+    @property
     def result(self):
         return np.array(self.root.bits, f"uint{8 * itemsize(self.dtype)}").view(self.dtype)
 
@@ -726,6 +784,8 @@ class RoundingTree:
     def exact_sum(self) -> Optional[Fraction]:
         """The exact sum of the leaves (``None`` if a leaf is inf / NaN)."""
         vals = [n.value for n in self.leaves]
+        if self.integer:
+            return Fraction(sum(int(v) for v in vals))
         if not all(np.isfinite(vals)):
             return None
         return sum((Fraction(v) for v in vals), Fraction(0))
@@ -734,12 +794,17 @@ class RoundingTree:
     def error(self) -> Optional[float]:
         """Tree result − exact sum of the leaves (``None`` if either is not finite)."""
         e = self.exact_sum
+        if self.integer:
+            return None if e is None else float(Fraction(int(self.result)) - e)
         if e is None or not np.isfinite(float(self.result)):
             return None
         return float(Fraction(float(self.result)) - e)
 
     def ulp(self, value: float) -> float:
-        """Spacing of ``dtype`` at ``value`` (the ulp a rounding error is measured in)."""
+        """Spacing of ``dtype`` at ``value`` (the ulp a rounding error is measured in; 1 for
+        an integer sum)."""
+        if self.integer:
+            return 1.0
         ft = np.dtype(self.dtype).type
         v = abs(ft(value))
         if not np.isfinite(v):
@@ -767,13 +832,18 @@ class RoundingTree:
         """The tree as indented text. Subtrees below ``depth`` levels from the root collapse
         to one line (unless they hold an overflow, a saturation or a NaN), and so do subtrees
         whose adds were all exact; ``full=True`` prints every add."""
+        depth = _count_arg("RoundingTree.text", "depth", depth)
+        full = flag("RoundingTree.text", "full", full)
         exact = self.exact_sum
+        bits = 8 * itemsize(self.dtype)
+        mode = (f" · adds clamped to {self.dtype}" if self.saturate else
+                f" · adds modulo 2^{bits}") if self.integer else \
+            f" · saturate={'on' if self.saturate else 'off'}"
         out = [self.title or f"rounding tree <{self.dtype}>",
-               f"  result {_fmt(float(self.result))} (0x{self.root.bits:0{2 * itemsize(self.dtype)}X})"
+               f"  result {_fmt(self.result[()])} (0x{self.root.bits:0{bits // 4}X})"
                + (f" · exact sum {_fmt_frac(exact)} · error {_fmt(self.error)}"
                   f" ({self.error / self.ulp(float(self.result)):+.3g} ulp of the result)"
-                  if exact is not None and self.error is not None else "")
-               + f" · saturate={'on' if self.saturate else 'off'}",
+                  if exact is not None and self.error is not None else "") + mode,
                "  level  adds  inexact  ties  overflow  saturated  nan   sum of errors"]
         for row in self.summary():
             out.append(f"  {row['level']:>5}  {row['adds']:>4}  {row['inexact']:>7}  "
@@ -799,7 +869,7 @@ class RoundingTree:
             out.append(f"{prefix}{_fmt(n.value)}  [{self.leaves[n.lo].label} .. "
                        f"{self.leaves[n.hi - 1].label}: {stats}]")
             return
-        out.append(prefix + _node_line(n))
+        out.append(prefix + _node_line(n, self.dtype if self.integer else ""))
         for j, last in ((2 * k, False), (2 * k + 1, True)):
             self._node_text(lvl - 1, j, child_prefix + ("└─ " if last else "├─ "),
                             child_prefix + ("   " if last else "│  "), out, stop)
@@ -847,11 +917,15 @@ def _sub_stats(sub: list) -> str:
     return ", ".join(parts)
 
 
-def _node_line(n: Node) -> str:
+def _node_line(n: Node, integer: str = "") -> str:
+    """One add as text; ``integer``: the sum type of an integer tree (else "")."""
     ex = "" if n.exact is None else f"exact {_fmt_frac(n.exact)}"
     ev = n.events()
     how = []
-    if n.overflow:
+    if integer and n.overflow:
+        how.append(f"overflow -> clamped to {integer}" if n.saturated else
+                   f"overflow -> wrapped modulo 2^{8 * itemsize(integer)}")
+    elif n.overflow:
         how.append("overflow" + (" -> saturated to ±65504" if n.saturated else " -> inf"))
     elif n.saturated:
         how.append("NaN -> saturated to 0")
@@ -865,9 +939,16 @@ def _node_line(n: Node) -> str:
     return f"{_fmt(n.value)} = {_fmt(n.a)} + {_fmt(n.b)}{tail}"
 
 
+def _finite(v: Any) -> bool:
+    """A finite value (an integer tree's Python ints always are)."""
+    return isinstance(v, int) or bool(np.isfinite(v))
+
+
 def _fmt(v) -> str:
     if v is None:
         return "?"
+    if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
+        return str(int(v))             # exactly, past float's 2**53 too
     v = float(v)
     if np.isnan(v):
         return "nan"
@@ -918,28 +999,64 @@ def _replay_levels(bits, dtype: str, saturate: bool, nan: int, ftz: bool):
     return out
 
 
+def _bad(api: str, param: str, value: Any, allowed: str) -> ConstraintError:
+    return ConstraintError(Code.BAD_ARGUMENT, api=api, param=param, value=value,
+                           allowed=allowed)
+
+
+def _leaf_args(api: str, n: int, labels: Any, active: Any) -> tuple:
+    """``labels`` (``n`` of them, or None) as strs and ``active`` (None, a bool or ``n``
+    bools / 0-1 ints) as a bool array; BAD_ARGUMENT otherwise (a short list was an
+    IndexError)."""
+    if labels is None:
+        names = [f"lane {i}" for i in range(n)]
+    elif isinstance(labels, (str, bytes)) or not hasattr(labels, "__len__") \
+            or len(labels) != n:
+        raise _bad(api, "labels", labels if isinstance(labels, (str, bytes, list, tuple))
+                   and len(labels) <= 8 else type(labels).__name__,
+                   f"None or {n} labels, one per leaf")
+    else:
+        names = [str(x) for x in labels]
+    act = np.ones(n, bool) if active is None else np.asarray(flag(api, "active", active, n))
+    return names, act
+
+
 def replay(leaf_bits, dtype: str, *, saturate: bool = False, chip="atlas_a2",
            labels: Optional[Sequence[str]] = None, active=None, title: str = "") -> RoundingTree:
     """Replay the pairwise tree over ``leaf_bits`` (raw bits, power-of-two length) with
-    :func:`ascend_ref.numerics.add` — the kernels' add — recording every node."""
-    dtype = dtype_name(dtype)
+    :func:`ascend_ref.numerics.add` — the kernels' add — recording every node.
+
+    An integer ``dtype`` gives an integer tree: int16 / uint16 leaves widen to int32 /
+    uint32 (as the Ascend 950 integer sums do), every add is exact and its result wraps
+    modulo 2^bits of the sum type, or with ``saturate=True`` is clamped to its range (the
+    profile field ``int_sum_overflow = "saturate"``). ``labels`` / ``active``: one per leaf.
+    """
+    dtype = dtype_name(dtype, "replay")
+    sat = flag("replay", "saturate", saturate)
+    prof = _profile(chip, "replay")
+    if not isinstance(title, str):
+        raise _bad("replay", "title", title, "a str")
     s = itemsize(dtype)
     ut = np.dtype(f"uint{8 * s}")
-    prof = get_chip(chip)
-    nan = prof.default_nan(dtype)
-    ftz = bool(prof.fp32_ftz)
-    bits = np.asarray(leaf_bits, ut).reshape(-1)
+    try:                                 # raw bits: whole numbers the bits type holds
+        bits = _converted(leaf_bits, ut.name).reshape(-1)
+    except ConstraintError as e:
+        raise _bad("replay", "leaf_bits", e.value, e.allowed) from None
     n = bits.size
     if n == 0 or n & (n - 1):
         raise ValueError(f"a sum tree needs a power-of-two number of leaves, got {n}")
-    act = np.ones(n, bool) if active is None else np.asarray(active, bool)
-    labels = list(labels) if labels is not None else [f"lane {i}" for i in range(n)]
+    names, act = _leaf_args("replay", n, labels, active)
+    if np.dtype(dtype).kind in "iu":
+        ints = [int(v) for v in bits.view(dtype)]
+        return _int_tree(ints, _INT_SUM.get(dtype, dtype), sat, names, act, title)
+    nan = prof.default_nan(dtype)
+    ftz = bool(prof.fp32_ftz)
     vals = bits.view(dtype)
-    levels = [[Node(0, i, i, i + 1, int(bits[i]), float(vals[i]), labels[i], bool(act[i]))
+    levels = [[Node(0, i, i, i + 1, int(bits[i]), float(vals[i]), names[i], bool(act[i]))
                for i in range(n)]]
     cur = bits
     lvl = 0
-    replayed = _replay_levels(jnp.asarray(bits), dtype, bool(saturate), nan, ftz)
+    replayed = _replay_levels(jnp.asarray(bits), dtype, sat, nan, ftz)
     for r, ieee in replayed:
         r, ieee = np.asarray(r), np.asarray(ieee)
         lvl += 1
@@ -965,11 +1082,64 @@ def replay(leaf_bits, dtype: str, *, saturate: bool = False, chip="atlas_a2",
             nodes.append(node)
         levels.append(nodes)
         cur = r
-    return RoundingTree(dtype, bool(saturate), levels, title)
+    return RoundingTree(dtype, sat, levels, title)
+
+
+#: the sum type of 16-bit integer lanes (Ascend 950 ReduceRepeat<SUM>: [dst_dtypes])
+_INT_SUM = {"int16": "int32", "uint16": "uint32"}
+
+
+def _int_tree(values: List[int], dtype: str, clamp: bool, labels: List[str],
+              active: np.ndarray, title: str) -> RoundingTree:
+    """The pairwise tree of the integers ``values`` in the sum type ``dtype``: every add
+    exact, then wrapped modulo 2^bits (``ieee``) or, ``clamp``, clamped to the type's range
+    (:func:`ascend_ref.ascendc.whole_reduce.int_sums`: the sum modulo 2^32 is the same in any
+    order; the clamped sum is this binary tree)."""
+    info = np.iinfo(dtype)
+    mod = 1 << info.bits
+
+    def wrapped(x: int) -> int:
+        x %= mod
+        return x - mod if x > info.max else x
+
+    levels = [[Node(0, i, i, i + 1, v % mod, v, labels[i], bool(active[i]))
+               for i, v in enumerate(values)]]
+    cur = list(values)
+    lvl = 0
+    while len(cur) > 1:
+        lvl += 1
+        width = 1 << lvl
+        nodes = []
+        for k in range(len(cur) // 2):
+            x, y = cur[2 * k], cur[2 * k + 1]
+            ex = x + y
+            w = wrapped(ex)
+            z = min(max(ex, int(info.min)), int(info.max)) if clamp else w
+            node = Node(lvl, k, k * width, (k + 1) * width, z % mod, z, a=x, b=y,
+                        exact=Fraction(ex), ieee=w % mod)
+            node.overflow = not info.min <= ex <= info.max
+            node.saturated = z != w
+            node.inexact = z != ex
+            nodes.append(node)
+        levels.append(nodes)
+        cur = [int(m.value) for m in nodes]
+    return RoundingTree(dtype, clamp, levels, title)
+
+
+def _int_overflow_rule(prof: Any, src: str, dst: str) -> bool:
+    """The product clamps integer sums (its ``int_sum_overflow`` / ``int64_sum_overflow``
+    is ``"saturate"``; only 32- and 64-bit lanes can overflow): else they wrap."""
+    if itemsize(src) < 4:
+        return False
+    name = "int64_sum_overflow" if itemsize(dst) == 8 else "int_sum_overflow"
+    try:
+        return prof.fact(name) == "saturate"
+    except KeyError:
+        return False
 
 
 def rounding_tree(source, *, repeat: int = 0, block: Optional[int] = None, stage: int = 1,
-                  chunk: int = 0, dtype: str = "float16", saturate: Optional[bool] = None,
+                  chunk: int = 0, dtype: Optional[str] = None, saturate: Optional[bool] = None,
                   chip: Optional[str] = None) -> RoundingTree:
     """The rounding tree of one sum.
 
@@ -977,7 +1147,15 @@ def rounding_tree(source, *, repeat: int = 0, block: Optional[int] = None, stage
     — ``whole_reduce_sum`` (tree of ``repeat``), ``reduce_data_block`` SUM (``repeat``,
     ``block``), ``vec_reduce_add`` (``stage=1``: the tree of ``repeat``; ``stage=2``: the tree
     over the stage-1 sums, ``chunk`` k of L; ``stage=3``: over the chunk sums) — or plain leaf
-    values (a power-of-two count, rounded to ``dtype``; ``saturate`` defaults to off).
+    values (a power-of-two count of numbers ``dtype`` holds, default float16, as
+    ``store(dtype=)`` takes them; ``saturate`` a switch, default off; ``chip`` a product id,
+    default atlas_a2). ``dtype`` / ``saturate`` / ``chip`` are for leaf values only: a call's
+    own decide (BAD_ARGUMENT if given with one).
+
+    A call the instruction rejects (``access_map(case).error``) writes no sum: ValueError
+    carrying its error. An integer sum (Ascend 950) is a tree of exact integer adds in the
+    dst type (int16 / uint16 lanes widened to 32 bits), wrapped modulo 2^bits or clamped as
+    the product's ``int_sum_overflow`` says; its root is the word the call writes.
     """
     if stage not in (1, 2, 3) or not is_int(stage):
         raise ValueError(f"stage {stage!r}: 1, 2 or 3")
@@ -990,9 +1168,19 @@ def rounding_tree(source, *, repeat: int = 0, block: Optional[int] = None, stage
         if source is None or isinstance(source, (str, bytes, dict)):
             raise ValueError(f"source {source!r}: expected a Case, an AccessMap or the leaf "
                              f"values of a sum")
-        vals = np.asarray(source, dtype=dtype_name(dtype))
-        return replay(vals.view(f"uint{8 * vals.itemsize}"), dtype, saturate=bool(saturate),
-                      chip=chip or "atlas_a2")
+        dt = dtype_name("float16" if dtype is None else dtype, "rounding_tree")
+        sat = False if saturate is None else flag("rounding_tree", "saturate", saturate)
+        prof = _profile("atlas_a2" if chip is None else chip, "rounding_tree")
+        try:
+            vals = _converted(source, dt).reshape(-1)
+        except ConstraintError as e:     # an object, an Outcome: a TypeError from float()
+            raise _bad("rounding_tree", "source", e.value,
+                       f"a Case, an AccessMap or leaf values: {e.allowed}") from None
+        return replay(vals.view(f"uint{8 * vals.itemsize}"), dt, saturate=sat, chip=prof)
+    for key, given in (("dtype", dtype), ("saturate", saturate), ("chip", chip)):
+        if given is not None:
+            raise _bad("rounding_tree", key, given, f"None with a Case or AccessMap: the "
+                       f"call's own {key} decides (make_case(..., {key}=...))")
     case = source
     decl = case.instruction
     option = decl.canonical_option(case.option)
@@ -1002,16 +1190,20 @@ def rounding_tree(source, *, repeat: int = 0, block: Optional[int] = None, stage
                          f"(min/max select a lane; see access_map(case).winners)")
     prof = get_chip(case.chip)
     dt = dtype_name(case.dtype)
-    s = itemsize(dt)
+    integer = np.dtype(dt).kind in "iu"
+    amap = access_map(case)        # a host-stage error raises here (see access_map)
+    if amap.error is not None:     # the tree of a call that runs no add was "result 31.78"
+        raise ValueError(f"{case.api} rejects this call, so it writes no sum to replay: "
+                         f"{amap.error}")
     sat = (prof.saturate_default and case.dtype == "float16") if case.saturate is None \
         else bool(case.saturate)
-    amap = access_map(case)
     L = amap.lanes
     R = amap.repeat
     name = f"{case.api}<{dt}> on {case.chip}"
     if stage == 1:
-        if not 0 <= repeat < max(R, 1):
-            raise ValueError(f"repeat {repeat} outside [0, {R})")
+        nrep = min(max(R, 1), amap.reads.shape[0])   # the rows the table holds
+        if not 0 <= repeat < nrep:
+            raise ValueError(f"repeat {repeat} outside [0, {nrep})")
         lanes = np.arange(L)
         if lay.groups > 1:                   # one sum per group of L / groups lanes
             width = L // lay.groups          # (ReduceDataBlock: a DataBlock; a pair: 2)
@@ -1029,6 +1221,13 @@ def rounding_tree(source, *, repeat: int = 0, block: Optional[int] = None, stage
         act = amap.active[repeat, lanes]
         leaf = np.where(act, amap.bits[repeat, lanes], 0)
         labels = [f"lane {i} @{int(amap.reads[repeat, i])}" for i in lanes]
+        if integer:                          # exact adds in the dst type (950: widened)
+            wide = dtype_name(decl.tensor_dtype("dst", dt))
+            if wide != dt:
+                name += f" ({dt} lanes summed as {wide})"
+            ints = [int(v) for v in leaf.astype(amap.bits.dtype).view(dt)]
+            return _int_tree(ints, wide, _int_overflow_rule(prof, dt, wide), labels, act,
+                             name)
         return replay(leaf, dt, saturate=sat, chip=prof, labels=labels, active=act, title=name)
     if "add_order" not in decl.profile_rules:
         raise ValueError(f"stage 2 / 3 trees exist for "
@@ -1037,6 +1236,8 @@ def rounding_tree(source, *, repeat: int = 0, block: Optional[int] = None, stage
     if prof.add_order != "tree":
         raise ValueError(f"{case.chip} combines the repeat results in the {prof.add_order!r} "
                          f"order (docs/SEMANTICS.md §F), not by stage 2 / 3 trees")
+    if integer:
+        raise ValueError(f"stage {stage}: {case.api}<{dt}> has no stage 2 / 3 float tree")
     stage1 = _stage1_bits(amap, sat, prof)
     pad = (-stage1.size) % L
     s1 = np.concatenate([stage1, np.zeros(pad, stage1.dtype)])

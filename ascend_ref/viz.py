@@ -34,7 +34,7 @@ from matplotlib.patches import Patch, Rectangle
 from . import explain
 from .case import Case
 from .constraints import Code, ConstraintError
-from .explain import AccessMap, RoundingTree
+from .explain import AccessMap, RoundingTree, _count_arg
 
 TENSOR_TINT = {"src": "#d6e6f5", "dst": "#fbe1c4", "work_tensor": "#d5efd2"}
 MASKED = "#b9b9b9"
@@ -71,7 +71,12 @@ def access_map(amap: Union[AccessMap, Case, str], *, max_repeats: int = 8, max_r
                width: float = 15.0, title: Optional[str] = None):
     """Draw an :class:`~ascend_ref.explain.AccessMap` (see the module docstring); a
     :class:`~ascend_ref.case.Case` or an API name is mapped first
-    (:func:`ascend_ref.explain.access_map`)."""
+    (:func:`ascend_ref.explain.access_map`). ``max_repeats`` / ``max_rows``: ints >= 0;
+    ``width``: inches, a positive number; ``title``: None or a str."""
+    max_repeats = _count_arg("viz.access_map", "max_repeats", max_repeats)
+    max_rows = _count_arg("viz.access_map", "max_rows", max_rows)
+    width = _width("viz.access_map", width)
+    _title("viz.access_map", title)
     if not isinstance(amap, AccessMap):        # a Case or a name; anything else: its error
         amap = explain.access_map(amap)
     L, epb, s = amap.lanes, amap.epb, amap.size
@@ -257,6 +262,43 @@ def access_map(amap: Union[AccessMap, Case, str], *, max_repeats: int = 8, max_r
     return fig
 
 
+def _width(api: str, width: Any) -> float:
+    """``width`` (inches): a positive finite number; BAD_ARGUMENT otherwise ("x" was a
+    TypeError from numpy)."""
+    if isinstance(width, (bool, np.bool_)) or not isinstance(width, (int, float, np.integer,
+                                                                     np.floating)) \
+            or not 0 < float(width) < float("inf"):
+        raise ConstraintError(Code.BAD_ARGUMENT, api=api, param="width", value=width,
+                              allowed="a positive number of inches")
+    return float(width)
+
+
+def _title(api: str, title: Any) -> None:
+    if title is not None and not isinstance(title, str):
+        raise ConstraintError(Code.BAD_ARGUMENT, api=api, param="title", value=title,
+                              allowed="None or a str")
+
+
+def _root(tree: RoundingTree, root: Any) -> tuple:
+    """``root`` as ``(level, index)`` of a node of ``tree`` (None: the root); BAD_ARGUMENT
+    naming the levels and indices there are (was an IndexError / TypeError)."""
+    top = len(tree.levels) - 1
+    if root is None:
+        return top, 0
+    if isinstance(root, (tuple, list)) and len(root) == 2 and all(
+            isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_))
+            for v in root):
+        lvl, k = int(root[0]), int(root[1])
+        if 0 <= lvl <= top and 0 <= k < len(tree.levels[lvl]):
+            return lvl, k
+        allowed = f"level in [0, {top}]" + (
+            f", index in [0, {len(tree.levels[lvl])}) at level {lvl}" if 0 <= lvl <= top else "")
+    else:
+        allowed = "None or (level, index), two ints"
+    raise ConstraintError(Code.BAD_ARGUMENT, api="viz.rounding_tree", param="root",
+                          value=root, allowed=allowed)
+
+
 def _tensor_line(amap: AccessMap) -> str:
     return "  ".join(f"{k} [{a}, {a + n})" for k, (a, n) in amap.tensors.items())
 
@@ -288,16 +330,18 @@ def rounding_tree(tree: Union[RoundingTree, AccessMap, Case], *, root: Optional[
     a Case or an AccessMap of a summing call draws its first tree
     (:func:`ascend_ref.explain.rounding_tree` with its defaults).
 
-    ``root=(level, index)`` draws only that subtree (for 128-leaf trees: zoom in).
+    ``root=(level, index)`` draws only that subtree (for 128-leaf trees: zoom in): level in
+    ``[0, depth]``, index in ``[0, len(tree.levels[level]))``; anything else is BAD_ARGUMENT.
     """
+    width = _width("viz.rounding_tree", width)
+    _title("viz.rounding_tree", title)
     if isinstance(tree, (AccessMap, Case)):    # was an AttributeError (no .levels)
         tree = explain.rounding_tree(tree)
     elif not isinstance(tree, RoundingTree):
         raise ConstraintError(Code.BAD_ARGUMENT, api="viz.rounding_tree", param="tree",
                               value=type(tree).__name__, allowed="a RoundingTree "
                               "(explain.rounding_tree(...)), a Case or an AccessMap")
-    top = len(tree.levels) - 1
-    lvl0, k0 = (top, 0) if root is None else root
+    lvl0, k0 = _root(tree, root)
     leaf_lo, leaf_hi = k0 << lvl0, (k0 + 1) << lvl0
     n = leaf_hi - leaf_lo
     leaf_w = width * 0.86 / n
@@ -339,11 +383,15 @@ def rounding_tree(tree: Union[RoundingTree, AccessMap, Case], *, root: Optional[
     cb.set_label("rounding error of the add\n(ulp of its result)", fontsize=8)
     exact = tree.exact_sum
     sub = tree.levels[lvl0][k0]
-    res = f"result {_v(float(tree.result))}"
+    res = f"result {_v(tree.result[()])}"
     if exact is not None and tree.error is not None:
         res += (f" · exact sum of the leaves {float(exact):.8g} · error {tree.error:+.6g} "
                 f"({tree.error / tree.ulp(float(tree.result)):+.3g} ulp)")
-    res += f" · saturate {'on' if tree.saturate else 'off'}"
+    if tree.integer:
+        wrap = f"modulo 2^{8 * tree.result.itemsize}"
+        res += f" · adds {'clamped' if tree.saturate else wrap}"
+    else:
+        res += f" · saturate {'on' if tree.saturate else 'off'}"
     if root is not None:
         res += f" · showing the subtree of level {lvl0} node {k0} = {_v(sub.value)}"
     handles = [Patch(fc="white", ec=TIE, lw=2.5, label="tie: round-half-to-even decided"),
@@ -384,6 +432,8 @@ def _node_style(tree, node, cmap, norm):
 def _v(x) -> str:
     if x is None:
         return "?"
+    if isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)):
+        return str(int(x)) if abs(int(x)) < 10**7 else f"{float(x):.5g}"
     x = float(x)
     if np.isnan(x):
         return "nan"
