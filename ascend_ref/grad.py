@@ -21,6 +21,15 @@ and, with ``return_info=True``, the status. Numeric parameters and masks may be 
 traced repeat count gives results for ``max_repeat`` (default: the top of the repeat range)
 repeats.
 
+**Arguments** (BAD_ARGUMENT otherwise, never truthiness or a conversion): ``src`` is a 1-D
+float16 / float32 array and keeps its type (another type, float64 included, is
+DTYPE_UNSUPPORTED naming ``src.dtype``: it is not rounded to float32); ``return_info`` is a
+bool or an int 0 / 1 and static (it picks the result's structure: not a traced value);
+``max_repeat`` is None or a static int in ``[1, top of the call's repeat range]``. The results
+of a traced repeat count are laid out in the virtual UB for ``max_repeat`` rows, so the bound
+is what keeps them exact: rows past the range hold no result, and a larger table (``2**16``
+rows) would leave the UB and turn a valid repeat into ``UB_BOUNDS``.
+
 **Gradients**
 
 * sums — every add passes its cotangent to both operands (rounding is treated as the
@@ -55,7 +64,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
-from . import engine, mask as masks, numerics, registry
+from . import batch_args, engine, mask as masks, numerics, registry
 from .chips import chip as get_chip
 from .constraints import Code, ConstraintError
 from .ub import Tensor, dtype_name, itemsize
@@ -179,6 +188,48 @@ def _up(n: int) -> int:
     return -(-n // _GAP) * _GAP
 
 
+_SRC = "a 1-D float16 / float32 array: the source tensor's elements"
+
+
+def _source(api: str, src: Any, chip_id: str) -> Any:
+    """``src`` as a 1-D float16 / float32 JAX array, never converted: another float type
+    (float64, bfloat16) is not rounded to float32 but refused like an integer type
+    (DTYPE_UNSUPPORTED naming ``src.dtype``); what holds no numbers (objects, strings, a ragged
+    list) is BAD_ARGUMENT naming ``src``."""
+    if src is None or isinstance(src, (str, bytes, dict)):
+        raise ConstraintError(Code.BAD_ARGUMENT, api=api, param="src",
+                              value=type(src).__name__, allowed=_SRC)
+    if not hasattr(src, "dtype"):           # a list or tuple: the dtype numpy reads from it
+        try:
+            src = np.asarray(src)
+        except Exception:                                    # noqa: BLE001 - ragged etc.
+            try:                                # a sequence of traced values: JAX stacks it
+                src = jnp.asarray(src)
+            except Exception:                                # noqa: BLE001
+                raise ConstraintError(Code.BAD_ARGUMENT, api=api, param="src",
+                                      value=type(src).__name__, allowed=_SRC) from None
+    try:
+        dt: Optional[np.dtype] = np.dtype(src.dtype)
+    except TypeError:
+        dt = None
+    if dt is None or not (dt.kind in "biufc" or jnp.issubdtype(dt, jnp.floating)):
+        raise ConstraintError(Code.BAD_ARGUMENT, api=api, param="src",
+                              value=type(src).__name__ if dt is None else
+                              f"an array of dtype {dt}",
+                              allowed=_SRC)
+    if np.ndim(src) != 1:
+        raise ConstraintError(Code.BAD_ARGUMENT, api=api, param="src",
+                              value=f"an array of shape {np.shape(src)}", allowed=_SRC)
+    if dt.name not in ("float16", "float32"):
+        raise ConstraintError(Code.DTYPE_UNSUPPORTED, api=api, param="src.dtype",
+                              value=dt.name, allowed="float16 or float32: grad differentiates "
+                              "the float reductions on the source's own type (no conversion: "
+                              "pass src.astype(float16 / float32); an integer sum has no "
+                              f"derivative, call ar.ascendc.{api} for its value)",
+                              chip=chip_id)
+    return jnp.asarray(src)
+
+
 @dataclass(frozen=True)
 class Call:
     """A prepared differentiable call: the API call (``prep``), where its tensors are, its
@@ -196,26 +247,20 @@ def prepare(ins: registry.Instruction, src, mask, params: Dict[str, Any], *, opt
     """The API call of ``ins`` over ``src`` (at UB address 0) with its results placed after
     it: every host-side check of the API (raises :class:`ConstraintError`)."""
     prof = get_chip(chip)
-    if src is None or isinstance(src, (str, bytes, dict)):
-        raise ConstraintError(Code.BAD_ARGUMENT, api=ins.name, param="src",
-                              value=type(src).__name__,
-                              allowed="a 1-D array: the source tensor's elements")
-    src = jnp.asarray(src)
-    if src.ndim != 1:
-        raise ConstraintError(Code.BAD_ARGUMENT, api=ins.name, param="src",
-                              value=f"an array of shape {src.shape}",
-                              allowed="a 1-D array: the source tensor's elements")
+    src = _source(ins.name, src, prof.id)
     dtype = dtype_name(src.dtype)
-    if dtype not in ("float16", "float32"):
-        raise ConstraintError(Code.DTYPE_UNSUPPORTED, api=ins.name, param="src.dtype",
-                              value=dtype, allowed="float16 or float32: grad differentiates "
-                              "float reductions (an integer sum has no derivative; call "
-                              f"ar.ascendc.{ins.name} for its value)", chip=prof.id)
     opt = None if ins.option is None else ins.option.parse(option, api=ins.name, chip=prof)
-    if max_repeat is not None and (_concrete_int(max_repeat) is None or max_repeat < 1):
-        raise ConstraintError(Code.BAD_ARGUMENT, api=ins.name, param="max_repeat",
-                              value=max_repeat, allowed="a positive Python int (static)")
-    hi = max_repeat or ins.repeat_range(opt, dtype)[1]
+    top = ins.repeat_range(opt, dtype)[1]
+    if max_repeat is not None:
+        max_repeat = batch_args.held_int(max_repeat)
+        if not (batch_args.is_int(max_repeat) and 1 <= max_repeat <= top):
+            shown = "a traced value" if isinstance(max_repeat, jax.core.Tracer) else max_repeat
+            raise ConstraintError(
+                Code.BAD_ARGUMENT, api=ins.name, param="max_repeat", value=shown,
+                allowed=f"None or an int in [1, {top}] (static: the rows a traced repeat count "
+                f"gives, at most the top of the {dtype} repeat range)", chip=prof.id)
+        max_repeat = int(max_repeat)
+    hi = max_repeat or top
     r = _concrete_int(params.get("repeat"))
     if isinstance(mask, masks.CounterMask):     # counter mode: the count decides the repeats
         n = _concrete_int(mask.count)
@@ -254,11 +299,35 @@ def _collect(writes: List[tuple], base: int, n: int, size: int, dtype) -> Tuple[
     return buf, written
 
 
+def _return_info(api: str, v: Any) -> bool:
+    """``return_info``: a bool or an int 0 / 1 (never truthiness, as the bit-exact API); it
+    picks the shape of the result, so it is static -- a traced value is refused."""
+    if isinstance(v, jax.core.Tracer):
+        raise ConstraintError(Code.BAD_ARGUMENT, api=api, param="return_info",
+                              value="a traced value", allowed="True / False (or 0 / 1): a "
+                              "static switch (it picks the result's structure); pass a Python "
+                              "bool, not an argument of jit / vmap / grad")
+    return bool(batch_args.flag(api, "return_info", v))
+
+
+def _tensor_arg(ins: registry.Instruction, tensor: Any) -> str:
+    """``tensor``: ``"dst"``, or ``"work_tensor"`` where ``ins`` leaves stage-1 results there."""
+    ok = ("dst", "work_tensor") if ins.work_need is not None else ("dst",)
+    if not (isinstance(tensor, str) and tensor in ok):
+        why = "" if ins.work_need is not None else \
+            f" ({ins.name} leaves no stage-1 results in a work tensor)"
+        raise ConstraintError(Code.BAD_ARGUMENT, api="ascend_ref.grad", param="tensor",
+                              value=tensor, allowed=" or ".join(map(repr, ok)) + why)
+    return tensor
+
+
 def results(call: Call, src, tensor: str = "dst", *, return_info: bool = False):
     """Run ``call`` over ``src`` in the :class:`Differentiable` arithmetic: the fields of
     ``tensor`` (``"dst"`` or ``"work_tensor"``) by the layout's roles -- the value fields
     (stacked on the last axis if several), the first index field (int32), ``(value, index)``
     when there are both."""
+    return_info = _return_info(call.ins.name, return_info)
+    _tensor_arg(call.ins, tensor)
     src = jnp.asarray(src)
     writes, status, _ = engine.evaluate(call.prep, src, Differentiable)
     t = call.tensors[tensor]
@@ -338,7 +407,7 @@ class Reduction:
 
     def __call__(self, *args: Any, **kw: Any):
         a = self.__signature__.bind(*args, **kw)
-        info = bool(a.arguments.get("return_info", False))
+        info = _return_info(self.ins.name, a.arguments.get("return_info", False))
         return results(self.prepare(*args, **kw), a.arguments["src"], self.tensor,
                        return_info=info)
 
@@ -349,7 +418,7 @@ _FUNCTIONS: Dict[Tuple[str, str], Reduction] = {}
 def function(api: str, tensor: str = "dst") -> Reduction:
     """The differentiable function of an API name (or alias) from the registry."""
     ins = registry.lookup(api, api="ascend_ref.grad")
-    key = (ins.name, tensor)
+    key = (ins.name, _tensor_arg(ins, tensor))
     if key not in _FUNCTIONS:
         _FUNCTIONS[key] = Reduction(ins, tensor)
     return _FUNCTIONS[key]
@@ -385,9 +454,17 @@ class Plan:
 
     def read_count(self, n: int) -> np.ndarray:
         """How many active lanes read each of ``n`` source elements (= the gradient of a
-        plain sum of every result)."""
-        cnt = np.zeros(n, int)
-        np.add.at(cnt, self.index[self.active], 1)
+        plain sum of every result); ``n`` an int covering every element read."""
+        reads = self.index[self.active]
+        need = int(reads.max()) + 1 if reads.size else 0
+        v = batch_args.held_int(n)
+        if not (batch_args.is_int(v) and need <= v <= batch_args.INT32[1]):
+            raise ConstraintError(Code.BAD_ARGUMENT, api="ascend_ref.grad.Plan.read_count",
+                                  param="n", value=v, allowed=f"an int in [{need}, "
+                                  f"{batch_args.INT32[1]}] (the call reads element {need - 1})"
+                                  if need else f"an int in [0, {batch_args.INT32[1]}]")
+        cnt = np.zeros(int(v), int)
+        np.add.at(cnt, reads, 1)
         return cnt
 
 
@@ -421,8 +498,22 @@ def saturating_add(a, b):
 
 
 def tree_sum(values, *, saturate: bool = False):
-    """The hardware's pairwise tree over the last axis (a power of two), rounded per add."""
-    return numerics.tree_sum(values, saturating_add if saturate else plain_add)
+    """The hardware's pairwise tree over the last axis (a power of two), rounded per add.
+    ``values``: an array (numpy / JAX) whose last axis has 1, 2, 4, ... elements; ``saturate``
+    a bool (or 0 / 1)."""
+    api = "ascend_ref.grad.tree_sum"
+    sat = batch_args.flag(api, "saturate", saturate)
+    shape = getattr(values, "shape", None)
+    if not hasattr(values, "dtype") or not isinstance(shape, tuple):
+        raise ConstraintError(Code.BAD_ARGUMENT, api=api, param="values",
+                              value=type(values).__name__,
+                              allowed="an array (numpy or JAX) whose last axis is summed")
+    n = shape[-1] if shape else 0
+    if not shape or n < 1 or n & (n - 1):
+        raise ConstraintError(Code.BAD_ARGUMENT, api=api, param="values",
+                              value=f"an array of shape {shape}", allowed="at least one axis, "
+                              "the last of a power-of-two length (1, 2, 4, ...)")
+    return numerics.tree_sum(values, saturating_add if sat else plain_add)
 
 
 # ------------------------------------------------------------------ worked use ---------------
