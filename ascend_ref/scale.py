@@ -121,9 +121,18 @@ def pad_rows(tree: Any, total: int) -> Any:
     >>> pad_rows({"a": np.array([3, 4])}, 4)["a"].tolist()
     [3, 4, 3, 3]
     """
+    if not is_int(total) or total < 0:
+        raise ValueError(f"pad_rows: total = {total!r}: must be an int >= 0 (rows to pad to)")
+
     def pad(x):
         x = np.asarray(x)
+        if x.ndim == 0:
+            raise ValueError(f"pad_rows: every array needs a leading (row) axis, got a 0-d "
+                             f"{x.dtype} value {x!r}")
         n = x.shape[0]
+        if n > total:
+            raise ValueError(f"pad_rows: total = {total!r} is below the {n} row(s) of the "
+                             f"input: rows are padded, never dropped")
         if n == total:
             return x
         if n == 0:
@@ -142,6 +151,10 @@ def _rows(tree: Any) -> int:
     leaves = jax.tree_util.tree_leaves(tree)
     if not leaves:
         raise ValueError("run_rows needs at least one array")
+    for x in leaves:
+        if np.ndim(x) == 0:
+            raise ValueError(f"run_rows: every array needs a leading (case) axis, got a 0-d "
+                             f"value {x!r} (pass [B, ...] arrays, not scalars or lists)")
     n = int(np.shape(leaves[0])[0])
     for x in leaves:
         if int(np.shape(x)[0]) != n:
@@ -169,6 +182,20 @@ def to_host(tree: Any) -> Any:
     return jax.tree_util.tree_unflatten(treedef, [np.asarray(x) for x in leaves])
 
 
+def _donated(donate_argnums: Any, nargs: int) -> Tuple[int, ...]:
+    """``donate_argnums`` as a tuple of ints; a BAD_ARGUMENT error naming it unless it is a
+    tuple (or list) of positions of ``run_rows``' array arguments (``0 <= i < nargs``)."""
+    if isinstance(donate_argnums, (tuple, list)) and \
+            all(is_int(i) and 0 <= i < nargs for i in donate_argnums):
+        return tuple(int(i) for i in donate_argnums)
+    from .constraints import Code, ConstraintError
+
+    raise ConstraintError(Code.BAD_ARGUMENT, api="run_rows", param="donate_argnums",
+                          value=donate_argnums,
+                          allowed=f"a tuple of argument positions in [0, {nargs}) "
+                                  f"(run_rows got {nargs} array argument(s)), e.g. (0,)")
+
+
 def run_rows(fn: Callable, *args: Any, devices: Optional[Sequence] = None,
              donate_argnums: Tuple[int, ...] = ()) -> Any:
     """``fn(*args)`` with the case (leading) axis of every leaf sharded over ``devices``.
@@ -181,7 +208,7 @@ def run_rows(fn: Callable, *args: Any, devices: Optional[Sequence] = None,
     must call with the same ``fn``; the row counts may differ between processes).
     """
     devs = checked_devices(devices)
-    donate = tuple(donate_argnums)
+    donate = _donated(donate_argnums, len(args))
     n = _rows(args)
     CALLS[len(devs)] += 1
     if _is_global(devs):

@@ -618,7 +618,11 @@ class DumpFile:
         return meta
 
     def case(self, i: int) -> DumpCase:
-        """Case ``i``, validated (raises :class:`DumpError`)."""
+        """Case ``i``, validated (raises :class:`DumpError`); ``i`` that is no int (a float,
+        a bool, None, a string) is a BAD_ARGUMENT error naming it, not a file error."""
+        if not is_int(i):
+            raise ConstraintError(Code.BAD_ARGUMENT, api="DumpFile.case", param="i", value=i,
+                                  allowed="a case number: an int >= 0 (not a bool)")
         if not 0 <= i < self.count:
             raise DumpError(self.path, "case", f"{i} out of range: the file holds {self.count} "
                                                f"case(s)", i)

@@ -243,6 +243,14 @@ class Verifier:
 
     def __init__(self, *, audit: bool = False, max_examples: int = 3,
                  on_case: Optional[Callable] = None):
+        from ..batch_args import flag, is_int
+
+        audit = flag("Verifier", "audit", audit)
+        if not is_int(max_examples) or max_examples < 0:
+            raise ValueError(f"max_examples = {max_examples!r}: must be an integer >= 0")
+        if on_case is not None and not callable(on_case):
+            raise ValueError(f"on_case = {on_case!r}: must be None or a function "
+                             f"on_case(dump_case, signature, error)")
         self.report = Report()
         self.max_examples = max_examples
         self.on_case = on_case
@@ -394,8 +402,13 @@ def verify(paths: Union[PathLike, Iterable[PathLike]], *, batch_size: int = DEFA
     as whole batches (:mod:`ascend_ref.verify.fast`; the same report as case by case, which
     ``vectorised=False``, ``audit`` and ``on_case`` take).
     """
-    from ..batch_args import is_int
+    from ..batch_args import flag, is_int
 
+    # flags are bools or 0 / 1, never read by truthiness ("no" is no False)
+    audit = flag("verify", "audit", audit)
+    vectorised = flag("verify", "vectorised", vectorised)
+    progress = None if progress is None else flag("verify", "progress", progress)
+    distributed = None if distributed is None else flag("verify", "distributed", distributed)
     if not is_int(batch_size) or batch_size < 1:
         raise ValueError(f"batch_size = {batch_size!r}: must be a positive integer")
     if not is_int(max_examples) or max_examples < 0:
@@ -530,9 +543,23 @@ def _ranges(m: np.ndarray) -> List[Tuple[int, int]]:
 
 
 def explain(path: PathLike, index: int, *, max_words: int = 32) -> Tuple[str, Optional[str]]:
-    """Verify one case and explain it: ``(text, signature)``; raises :class:`DumpError`."""
+    """Verify one case and explain it: ``(text, signature)``; raises :class:`DumpError`.
+
+    ``index`` is a case number (a non-negative int, numpy ints too; not a bool) and
+    ``max_words`` the most differing elements listed (an int >= 0); anything else is a
+    BAD_ARGUMENT :class:`~ascend_ref.constraints.ConstraintError` naming it, before the file
+    is read (a case number past the file's cases stays a :class:`DumpError`).
+    """
+    from ..batch_args import is_int
     from ..fuzz.signature import _roles, classify_values, signature
 
+    if not is_int(index) or index < 0:
+        raise ConstraintError(Code.BAD_ARGUMENT, api="explain", param="index", value=index,
+                              allowed="a case number: an int >= 0 (not a bool)")
+    if not is_int(max_words) or max_words < 0:
+        raise ConstraintError(Code.BAD_ARGUMENT, api="explain", param="max_words",
+                              value=max_words, allowed="an int >= 0 (not a bool)")
+    index, max_words = int(index), int(max_words)
     with open_dump(path) as f:
         d = f.case(index)
     c = d.case
