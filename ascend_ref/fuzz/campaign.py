@@ -28,7 +28,9 @@ except ModuleNotFoundError:  # pragma: no cover - Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
 from .. import registry
+from ..batch_args import is_int
 from ..chips import chips as all_chips, config_dir
+from ..constraints import Code, ConstraintError
 from .generate import (CAMPAIGN_DTYPES, Distributions, RngDraw, breakable_rules, build_pool,
                        cover_plan, draw_campaign_case, pool_weights, template_universe)
 
@@ -127,6 +129,9 @@ class Campaign:
 
     @classmethod
     def from_dict(cls, raw: dict, source: str = "", where: str = "campaign") -> "Campaign":
+        if not isinstance(raw, dict):
+            raise ValueError(f"{where}: {type(raw).__name__} {raw!r:.60}: expected a dict of "
+                             f"tables ({{'campaign': {{'name': ...}}, ...}}) as read from TOML")
         bad = set(raw) - _TOP_KEYS
         if bad:
             raise ValueError(f"{where}: unknown table(s) {sorted(bad)}; known: {sorted(_TOP_KEYS)}")
@@ -143,7 +148,7 @@ class Campaign:
         apis = _all_or(c.get("apis"), list(registry.names()), "apis", where)
         products = _all_or(c.get("products"), all_chips(), "products", where)
         dtypes = c.get("dtypes")
-        dtypes = None if dtypes in (None, "all", ["all"]) else _all_or(dtypes, CAMPAIGN_DTYPES,
+        dtypes = None if _is_all(dtypes) else _all_or(dtypes, CAMPAIGN_DTYPES,
                                                                        "dtypes", where)
         _check_values(c, dict(raw.get("compare", {})), dict(raw.get("shrink", {})), where)
         rates = {k: c[k] for k in ("invalid_rate", "in_place_rate", "offset_rate") if k in c}
@@ -162,6 +167,9 @@ class Campaign:
             if cmp.product not in all_chips():
                 raise ValueError(f"{where}: [compare] product = {cmp.product!r}; "
                                  f"one of {all_chips()}")
+        if cmp.command is not None and not isinstance(cmp.command, str):
+            raise ValueError(f"{where}: [compare] command = {cmp.command!r}: must be a string "
+                             f"(a shell command line, '{{dir}}' for the exchange folder)")
         if cmp.kind == "command" and not cmp.command:
             raise ValueError(f"{where}: [compare] kind = 'command' needs command = '...'")
         sh_raw = dict(raw.get("shrink", {}))
@@ -248,8 +256,11 @@ class Campaign:
         self.pool()
         return self._plan
 
-    def case(self, case_id: int):
-        """Case ``case_id``: a pure function of (campaign identity, case id)."""
+    def case(self, case_id: int) -> Any:
+        """Case ``case_id`` (an int >= 0): a pure function of (campaign identity, case id)."""
+        if not is_int(case_id) or case_id < 0:
+            raise ConstraintError(Code.BAD_ARGUMENT, api="Campaign.case", param="case_id",
+                                  value=case_id, allowed="an int >= 0")
         pool = self.pool()
         d = RngDraw(self.seed, case_id)
         k = d.choice(list(range(len(pool))), self._weights)
@@ -336,17 +347,29 @@ def _workers(v, where: str) -> int:
         import os
 
         return 1 if (os.cpu_count() or 1) >= 2 else 0
-    if isinstance(v, int) and 0 <= v <= 64:
-        return v
+    if is_int(v) and 0 <= v <= 64:                    # not a bool: workers = true
+        return int(v)
     raise ValueError(f"{where}: workers = {v!r}: 'auto' or an int in [0, 64]")
 
 
+def _is_all(v: Any) -> bool:
+    """None, ``"all"`` or ``["all"]`` (no ``in`` test: an array would compare elementwise)."""
+    return v is None or (isinstance(v, str) and v == "all") or \
+        (isinstance(v, list) and len(v) == 1 and isinstance(v[0], str) and v[0] == "all")
+
+
 def _all_or(v: Any, universe: list, key: str, where: str) -> list:
-    if v in (None, "all", ["all"]):
+    if _is_all(v):
         return list(universe)
     if isinstance(v, str):
         v = [v]
-    bad = [x for x in v if x not in universe]
+    if isinstance(v, (list, tuple)) and not v:        # [] is an error, not "all"
+        raise ValueError(f"{where}: [campaign] {key} = []: no API / product / dtype "
+                         f"combination is left to fuzz; 'all' or a non-empty list")
+    if not isinstance(v, (list, tuple)):
+        raise ValueError(f"{where}: [campaign] {key} = {v!r}: 'all', a name or a non-empty "
+                         f"list of names; known: {universe}")
+    bad = [x for x in v if not isinstance(x, str) or x not in universe]
     if bad:
         raise ValueError(f"{where}: [campaign] {key}: unknown {bad}; known: {universe}")
     return list(v)

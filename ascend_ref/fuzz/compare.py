@@ -94,18 +94,19 @@ def diff(a: Outcome, b: Outcome) -> Optional[str]:
     return None
 
 
-def _outcome(o: Any, name: str) -> None:
-    """BAD_ARGUMENT unless ``o`` is an Outcome whose ``code`` is None or a Code."""
+def _outcome(o: Any, name: str, api: str = "diff") -> None:
+    """BAD_ARGUMENT (of ``api``) unless ``o`` is an Outcome whose ``code`` is None or a Code."""
     if not isinstance(o, Outcome) or isinstance(o, (Crash, Skip)):
         what = repr(o) if isinstance(o, (Crash, Skip)) else type(o).__name__
-        raise ConstraintError(Code.BAD_ARGUMENT, api="diff", param=name, value=what,
+        raise ConstraintError(Code.BAD_ARGUMENT, api=api, param=name, value=what,
                               allowed="an Outcome that ran or raised a constraint error")
     if o.code is not None and not isinstance(o.code, Code):
-        raise ConstraintError(Code.BAD_ARGUMENT, api="diff", param=f"{name}.code",
+        raise ConstraintError(Code.BAD_ARGUMENT, api=api, param=f"{name}.code",
                               value=o.code, allowed="None or an ascend_ref.Code")
 
 
-def _ran(o: Outcome, name: str) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+def _ran(o: Outcome, name: str,
+         api: str = "diff") -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(ub, written, undefined)`` of an outcome that ran, as arrays; BAD_ARGUMENT naming
     the first that is missing or of another type or shape."""
     out: list = []
@@ -118,7 +119,7 @@ def _ran(o: Outcome, name: str) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
             value = type(x).__name__ if arr is None else f"{arr.dtype}{list(arr.shape)}"
             allowed = (f"a 1-D {np.dtype(dtype).name} array"
                        + (f" of ub's shape {list(shape)}" if shape is not None else ""))
-            raise ConstraintError(Code.BAD_ARGUMENT, api="diff", param=f"{name}.{field}",
+            raise ConstraintError(Code.BAD_ARGUMENT, api=api, param=f"{name}.{field}",
                                   value=value, allowed=allowed,
                                   hint="An outcome without a code ran: it carries the UB "
                                   "and its byte masks")

@@ -52,6 +52,10 @@ class RngDraw:
     """Draws from numpy's PCG64 seeded by ``(seed, case_id)``: any case replays exactly."""
 
     def __init__(self, seed: int, case_id: int, stream: int = 0):
+        for name, v in (("seed", seed), ("case_id", case_id), ("stream", stream)):
+            if not is_int(v) or v < 0:               # numpy: a raw ValueError / TypeError
+                raise ConstraintError(Code.BAD_ARGUMENT, api="RngDraw", param=name, value=v,
+                                      allowed="an int >= 0")
         key = [int(seed), int(case_id)] + ([int(stream)] if stream else [])
         self.rng = np.random.default_rng(key)
 

@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Callable, List, Optional, Sequence
+from typing import Any, Callable, List, Optional, Sequence
 
 import numpy as np
 
 from .. import mask as masks
+from ..batch_args import flag, is_int
 from ..case import Case
+from ..constraints import Code, ConstraintError
 
 _SIMPLE = {
     2: [0x3C00, 0xBC00, 0x4000, 0x3800, 0x7E00, 0x7C00, 0xFC00, 0x8000],
@@ -175,11 +177,35 @@ def _mask_from_lanes(c: Case, lanes: Sequence[int]):
     return [lo, hi] if len(c.mask) == 2 else [lo]
 
 
+def _shown(v: Any) -> str:
+    """A short description of what ``evaluate`` returned."""
+    if isinstance(v, (list, tuple)):
+        kinds = sorted({type(x).__name__ for x in v})
+        return f"a {type(v).__name__} of {len(v)}" + (f" ({', '.join(kinds)})" if v else "")
+    return type(v).__name__
+
+
 class Shrinker:
     def __init__(self, evaluate: Callable[[List[Case]], List[Optional[str]]], signature: str, *,
                  max_evals: int = 3000, deadline: Optional[float] = None, cut_ub: bool = True):
+        def bad(name: str, value: Any, allowed: str) -> ConstraintError:
+            return ConstraintError(Code.BAD_ARGUMENT, api="shrink", param=name, value=value,
+                                   allowed=allowed)
+
+        if not callable(evaluate):
+            raise bad("evaluate", type(evaluate).__name__,
+                      "a function: list of cases -> list of signatures (str or None)")
+        if not isinstance(signature, str):
+            raise bad("signature", signature, "a str (the mismatch's bit signature)")
+        if not is_int(max_evals) or max_evals < 1:
+            raise bad("max_evals", max_evals, "an int >= 1")
+        if deadline is not None and (isinstance(deadline, (bool, np.bool_)) or
+                                     not isinstance(deadline, (int, float, np.number))
+                                     or deadline != deadline):
+            raise bad("deadline", deadline, "None or a time.time() value (a number)")
+        cut_ub = flag("shrink", "cut_ub", cut_ub)
         self.evaluate_batch, self.sig, self.cut_ub = evaluate, signature, cut_ub
-        self.max_evals, self.deadline = max_evals, deadline
+        self.max_evals, self.deadline = int(max_evals), deadline
         self.evals = self.steps = 0
         self.log: List[str] = []
 
@@ -195,6 +221,13 @@ class Shrinker:
         room = self.max_evals - self.evals
         live = live[:max(room, 1)]
         sigs = self.evaluate_batch([c for _, c in live])
+        if not isinstance(sigs, (list, tuple)) or len(sigs) != len(live) or \
+                not all(s is None or isinstance(s, str) for s in sigs):
+            # [] or a wrong type matched nothing: every candidate rejected, the budget spent
+            raise ConstraintError(Code.BAD_ARGUMENT, api="shrink", param="evaluate",
+                                  value=f"returned {_shown(sigs)}",
+                                  allowed=f"a list of {len(live)} signature(s) (str or None), "
+                                  f"one per candidate case")
         self.evals += len(live)
         for (i, _), s in zip(live, sigs):
             ok[i] = s == self.sig
@@ -376,7 +409,12 @@ def shrink(case: Case, signature: str, evaluate: Callable[[List[Case]], List[Opt
            *, max_evals: int = 3000, deadline: Optional[float] = None,
            cut_ub: bool = True) -> Result:
     """Smallest case found whose signature under ``evaluate`` is still ``signature``
-    (``cut_ub``: finish by cutting the UB to a power of two, one more compiled shape)."""
+    (``evaluate(cases)``: a list of one signature, str or None, per case — anything else is
+    BAD_ARGUMENT at its first call; ``cut_ub``: finish by cutting the UB to a power of two,
+    one more compiled shape)."""
+    if not isinstance(case, Case):
+        raise ConstraintError(Code.BAD_ARGUMENT, api="shrink", param="case",
+                              value=type(case).__name__, allowed="an ascend_ref Case")
     t0 = time.time()
     sh = Shrinker(evaluate, signature, max_evals=max_evals, deadline=deadline, cut_ub=cut_ub)
     out = sh.run(clone(case))

@@ -19,6 +19,8 @@ from typing import Optional
 import numpy as np
 
 from ..case import Case, Outcome
+from ..constraints import Code, ConstraintError
+from .compare import _outcome, _ran
 
 ORDER = ["error", "whole slot missing", "extra write", "index differs", "nan vs value",
          "value vs nan", "nan payload", "sign of zero", "saturated vs inf", "inf vs saturated",
@@ -75,15 +77,33 @@ def _roles(case: Case, addr: int) -> str:
 
 
 def signature(case: Case, expected: Outcome, actual: Outcome) -> Optional[str]:
-    """Label of the difference between two outcomes of ``case`` (None when they agree)."""
+    """Label of the difference between two outcomes of ``case`` (None when they agree).
+
+    The outcomes are checked as :func:`~ascend_ref.fuzz.compare.diff` checks them: an
+    Outcome that raised a constraint error, or one that ran with a 1-D ``uint8`` UB and
+    ``bool`` masks of its shape, the same size on both sides; anything else is BAD_ARGUMENT.
+    """
+    if not isinstance(case, Case):
+        raise ConstraintError(Code.BAD_ARGUMENT, api="signature", param="case",
+                              value=type(case).__name__, allowed="an ascend_ref Case")
+    _outcome(expected, "expected", "signature")
+    _outcome(actual, "actual", "signature")
     if expected.code or actual.code:
         if expected.code == actual.code:
             return None
         name = lambda c: c.name if c is not None else "ok"  # noqa: E731
         return f"error {name(expected.code)} vs {name(actual.code)}"
     # both ran: they carry the UB and its byte masks
-    assert expected.ub is not None and expected.written is not None and expected.undefined is not None
+    _ran(expected, "expected", "signature")
+    _ran(actual, "actual", "signature")
+    assert expected.ub is not None and expected.written is not None \
+        and expected.undefined is not None                          # (checked by _ran)
     assert actual.ub is not None and actual.written is not None and actual.undefined is not None
+    if actual.ub.shape != expected.ub.shape:
+        raise ConstraintError(Code.BAD_ARGUMENT, api="signature", param="actual.ub",
+                              value=f"{actual.ub.size} bytes",
+                              allowed=f"expected's {expected.ub.size} bytes",
+                              hint="Compare outcomes of the same case")
     undefined = expected.undefined | actual.undefined
     differ = (expected.ub != actual.ub) & ~undefined
     kinds = set()

@@ -11,10 +11,14 @@ transaction. The schema is documented in ``docs/fuzz.md`` (``SCHEMA`` below is t
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import time
 from pathlib import Path
-from typing import Dict, Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, Optional, Union
+
+from ..batch_args import is_int
+from ..constraints import Code, ConstraintError
 
 SCHEMA_VERSION = 1
 
@@ -151,7 +155,11 @@ def _opened(path: str) -> sqlite3.Connection:
 
 
 class Store:
-    def __init__(self, path):
+    def __init__(self, path: Union[str, "os.PathLike[str]"]):
+        if not ((isinstance(path, str) and path) or isinstance(path, os.PathLike)):
+            # str(None) / str(5) was a database named "None" / "5" in the working directory
+            raise StoreError(f"results file {path!r}: expected a file name (a non-empty str "
+                             f"or os.PathLike), got {type(path).__name__}; use --db FILE")
         self.path = str(path)
         if self.path == ":memory:":
             self.db = sqlite3.connect(self.path, timeout=60, isolation_level=None)
@@ -315,6 +323,7 @@ class Store:
         return out
 
     def case_row(self, campaign: str, case_id: int) -> Optional[dict]:
+        _check_key("case_row", campaign, case_id)
         cur = self.db.execute("SELECT * FROM cases WHERE campaign=? AND case_id=?",
                               (campaign, case_id))
         row = cur.fetchone()
@@ -327,6 +336,7 @@ class Store:
             (campaign,))]
 
     def mismatch(self, campaign: str, case_id: int) -> Optional[dict]:
+        _check_key("mismatch", campaign, case_id)
         cur = self.db.execute("SELECT * FROM mismatches WHERE campaign=? AND case_id=?",
                               (campaign, case_id))
         row = cur.fetchone()
@@ -348,6 +358,17 @@ class Store:
                 "UPDATE mismatches SET shrunk=?, shrunk_description=?, shrink_steps=?, "
                 "shrink_evals=?, shrink_seconds=? WHERE campaign=? AND case_id=?",
                 (blob, description, steps, evals, seconds, campaign, case_id))
+
+
+def _check_key(method: str, campaign: Any, case_id: Any) -> None:
+    """BAD_ARGUMENT unless ``campaign`` is a str and ``case_id`` an int in SQLite's INTEGER
+    range (2**70 was a raw OverflowError from sqlite3)."""
+    if not isinstance(campaign, str):
+        raise ConstraintError(Code.BAD_ARGUMENT, api=f"Store.{method}", param="campaign",
+                              value=campaign, allowed="a campaign id (str)")
+    if not is_int(case_id) or not -(2**63) <= case_id < 2**63:
+        raise ConstraintError(Code.BAD_ARGUMENT, api=f"Store.{method}", param="case_id",
+                              value=case_id, allowed="an int in [-2**63, 2**63 - 1]")
 
 
 class _Tx:
