@@ -6,9 +6,10 @@ One TOML file per product lives in ``configs/chips/``; :func:`chip` loads it int
 
 A top-level key that is not one of the shared fields below is a *fact* of one instruction:
 the instruction declares it (:class:`ascend_ref.registry.ProfileField`, with its allowed
-values; the registry rejects an undeclared key or a value outside them); host code reads it
-as ``chip.fact(name)`` -- or as an attribute, ``chip.<name>``, like a shared field -- and a
-kernel as a traced parameter (``ProfileField.holds(p, value)``).
+values; loading a profile checks it against them -- an undeclared key or a value outside
+them is a :class:`ProfileError` naming the file, as is any malformed shared field); host
+code reads it as ``chip.fact(name)`` -- or as an attribute, ``chip.<name>``, like a shared
+field -- and a kernel as a traced parameter (``ProfileField.holds(p, value)``).
 
 >>> import ascend_ref as ar
 >>> p = ar.chip("atlas_a2")
@@ -22,7 +23,7 @@ import functools
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping, Tuple, Union
+from typing import Any, Callable, Dict, List, Mapping, Tuple, Union
 
 import numpy as np
 
@@ -152,6 +153,8 @@ class ChipProfile(_Facts):
     #: they differ (Ascend 950 ReduceRepeat<SUM>: int16 -> int32, uint16 -> uint32); a src
     #: dtype not listed pairs with a dst of its own dtype
     dst_dtypes: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    #: the file it was loaded from (for messages; not part of its identity)
+    source: str = field(default="", compare=False, repr=False)
 
     def dtypes(self, api: str) -> tuple:
         """Element dtypes the product supports for ``api`` (empty: API not on this product).
@@ -191,58 +194,212 @@ class ChipProfile(_Facts):
         return isinstance(other, ChipProfile) and other.id == self.id
 
 
+class ProfileError(ValueError):
+    """A product profile file (``configs/chips/<id>.toml``) is malformed. The message names
+    the file (its real path), the field, the value and what is allowed; ``path``,
+    ``field``, ``value`` and ``allowed`` carry the same. A ValueError, so every command line
+    reports it as one line (exit 2)."""
+
+    def __init__(self, path: Union[str, Path], field: str, value: Any, allowed: str, *,
+                 what: str = "") -> None:
+        self.path, self.field, self.value, self.allowed = str(path), field, value, allowed
+        said = what or (f"{field} is missing" if value is _MISSING else f"{field} = {value!r}")
+        super().__init__(f"{path}: {said}; allowed {allowed}")
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "<missing>"
+
+
+_MISSING: Any = _Missing()
+#: element dtypes a profile may list (``[apis]``, ``[dst_dtypes]``, ``[block_fill_values]``)
+DTYPES = ("float16", "float32", "int8", "uint8", "int16", "uint16", "int32", "uint32",
+          "int64", "uint64")
+REDUCE_TYPES = ("SUM", "MAX", "MIN")
+MINMAX_NAN = ("payload", "default")
+#: ``[orders]`` tables and the ReduceOrder names they may list
+ORDER_TABLES = ("whole_reduce",)
+
+
 def _value_bits(text: str, dtype: str) -> int:
     width = np.dtype(dtype).itemsize
     return int(np.array(float(text), dtype=dtype).view(f"uint{8 * width}"))
 
 
+class _Reader:
+    """Typed reads of one parsed profile file; a wrong value raises :class:`ProfileError`."""
+
+    def __init__(self, path: Path, raw: Mapping[str, Any]) -> None:
+        self.path, self.raw = path, raw
+
+    def fail(self, key: str, value: Any, allowed: str) -> ProfileError:
+        return ProfileError(self.path, key, value, allowed)
+
+    def get(self, key: str, default: Any = _MISSING) -> Any:
+        return self.raw.get(key, default)
+
+    def string(self, key: str, choices: Tuple[str, ...] = (), default: Any = _MISSING) -> str:
+        v = self.get(key, default)
+        ok = isinstance(v, str) and (v in choices if choices else v != "")
+        if not ok:
+            raise self.fail(key, v, f"one of {list(choices)}" if choices
+                            else "a non-empty TOML string")
+        return str(v)
+
+    def boolean(self, key: str, default: Any = _MISSING) -> bool:
+        v = self.get(key, default)
+        if not isinstance(v, bool):
+            raise self.fail(key, v, "a TOML boolean: true or false (unquoted)")
+        return v
+
+    def integer(self, key: str, lo: int, hi: int, default: Any = _MISSING, *,
+                bits: bool = False) -> int:
+        """An integer in [lo, hi] (``bits``: a bit pattern, said in hex)."""
+        v = self.get(key, default)
+        if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+            if bits:
+                said = f"{key} = {v:#x}" if isinstance(v, int) and not isinstance(v, bool) else ""
+                raise ProfileError(self.path, key, v, f"a TOML integer in [0, {hi:#x}] "
+                                   f"({hi.bit_length()}-bit pattern)", what=said)
+            raise self.fail(key, v, f"a TOML integer in [{lo}, {hi}]")
+        return v
+
+    def table(self, key: str, default: Any = _MISSING) -> Mapping[str, Any]:
+        v = self.get(key, default)
+        if not isinstance(v, dict):
+            raise self.fail(key, v, f"a TOML table ([{key}])")
+        return v
+
+    def names(self, key: str, value: Any, choices: Tuple[str, ...] = ()) -> Tuple[str, ...]:
+        """A list of strings (each one of ``choices`` when given), without repeats."""
+        allowed = (f"a TOML list of names from {list(choices)}" if choices
+                   else "a TOML list of non-empty strings")
+        if not isinstance(value, list):
+            raise self.fail(key, value, allowed)
+        for x in value:
+            if not isinstance(x, str) or not x or (choices and x not in choices):
+                raise self.fail(key, value, allowed + f" ({x!r} is not)")
+        if len(set(value)) != len(value):
+            raise self.fail(key, value, allowed + ", each once")
+        return tuple(value)
+
+
+def _parse(path: Path) -> Mapping[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as e:
+        raise ProfileError(path, "TOML syntax", None, "a valid TOML file",
+                           what=f"not valid TOML ({e})") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ProfileError(path, "file", None, "a readable UTF-8 TOML file",
+                           what=f"cannot be read ({e})") from None
+
+
 def _load(path: Path) -> ChipProfile:
-    raw = tomllib.loads(path.read_text())
-    apis = {a: tuple(v) for a, v in raw.get("apis", {}).items()}
-    fills = {rt: {dt: _value_bits(v, dt) for dt, v in vals.items()}
-             for rt, vals in raw.get("block_fill_values", {}).items()}
-    prof = ChipProfile(
-        id=raw["id"], product=raw["product"], ub_bytes=int(raw["ub_bytes"]),
-        saturate_default=bool(raw["saturate_default"]), fp32_ftz=bool(raw["fp32_ftz"]),
-        default_nan_f16=int(raw["default_nan_f16"]), default_nan_f32=int(raw["default_nan_f32"]),
-        zero_mask=raw["zero_mask"], zero_repeat=raw["zero_repeat"],
-        dst_rep_stride_zero=bool(raw["dst_rep_stride_zero"]), block_fill=raw["block_fill"],
-        apis=apis, orders=tuple(raw.get("orders", {}).get("whole_reduce", ())),
-        block_fill_values=fills, assumed=tuple(raw.get("assumed", ())),
-        saturate_only=bool(raw.get("saturate_only", False)),
-        add_order=str(raw.get("add_order", "tree")),
-        minmax_nan=str(raw.get("minmax_nan", "payload")),
-        facts={k: v for k, v in raw.items() if k not in SHARED_KEYS},
-        dst_dtypes={a: dict(v) for a, v in raw.get("dst_dtypes", {}).items()},
-    )
-    if prof.id != path.stem:
-        raise ValueError(f"{path}: id {prof.id!r} does not match the file name")
-    if prof.zero_mask not in ZERO_RULES or prof.zero_repeat not in ZERO_RULES:
-        raise ValueError(f"{path}: zero_mask/zero_repeat must be one of {ZERO_RULES}")
-    if prof.minmax_nan not in ("payload", "default"):
-        raise ValueError(f"{path}: minmax_nan must be 'payload' or 'default'")
-    if prof.add_order not in ADD_ORDERS:
-        raise ValueError(f"{path}: add_order must be one of {ADD_ORDERS}")
-    if prof.block_fill not in FILL_RULES:
-        raise ValueError(f"{path}: block_fill must be one of {FILL_RULES}")
-    for a, pairs in prof.dst_dtypes.items():
-        bad = [k for k in pairs if k not in prof.dtypes(a)]
+    """The profile in ``path``, its shared fields checked (types and allowed values); the
+    instruction facts are checked against the registry by :func:`chip`."""
+    from .enums import ReduceOrder
+
+    r = _Reader(path, _parse(path))
+    pid = r.string("id")
+    if pid != path.stem:
+        raise r.fail("id", pid, f"the file name, {path.stem!r}")
+    apis = {a: r.names(f"[apis] {a}", v, DTYPES) for a, v in r.table("apis").items()}
+    orders_raw = r.table("orders", {})
+    for k, v in orders_raw.items():
+        if k not in ORDER_TABLES:
+            raise r.fail(f"[orders] {k}", v, f"a table named one of {list(ORDER_TABLES)}")
+    orders = r.names("[orders] whole_reduce", orders_raw.get("whole_reduce", []),
+                     tuple(o.name for o in ReduceOrder))
+    fills: dict = {}
+    for rt, vals in r.table("block_fill_values", {}).items():
+        key = f"[block_fill_values] {rt}"
+        if rt not in REDUCE_TYPES or not isinstance(vals, dict):
+            raise r.fail(key, vals, f"a table named one of {list(REDUCE_TYPES)}")
+        fills[rt] = {}
+        for dt, v in vals.items():
+            try:
+                if dt not in DTYPES or isinstance(v, bool):
+                    raise TypeError(dt)
+                fills[rt][dt] = _value_bits(v, dt)
+            except (TypeError, ValueError, OverflowError):
+                raise r.fail(f"{key}.{dt}", v, f"a dtype key from {list(DTYPES)} with a "
+                                               "number or a string like '-inf'") from None
+    dst: dict = {}
+    for a, pairs in r.table("dst_dtypes", {}).items():
+        key = f"[dst_dtypes] {a}"
+        if not isinstance(pairs, dict) or any(
+                k not in DTYPES or v not in DTYPES for k, v in pairs.items()):
+            raise r.fail(key, pairs, f"a table src dtype = dst dtype, both from {list(DTYPES)}")
+        bad = [k for k in pairs if k not in apis.get(a, ())]
         if bad:
-            raise ValueError(f"{path}: [dst_dtypes] {a} pairs {bad} with a dst type, but "
-                             f"[apis] {a} does not list them")
-    if prof.block_fill == "fill" and set(fills) != {"SUM", "MAX", "MIN"}:
-        raise ValueError(f"{path}: block_fill = 'fill' needs block_fill_values for SUM, MAX, MIN")
-    return prof
+            raise r.fail(key, pairs, f"src dtypes [apis] {a} lists (not {bad})")
+        dst[a] = dict(pairs)
+    block_fill = r.string("block_fill", FILL_RULES)
+    if block_fill == "fill" and set(fills) != set(REDUCE_TYPES):
+        raise r.fail("block_fill_values", sorted(fills),
+                     "tables for SUM, MAX and MIN when block_fill = 'fill'")
+    return ChipProfile(
+        id=pid, product=r.string("product"), ub_bytes=r.integer("ub_bytes", 1, 2 ** 31 - 1),
+        saturate_default=r.boolean("saturate_default"), fp32_ftz=r.boolean("fp32_ftz"),
+        default_nan_f16=r.integer("default_nan_f16", 0, 0xFFFF, bits=True),
+        default_nan_f32=r.integer("default_nan_f32", 0, 0xFFFFFFFF, bits=True),
+        zero_mask=r.string("zero_mask", ZERO_RULES),
+        zero_repeat=r.string("zero_repeat", ZERO_RULES),
+        dst_rep_stride_zero=r.boolean("dst_rep_stride_zero"), block_fill=block_fill,
+        apis=apis, orders=orders, block_fill_values=fills,
+        assumed=r.names("assumed", r.get("assumed", [])),
+        saturate_only=r.boolean("saturate_only", False),
+        add_order=r.string("add_order", ADD_ORDERS, "tree"),
+        minmax_nan=r.string("minmax_nan", MINMAX_NAN, "payload"),
+        facts={k: v for k, v in r.raw.items() if k not in SHARED_KEYS},
+        dst_dtypes=dst, source=str(path),
+    )
 
 
 @functools.lru_cache(maxsize=None)
-def _profiles() -> dict:
+def _profiles() -> Dict[str, Path]:
+    """Every profile file of :func:`config_dir`, by product id (the file name). Cached:
+    tests that change ``$ASCEND_REF_CONFIGS`` call :func:`clear_cache`."""
     folder = config_dir() / "chips"
-    return {p.stem: _load(p) for p in sorted(folder.glob("*.toml"))}
+    return {p.stem: p for p in sorted(folder.glob("*.toml"))}
+
+
+#: checks every profile gets when it loads, after its shared fields (:func:`_load`): the
+#: registry adds its instruction facts' and API names' check
+#: (:func:`ascend_ref.registry.check_profile`) when it is imported -- this module does not
+#: import the registry (the registry imports it)
+_ON_LOAD: List[Callable[["ChipProfile"], None]] = []
+
+
+def on_load(check: Callable[["ChipProfile"], None]) -> None:
+    """Run ``check(profile)`` on every profile :func:`chip` loads from now on (one loaded
+    before is loaded again)."""
+    _ON_LOAD.append(check)
+    _checked.cache_clear()
+
+
+@functools.lru_cache(maxsize=None)
+def _checked(path: Path) -> ChipProfile:
+    """The profile in ``path``, loaded and checked once: its shared fields (:func:`_load`),
+    then every :func:`on_load` check."""
+    prof = _load(path)
+    for check in _ON_LOAD:
+        check(prof)
+    return prof
+
+
+def clear_cache() -> None:
+    """Forget the loaded profiles (after ``$ASCEND_REF_CONFIGS`` or a file changed)."""
+    _profiles.cache_clear()
+    _checked.cache_clear()
 
 
 def chips() -> list:
-    """Ids of every product profile, sorted."""
+    """Ids of every product profile (its file name), sorted. Listing does not load: a
+    malformed file is a :class:`ProfileError` when a call loads it (:func:`chip`; anything
+    that loads every product, such as the registry's check, names it too)."""
     return list(_profiles())
 
 
@@ -250,8 +407,8 @@ def chip(id_or_profile: Union[str, ChipProfile]) -> ChipProfile:
     """The frozen profile for a product id (a profile passes through unchanged)."""
     if isinstance(id_or_profile, ChipProfile):
         return id_or_profile
-    profs = _profiles()
-    if not isinstance(id_or_profile, str) or id_or_profile not in profs:
+    files = _profiles()
+    if not isinstance(id_or_profile, str) or id_or_profile not in files:
         raise ConstraintError(Code.CHIP_UNKNOWN, api="chip", param="chip", value=id_or_profile,
-                              allowed=f"one of {sorted(profs)}")
-    return profs[id_or_profile]
+                              allowed=f"one of {sorted(files)}")
+    return _checked(files[id_or_profile])

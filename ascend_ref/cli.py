@@ -38,7 +38,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv:
         argv = ["fuzz"]
-    parser = build_parser()
+    try:        # building the parser loads every product profile (the explain choices)
+        parser = build_parser()
+    except ValueError as e:       # a malformed profile (chips.ProfileError): one line
+        print(f"ascend-ref: {e}", file=sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

@@ -45,6 +45,7 @@ from typing import (TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional,
                     Union)
 
 from . import batch_args
+from .chips import on_load as _on_profile_load
 from .constraints import DESCRIPTIONS, HOST, TRACED, Code, Constraint, ConstraintError, HostCheck
 from .enums import ReduceOrder, ReduceType, parse_enum
 from .params import ChipFacts, Params
@@ -807,28 +808,36 @@ def declared_fields() -> Dict[str, ProfileField]:
 
 
 def check_profile(prof: Any, instructions: Sequence[Instruction]) -> None:
-    """ValueError naming the file when ``prof`` lists an unknown API, or its instruction facts
-    do not match what ``instructions`` declare (an undeclared key, a value outside the
-    choices, a missing key on a product that has the instruction)."""
-    where = f"configs/chips/{prof.id}.toml"
+    """:class:`ascend_ref.chips.ProfileError` (a ValueError) naming the file ``prof`` was
+    loaded from when it lists an unknown API, or its instruction facts do not match what
+    ``instructions`` declare (an undeclared key, a value outside the choices, a missing key
+    on a product that has the instruction). :func:`ascend_ref.chips.chip` runs it once per
+    profile, when it loads the file."""
+    from .chips import SHARED_KEYS, ProfileError, config_dir
+
+    where = getattr(prof, "source", "") or str(config_dir() / "chips" / f"{prof.id}.toml")
     by_name = {i.name: i for i in instructions}
     unknown = sorted(set(prof.apis) - set(by_name))
     if unknown:
-        raise ValueError(f"{where}: [apis] lists {unknown[0]!r}, which is not a registered "
-                         f"instruction ({sorted(by_name)})")
+        raise ProfileError(where, "[apis]", unknown[0], f"registered instructions "
+                           f"{sorted(by_name)}", what=f"[apis] lists {unknown[0]!r}, which "
+                           "is not a registered instruction")
     fields_ = {f.name: (f, i) for i in instructions for f in i.profile_fields}
     facts = dict(prof.facts)
     for key, value in facts.items():
         if key not in fields_:
-            raise ValueError(f"{where}: {key!r} is neither a shared profile field nor a field "
-                             f"an instruction declares ({sorted(fields_)})")
+            raise ProfileError(where, key, value, f"a shared field {list(SHARED_KEYS)} or an "
+                               f"instruction's field {sorted(fields_)}", what=f"{key!r} is "
+                               "neither a shared profile field nor a field an instruction "
+                               "declares")
         f, _ = fields_[key]
-        if value not in f.choices:
-            raise ValueError(f"{where}: {key} = {value!r}; allowed {list(f.choices)}")
+        if isinstance(value, bool) or value not in f.choices:
+            raise ProfileError(where, key, value, str(list(f.choices)))
     for key, (f, ins) in sorted(fields_.items()):
         if prof.dtypes(ins.name) and key not in facts:
-            raise ValueError(f"{where}: lists {ins.name} but does not set {key!r} "
-                             f"({f.doc or 'one of ' + str(list(f.choices))})")
+            raise ProfileError(where, key, None, f"{key} = one of {list(f.choices)} "
+                               f"({f.doc or 'a per-product rule'})",
+                               what=f"lists {ins.name} but does not set {key!r}")
 
 
 @functools.lru_cache(maxsize=None)
@@ -899,3 +908,16 @@ def get(name: Any) -> Optional[Instruction]:
 def where(pred: Callable[[Instruction], bool]) -> Tuple[str, ...]:
     """Names of the instructions for which ``pred`` holds (for messages and tables)."""
     return tuple(i.name for i in all() if pred(i))
+
+
+def _check_loaded(prof: Any) -> None:
+    """:func:`check_profile` of a profile :func:`ascend_ref.chips.chip` loads, against every
+    instruction (each module registered first)."""
+    import importlib
+
+    for module in MODULES:
+        importlib.import_module(module)
+    check_profile(prof, list(_BY_NAME.values()))
+
+
+_on_profile_load(_check_loaded)
