@@ -170,6 +170,8 @@ def test_index_low_ignored_counterfactual():
 HOST_CASES = [
     ((128, 2, 1, 1, 8, 1), {}, Code.STRIDE_RANGE),          # stride_unit 1: no meaning
     ((128, 2, 1, 1, 8, True), {}, Code.BAD_ARGUMENT),
+    ((128, 2, 1, 1, 8, np.array(True)), {}, Code.BAD_ARGUMENT),
+    ((128, 2, 1, 1, 8, np.array(1)), {}, Code.STRIDE_RANGE),   # a 0-d int is its int
     ((ar.CounterMask(128), 2, 1, 1, 8), {}, Code.MASK_MODE),
     ((128, 2, 1, 1, 8), {"chip": "ascend950"}, Code.API_UNSUPPORTED),
 ]

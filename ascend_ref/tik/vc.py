@@ -42,6 +42,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import registry
+from ..batch_args import held_int
 from ..ascendc import whole_reduce as _wr
 from ..ascendc.pair_reduce_sum import (MASKED_LANE, MASKED_PAIR, _effects as _pair_effects,
                                        layout as _pair_layout)
@@ -93,6 +94,7 @@ INDEX_LOW_OPTION = IndexLow("index_low", on="ORDER_INDEX_VALUE")
 
 
 def _stride_unit(value: Any, chip: Any, api: str) -> None:
+    value = held_int(value)             # a 0-d integer array counts, as for every int
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
         raise ConstraintError(Code.BAD_ARGUMENT, api=api, param="stride_unit", value=value,
                               allowed="an int (0)", chip=getattr(chip, "id", chip))
