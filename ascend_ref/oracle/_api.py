@@ -95,6 +95,20 @@ def _as_bool(x: Any) -> Optional[bool]:
     return None
 
 
+def _as_switch(x: Any) -> Optional[bool]:
+    """``saturate``: what :func:`_as_bool` takes, or a 0-d bool array (numpy's or JAX's,
+    concrete), as docs/arguments.md allows for it (``cal_index`` does not take one)."""
+    if getattr(x, "shape", None) == () and hasattr(x, "__array__") and \
+            not isinstance(x, np.generic):
+        try:
+            a = np.asarray(x)
+        except Exception:  # a tracer: no concrete value
+            return None
+        if a.dtype == np.bool_:
+            return bool(a)
+    return _as_bool(x)
+
+
 def _resolve_chip(chip: Any, api: str) -> ChipProfile:
     try:
         return _chip_lookup(chip)
@@ -243,8 +257,12 @@ def _parse_mask(fails: _Failures, mask: Any, lanes_per_repeat: Optional[int],
             return None
         if arr.ndim == 0:
             cont = int(arr)
-        elif arr.dtype == np.uint32 and arr.shape == (4,):
+        elif arr.shape == (4,):        # lane words, of any integer dtype (arguments.md)
             lane_words = [int(w) for w in arr]
+            if any(w < 0 or w > 0xFFFFFFFF for w in lane_words):
+                fails.add(Code.MASK_BITS, f"mask lane words {lane_words}: each must be in "
+                                          f"[0, 2^32-1]")
+                return None
         else:
             words = [int(w) for w in arr]
     else:
@@ -629,7 +647,7 @@ def _parse_saturate(fails: _Failures, saturate, prof: ChipProfile,
     if saturate is None:
         flag = prof.saturate_default
     else:
-        b = _as_bool(saturate)
+        b = _as_switch(saturate)
         if b is None:
             fails.add(Code.BAD_ARGUMENT, f"saturate must be None or a bool, got {saturate!r}")
             return False, False
