@@ -867,8 +867,8 @@ def _checked_profiles() -> None:
     if not _profiles_checked[0]:
         from .chips import chip, chips
 
-        for c in chips():
-            check_profile(chip(c), list(_BY_NAME.values()))
+        for c in chips():          # loading a profile checks it (_check_loaded, on_load)
+            chip(c)
         for name in _BY_NAME:              # one dst type per (API, src type) across products
             _dst_dtypes(name)
         _profiles_checked[0] = True
