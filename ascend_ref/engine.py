@@ -502,6 +502,18 @@ def rules(ins: Instruction, spec: Spec) -> list:
                 lambda p, a=a, b=b: f"{a} at {int(p.tensor(a).addr)}, "
                                     f"{b} at {int(p.tensor(b).addr)}",
                 lambda p, what=what: what, doc=f"{a} and {b} do not overlap"))
+    if not ins.count_form:
+        out.append(Rule(Code.MASK_BITS, "mask", lambda p: _judged(p, "mask"),
+                        lambda p: "a [4] array with a word below 0 (or above 2**32 - 1)",
+                        lambda p: "a [4] array of lane words, each in [0, 2**32 - 1]",
+                        doc="a traced [4] lane-word array: each word in [0, 2**32 - 1] "
+                            "(judged in the kernel; a concrete one before it runs)"))
+    if ins.saturating:
+        out.append(Rule(Code.BAD_ARGUMENT, "saturate", lambda p: _judged(p, "saturate"),
+                        lambda p: "an integer array holding neither 0 nor 1",
+                        lambda p: "True / False (or None for the product default)",
+                        doc="a traced integer saturate holds 0 or 1 (judged in the kernel; a "
+                            "concrete one before it runs)"))
     if ins.saturating and spec.dtype != "float16":      # float32, and the integer sums
         out.append(Rule(Code.SATURATE_DTYPE, "saturate", lambda p: ~p.saturate,
                         lambda p: True, lambda p: f"False for {spec.dtype} (half only)",
@@ -969,15 +981,19 @@ def _int_param(api: str, name: str, v, given: Optional[dict] = None,
                           allowed="an int (or an integer scalar array under jit / vmap)")
 
 
-def _bool_param(api: str, name: str, v):
+def _bool_param(api: str, name: str, v, faults: dict):
     """A bool parameter (``saturate``): a bool, an int 0 / 1, or a bool or integer scalar
     array (a concrete one holding 0 / 1; a traced one under jit / vmap); anything else
-    (``0.5``, ``np.array(5)``, ``"yes"``) is BAD_ARGUMENT, never truthiness."""
+    (``0.5``, ``np.array(5)``, ``"yes"``) is BAD_ARGUMENT, never truthiness. A traced
+    integer array is judged when the kernel runs: ``faults[name]`` says it is not 0 / 1 (the
+    call's BAD_ARGUMENT status)."""
     if isinstance(v, (bool, np.bool_)) or (is_int(v) and v in (0, 1)):
         return np.bool_(v)
     if isinstance(v, (jax.Array, np.ndarray)) and np.ndim(v) == 0 and \
             (v.dtype == bool or jnp.issubdtype(v.dtype, jnp.integer)):
         if isinstance(v, jax.core.Tracer):
+            if v.dtype != bool:
+                faults[name] = (v != 0) & (v != 1)
             return v.astype(bool)
         if int(v) in (0, 1):
             return np.bool_(int(v))
@@ -1194,9 +1210,10 @@ def prepare(ins: Instruction, ub, tensors: dict, mask, params: dict, *, chip, op
         option_index = np.int32(ins.traced_options.index(option))
         option = ""
     sat = None
+    faults: dict = {} if m.fault is None else {"mask": m.fault}
     if ins.saturating:
         default = prof.saturate_default and dtype == "float16"   # half only
-        sat = _bool_param(api, "saturate", default if saturate is None else saturate)
+        sat = _bool_param(api, "saturate", default if saturate is None else saturate, faults)
     repeat = args.pop("repeat")
     lo, hi = ins.repeat_range(Spec(api, dtype, 1, option))
     hi = repeat_hi or hi
@@ -1226,7 +1243,7 @@ def prepare(ins: Instruction, ub, tensors: dict, mask, params: dict, *, chip, op
                dst_rep_stride=args.get("dst_rep_stride"),
                src_blk_stride=args.get("src_blk_stride"),
                src_rep_stride=args.get("src_rep_stride"),
-               option=option_index, saturate=sat, extra=extra)
+               option=option_index, saturate=sat, extra=extra, faults=faults)
     return Prepared(ins, spec, p, ub, prof.id, given)
 
 
@@ -1249,6 +1266,13 @@ def _raise_if(ins: Instruction, spec: Spec, p: Params, data: Diag, status: int,
                 pass
         raise ConstraintError(bad.code, api=ins.api, param=bad.param, value=value,
                               allowed=bad.allowed(vals), chip=chip_id, hint=bad.hint)
+
+
+def _judged(p: Params, name: str):
+    """The traced-argument rule of ``name``: holds unless ``p.faults[name]`` says its value
+    is outside what it takes (True where the argument was concrete: judged before)."""
+    fault = p.faults.get(name)
+    return np.bool_(True) if fault is None else ~fault
 
 
 def _products_counter() -> list:

@@ -887,7 +887,7 @@ def constraints(api: str, option=None, dtype: str = "float16") -> str:
     (the first that fails raises), then the kernel's traced rules by code (the lowest
     failing code is reported).
 
-    >>> print(constraints("vec_reduce_add", dtype="float32").splitlines()[-1])
+    >>> print(constraints("vec_reduce_add", dtype="float32").splitlines()[-2])
     traced  SATURATE_DTYPE     saturate            saturate False for float32 (half only)
     """
     ins = registry.lookup(api, api="explain")

@@ -91,6 +91,30 @@ class CounterMask:
         c = self.count
         return f"CounterMask({int(c) if _is_int(c) or (isinstance(c, np.ndarray) and c.ndim == 0) else c!r})"
 
+    def _key(self) -> Any:
+        """What equality and hashing read: the int a concrete integer count holds (5,
+        ``np.int64(5)`` and ``np.array(5)`` are one count); any other concrete value as its
+        type, shape and bytes; a traced count as itself (compared by identity)."""
+        c = self.count
+        if isinstance(c, jax.core.Tracer):
+            return ("traced", id(c))
+        if _is_int(c) or (isinstance(c, (np.ndarray, jax.Array)) and np.ndim(c) == 0
+                          and np.issubdtype(c.dtype, np.integer)):
+            return int(c)
+        try:
+            a = np.asarray(c)
+            return ("value", type(c).__name__, a.dtype.str, a.shape, a.tobytes())
+        except Exception:                                    # noqa: BLE001 - no array form
+            return ("object", repr(c))
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, CounterMask):
+            return NotImplemented
+        return bool(self._key() == other._key())
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
 
 jax.tree_util.register_pytree_node(CounterMask, lambda m: ((m.count,), None),
                                    lambda _, ch: CounterMask(ch[0]))
@@ -126,14 +150,40 @@ def lanes_per_repeat(dtype: DTypeLike) -> int:
 
 @dataclass(frozen=True)
 class Mask:
-    """A parsed mask: ``mode`` is static, ``value`` is ``uint32[4]`` (numpy or traced)."""
+    """A parsed mask: ``mode`` is static, ``value`` is ``uint32[4]`` (numpy or traced).
+
+    ``fault``: None, or (a traced ``[4]`` array of lane words of a signed or 64-bit type,
+    whose words cannot be judged before it runs) a traced bool, True where a word is outside
+    ``[0, 2**32 - 1]``: the call's MASK_BITS status (a concrete one raises here)."""
 
     mode: str
     value: Union[np.ndarray, jax.Array]
+    fault: Any = None
 
 
 def _is_int(x: object) -> TypeGuard[Union[int, np.integer]]:
     return isinstance(x, (int, np.integer)) and not isinstance(x, bool)
+
+
+#: the two word orders of bit-mode masks: Ascend C ``[lanes 0-63, lanes 64-127]``, TIK
+#: ``[mask_h, mask_l]``
+WORD_ORDERS = ("ascendc", "tik")
+
+
+def _order(word_order: object) -> str:
+    """``word_order`` checked: one of :data:`WORD_ORDERS` (a misspelt ``"TIK"`` must not be
+    read as Ascend C)."""
+    if not isinstance(word_order, str) or word_order not in WORD_ORDERS:
+        raise ValueError(f"word_order = {word_order!r}: expected one of {WORD_ORDERS}")
+    return word_order
+
+
+def _mode(mode: Mode) -> Mode:
+    """A mask mode checked: ``"count"`` / ``"bits"`` or a bool (maybe traced)."""
+    if isinstance(mode, str) and mode not in ("count", "bits"):
+        raise ValueError(f"mask mode {mode!r}: expected 'count' or 'bits' (or a bool, True: "
+                         f"count)")
+    return mode
 
 
 def parse(mask: object, dtype: DTypeLike, *, api: str, chip: str,
@@ -146,6 +196,7 @@ def parse(mask: object, dtype: DTypeLike, *, api: str, chip: str,
     is whatever the caller passed: anything but an int, a 0-d integer array, a list / tuple
     / 1-d integer array of words or a ``uint32[4]`` array is rejected here.
     """
+    word_order = _order(word_order)
     lanes = lanes_per_repeat(dtype)
     if isinstance(mask, CounterMask):
         return _parse_counter(mask, api=api, chip=chip)
@@ -161,20 +212,23 @@ def parse(mask: object, dtype: DTypeLike, *, api: str, chip: str,
         if _is_int(mask) and not (0 <= int(mask) < 2**31):
             raise ConstraintError(Code.MASK_RANGE, api=api, param="mask", value=mask,
                                   allowed=f"[1, {lanes}] (continuous mode)", chip=chip)
-        value = jnp.zeros(4, jnp.uint32).at[0].set(jnp.asarray(mask).astype(jnp.uint32)) \
+        value = jnp.zeros(4, jnp.uint32).at[0].set(_count_word(jnp.asarray(mask))) \
             if not _is_int(mask) else np.array([int(mask), 0, 0, 0], np.uint32)
         return Mask("count", value)
     if isinstance(mask, (jax.Array, np.ndarray)) and np.shape(mask) == (4,) and \
             np.issubdtype(mask.dtype, np.integer):
-        if not isinstance(mask, jax.core.Tracer) and mask.dtype != np.uint32:
+        if isinstance(mask, jax.core.Tracer):     # judged when it runs: a status, no wrap
+            return Mask("bits", mask.astype(jnp.uint32), _word_fault(mask))
+        if mask.dtype != np.uint32:
             words4 = [int(w) for w in np.asarray(mask)]       # judged, never wrapped
             if not all(0 <= w <= 0xFFFFFFFF for w in words4):
                 raise ConstraintError(Code.MASK_BITS, api=api, param="mask", value=words4,
                                       allowed="a [4] array of lane words, each in "
                                               "[0, 2**32 - 1]", chip=chip)
         return Mask("bits", jnp.asarray(mask).astype(jnp.uint32))  # already lane words
-    if isinstance(mask, np.ndarray) and mask.ndim == 1 and np.issubdtype(mask.dtype, np.integer):
-        mask = [int(w) for w in mask]           # a numpy array of 64-bit words, like a list
+    if isinstance(mask, (np.ndarray, jax.Array)) and not isinstance(mask, jax.core.Tracer) \
+            and mask.ndim == 1 and np.issubdtype(mask.dtype, np.integer):
+        mask = [int(w) for w in np.asarray(mask)]   # an array of 64-bit words, like a list
     if isinstance(mask, (list, tuple)):         # concrete 0-d integer arrays: the words they hold
         mask = [held_int(w) for w in mask]
     if not isinstance(mask, (list, tuple)) or not all(_is_int(w) for w in mask):
@@ -202,6 +256,32 @@ def parse(mask: object, dtype: DTypeLike, *, api: str, chip: str,
     value = np.array([words[0] & 0xFFFFFFFF, words[0] >> 32,
                       words[1] & 0xFFFFFFFF, words[1] >> 32], np.uint32)
     return Mask("bits", value)
+
+
+def _count_word(count: jax.Array) -> jax.Array:
+    """A traced continuous mask as word 0 (uint32): a negative count (or, of a 64-bit type,
+    one past 2**32 - 1) becomes 2**32 - 1, outside every lane range, so MASK_RANGE reports
+    it (never wrapped into range: an int64 2**32 + 64 is not 64)."""
+    dt = np.dtype(count.dtype)
+    if dt.itemsize <= 4:                      # a negative int32 wraps to >= 2**31: no lanes
+        return count.astype(jnp.uint32)
+    bad = count > np.array(0xFFFFFFFF, dt)
+    if np.issubdtype(dt, np.signedinteger):
+        bad = bad | (count < 0)
+    return jnp.where(bad, np.uint32(0xFFFFFFFF), count.astype(jnp.uint32))
+
+
+def _word_fault(words: jax.Array) -> Any:
+    """None where every value of ``words``' integer type is a lane word (uint32, or a
+    narrower unsigned type); else the traced bool "some word is outside [0, 2**32 - 1]"."""
+    dt = np.dtype(words.dtype)
+    signed = np.issubdtype(dt, np.signedinteger)
+    if not signed and dt.itemsize <= 4:
+        return None
+    bad = words < 0 if signed else jnp.zeros(words.shape, bool)
+    if dt.itemsize > 4:
+        bad = bad | (words > np.array(0xFFFFFFFF, dt))
+    return jnp.any(bad)
 
 
 def _parse_counter(mask: CounterMask, *, api: str, chip: str) -> Mask:
@@ -232,6 +312,7 @@ def low_first(words: Sequence[int], word_order: str) -> List[int]:
     """Bit-mask words with lanes 0-63 first: TIK writes ``[mask_h, mask_l]`` (two words,
     swapped here; any other length is left as given), Ascend C already ``[lanes 0-63,
     lanes 64-127]``. The one home of the TIK word swap."""
+    word_order = _order(word_order)
     words = list(words)
     if word_order == "tik" and len(words) == 2:
         return [words[1], words[0]]
@@ -241,6 +322,7 @@ def low_first(words: Sequence[int], word_order: str) -> List[int]:
 def api_words(words: Sequence[int], word_order: str) -> List[int]:
     """Bit-mask words (lanes 0-63 first) as the API takes them: TIK ``[mask_h, mask_l]``
     (always two words), Ascend C unchanged."""
+    word_order = _order(word_order)
     if word_order == "tik":
         return low_first((list(words) + [0, 0])[:2], "tik")     # the swap is its own inverse
     return list(words)
@@ -255,6 +337,7 @@ def lane_bits(mode: Mode, value: ArrayLike, lanes: int) -> jax.Array:
     value = jnp.asarray(value, jnp.uint32)
     counted = i < value[0]
     bits = ((value[i // 32] >> (i % 32)) & 1).astype(bool)
+    mode = _mode(mode)
     if isinstance(mode, str):
         return counted if mode == "count" else bits
     return jnp.where(mode, counted, bits)
@@ -264,6 +347,7 @@ def is_zero(mode: Mode, value: ArrayLike) -> jax.Array:
     """True when no lane takes part (continuous 0 or all-zero bit words); ``mode`` as in
     :func:`lane_bits`."""
     value = jnp.asarray(value, jnp.uint32)
+    mode = _mode(mode)
     if isinstance(mode, str):
         return value[0] == 0 if mode == "count" else ~jnp.any(value != 0)
     return jnp.where(mode, value[0] == 0, ~jnp.any(value != 0))
@@ -285,6 +369,8 @@ def rules(mode: Optional[str], dtype: DTypeLike,
     ``p.mask_count`` (maybe traced; True: continuous), and each mode's rules hold in the
     other. ``zero_rule``: ``"error"`` / ``"ok"``, or a function of ``p`` saying whether a
     zero mask is an error (the product's rule, as data)."""
+    if mode is not None:
+        _mode(mode)
     lanes = lanes_per_repeat(dtype)
 
     def count(p: Any) -> Any:

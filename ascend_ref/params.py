@@ -135,7 +135,10 @@ class Params:
     the real UB address of its byte 0 (compact windows), ``chip_ub`` the product's UB bytes;
     ``chip`` the product (:class:`ChipFacts`); ``extra`` numeric arguments of one instruction
     beyond :data:`ARGS`, by name; ``diag`` what the kernel measured (set inside the kernel,
-    before the rules run; None on the host).
+    before the rules run; None on the host); ``faults`` the traced arguments whose values are
+    judged when the kernel runs (a concrete one is judged before), by name (``"mask"``: a
+    ``[4]`` lane-word array of a signed type; ``"saturate"``: an integer array), each a
+    bool, True where the value is outside what the argument takes.
     """
 
     repeat: Any
@@ -156,6 +159,7 @@ class Params:
     saturate: Any = None
     extra: Dict[str, Any] = field(default_factory=dict)
     diag: Optional[Diag] = None
+    faults: Dict[str, Any] = field(default_factory=dict)
 
     def tensor(self, name: str) -> Operand:
         """The operand called ``name`` (``"dst"``, ``"src"``, ``"work_tensor"``)."""

@@ -848,8 +848,9 @@ def _dst_dtypes(api: str) -> Dict[str, str]:
     for c in chips():
         for src, dst in chip(c).dst_dtypes.get(api, {}).items():
             if out.setdefault(src, dst) != dst:
-                raise ValueError(f"configs/chips/{c}.toml: [dst_dtypes] {api} pairs {src} with "
-                                 f"{dst}, another product with {out[src]} (the layouts need one)")
+                where = chip(c).source or f"configs/chips/{c}.toml"
+                raise ValueError(f"{where}: [dst_dtypes] {api} pairs {src} with {dst}, "
+                                 f"another product with {out[src]} (the layouts need one)")
     return out
 
 

@@ -150,3 +150,29 @@ def test_the_cli_names_a_broken_profile_in_one_line(tmp_path, monkeypatch):
                          capture_output=True, text=True, timeout=300)
     assert got.returncode == 2, got.stderr
     assert got.stderr.count("\n") == 1 and str(path) in got.stderr and "ub_bytes" in got.stderr
+
+
+def test_products_that_disagree_on_a_dst_dtype_pair_name_the_real_file(tmp_path, monkeypatch):
+    """Two products pairing one source dtype with different dst dtypes (the result layouts
+    need one): the error names the loaded file's real path, not configs/chips/<id>.toml."""
+    from ascend_ref import registry
+
+    folder = tmp_path / "cfg" / "chips"
+    folder.mkdir(parents=True)
+    a950 = (SHIPPED / "ascend950.toml").read_text()
+    shutil.copy(SHIPPED / "ascend950.toml", folder / "ascend950.toml")
+    other = a950.replace('whole_reduce_sum = { int16 = "int32", uint16 = "uint32" }',
+                         'whole_reduce_sum = { int16 = "int16", uint16 = "uint32" }', 1)
+    other = other.replace('id = "ascend950"', 'id = "zz_other"', 1)
+    assert other.count("zz_other") == 1 and "int16 = \"int16\"" in other
+    (folder / "zz_other.toml").write_text(other)
+    monkeypatch.setenv("ASCEND_REF_CONFIGS", str(folder.parent))
+    registry._dst_dtypes.cache_clear()
+    try:
+        with pytest.raises(ValueError) as e:
+            registry.dst_dtype("whole_reduce_sum", "int16")
+    finally:
+        registry._dst_dtypes.cache_clear()
+    msg = str(e.value)
+    assert any(str(folder / f) in msg for f in ("ascend950.toml", "zz_other.toml")), msg
+    assert "[dst_dtypes] whole_reduce_sum pairs int16" in msg, msg
