@@ -503,13 +503,13 @@ def rules(ins: Instruction, spec: Spec) -> list:
                                     f"{b} at {int(p.tensor(b).addr)}",
                 lambda p, what=what: what, doc=f"{a} and {b} do not overlap"))
     if not ins.count_form:
-        out.append(Rule(Code.MASK_BITS, "mask", lambda p: _judged(p, "mask"),
+        out.append(Rule(Code.MASK_BITS, "mask", lambda p: judged(p, "mask"),
                         lambda p: "a [4] array with a word below 0 (or above 2**32 - 1)",
                         lambda p: "a [4] array of lane words, each in [0, 2**32 - 1]",
                         doc="a traced [4] lane-word array: each word in [0, 2**32 - 1] "
                             "(judged in the kernel; a concrete one before it runs)"))
     if ins.saturating:
-        out.append(Rule(Code.BAD_ARGUMENT, "saturate", lambda p: _judged(p, "saturate"),
+        out.append(Rule(Code.BAD_ARGUMENT, "saturate", lambda p: judged(p, "saturate"),
                         lambda p: "an integer array holding neither 0 nor 1",
                         lambda p: "True / False (or None for the product default)",
                         doc="a traced integer saturate holds 0 or 1 (judged in the kernel; a "
@@ -976,9 +976,24 @@ def _int_param(api: str, name: str, v, given: Optional[dict] = None,
         return np.int32(v)
     if isinstance(v, jax.core.Tracer) and np.ndim(v) == 0 and \
             jnp.issubdtype(v.dtype, jnp.integer):
-        return v.astype(jnp.int32)
+        return traced_int32(v)
     raise ConstraintError(Code.BAD_ARGUMENT, api=api, param=label or name, value=v,
                           allowed="an int (or an integer scalar array under jit / vmap)")
+
+
+def traced_int32(v: jax.Array) -> jax.Array:
+    """A traced integer as int32, a value outside int32 (of a uint32 or a 64-bit type)
+    replaced by its :func:`int32_stand_in`, as a concrete one is: never wrapped (an int64
+    2**32 + 2 is not 2, a uint32 2**31 not negative)."""
+    dt = np.dtype(v.dtype)
+    if dt.itemsize < 4 or dt == np.int32:
+        return v.astype(jnp.int32)
+    big = v > np.array(2**31 - 1, dt)
+    res = (v % np.array(1024, dt)).astype(jnp.int32)          # the residue, as the stand-in
+    out = jnp.where(big, jnp.int32(2**30) + res, v.astype(jnp.int32))
+    if np.issubdtype(dt, np.signedinteger) and dt.itemsize > 4:
+        out = jnp.where(v < np.array(-(2**31), dt), jnp.int32(-(2**30)) + res, out)
+    return out
 
 
 def _bool_param(api: str, name: str, v, faults: dict):
@@ -1138,9 +1153,13 @@ def host_constraints(ins: Instruction, params: Sequence[str]) -> list:
 
 def prepare(ins: Instruction, ub, tensors: dict, mask, params: dict, *, chip, option: str = "",
             saturate=None, info: bool = False, repeat_hi: Optional[int] = None,
-            ub_base=0, fields: Sequence = (), spr: bool = False) -> Prepared:
+            ub_base=0, fields: Sequence = (), spr: bool = False,
+            faults: Optional[dict] = None) -> Prepared:
     """Structural checks in Python and the kernel's parameters (raises ConstraintError).
-    ``fields``: the instruction's declared profile fields (:func:`product_params`)."""
+    ``fields``: the instruction's declared profile fields (:func:`product_params`);
+    ``faults``: traced arguments outside the kernel's parameters that the caller could not
+    judge, by name (a traced bool each, True: outside what the argument takes), judged by
+    the instruction's rules that read them (:func:`judged`)."""
     prof = get_chip(chip)
     api = ins.api
     ub = as_ub(ub)
@@ -1210,7 +1229,9 @@ def prepare(ins: Instruction, ub, tensors: dict, mask, params: dict, *, chip, op
         option_index = np.int32(ins.traced_options.index(option))
         option = ""
     sat = None
-    faults: dict = {} if m.fault is None else {"mask": m.fault}
+    faults = dict(faults or {})            # traced arguments the caller judged (stride_unit)
+    if m.fault is not None:
+        faults["mask"] = m.fault
     if ins.saturating:
         default = prof.saturate_default and dtype == "float16"   # half only
         sat = _bool_param(api, "saturate", default if saturate is None else saturate, faults)
@@ -1268,7 +1289,7 @@ def _raise_if(ins: Instruction, spec: Spec, p: Params, data: Diag, status: int,
                               allowed=bad.allowed(vals), chip=chip_id, hint=bad.hint)
 
 
-def _judged(p: Params, name: str):
+def judged(p: Params, name: str):
     """The traced-argument rule of ``name``: holds unless ``p.faults[name]`` says its value
     is outside what it takes (True where the argument was concrete: judged before)."""
     fault = p.faults.get(name)

@@ -292,8 +292,11 @@ def _parse_counter(mask: CounterMask, *, api: str, chip: str) -> Mask:
         if isinstance(c, jax.core.Tracer):
             v = jnp.asarray(c)
             lo = v.astype(jnp.uint32)
-            # a negative traced count is outside the range: make it look huge
-            hi = jnp.where(v < 0, jnp.uint32(1), jnp.uint32(0))
+            # a negative traced count is outside the range: make it look huge; a 64-bit
+            # one keeps its high word (never wrapped: 2**32 + 200 is not 200)
+            wide = np.dtype(v.dtype).itemsize > 4
+            hi = (v >> 32).astype(jnp.uint32) if wide else jnp.uint32(0)
+            hi = jnp.where(v < 0, jnp.uint32(1), hi)
             return Mask("counter", jnp.stack([lo, hi, jnp.uint32(0), jnp.uint32(0)]))
         c = int(c)
     if not _is_int(c):

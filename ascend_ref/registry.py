@@ -689,7 +689,8 @@ class Instruction:
 
     def _checked(self, ub: Any, tensors: Mapping[str, Any], mask: Any, params: Mapping[str, Any],
                  *, chip: Any, option: Any, saturate: Any, info: bool,
-                 repeat_hi: Optional[int] = None, spr: bool = False) -> "Prepared":
+                 repeat_hi: Optional[int] = None, spr: bool = False,
+                 faults: Optional[Dict[str, Any]] = None) -> "Prepared":
         from . import engine
         from .chips import chip as get_chip
 
@@ -701,7 +702,8 @@ class Instruction:
             check(self, chip, tensors, option)
         return engine.prepare(self.kernel, ub, dict(tensors), mask, dict(params), chip=chip,
                               option=self.engine_option(option), saturate=saturate, info=info,
-                              repeat_hi=repeat_hi, fields=self.profile_fields, spr=spr)
+                              repeat_hi=repeat_hi, fields=self.profile_fields, spr=spr,
+                              faults=faults)
 
     def prepare(self, ub: Any, tensors: Mapping[str, Any], mask: Any, params: Mapping[str, Any],
                 *, chip: Any, option: Any = None, saturate: Any = None, info: bool = False,
@@ -731,17 +733,21 @@ class Instruction:
 
     def run(self, ub: Any, tensors: Mapping[str, Any], mask: Any, params: Mapping[str, Any], *,
             chip: Any, option: Any = None, saturate: Any = None,
-            return_info: bool = False, spr: Any = None) -> Any:
+            return_info: bool = False, spr: Any = None,
+            faults: Optional[Dict[str, Any]] = None) -> Any:
         """The body of the public function: check, run, raise on a bad concrete call.
         ``spr``: the reduce special registers before the call (:class:`ascend_ref.ReduceSpr`;
-        None: fresh); with ``return_info`` the info's ``spr`` is the state after it."""
+        None: fresh); with ``return_info`` the info's ``spr`` is the state after it.
+        ``faults``: traced arguments of the public function that are not kernel parameters,
+        judged in the kernel (:func:`ascend_ref.engine.prepare`)."""
         from . import engine, spr as sprs
 
         try:
             return_info = batch_args.flag(self.name, "return_info", return_info)
             state = sprs.checked(spr, self.name)
             prep = self._checked(ub, tensors, mask, params, chip=chip, option=option,
-                                 saturate=saturate, info=return_info, spr=return_info)
+                                 saturate=saturate, info=return_info, spr=return_info,
+                                 faults=faults)
             return engine.run_prepared(prep, return_info, state)
         except ConstraintError as e:             # named as the public function names them
             if not self.arg_names:

@@ -172,3 +172,70 @@ def test_traced_64_bit_masks_are_judged_not_wrapped():
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == [str(int(c)) for c in (Code.MASK_RANGE, Code.MASK_RANGE, 0,
                                                          Code.MASK_BITS, 0, Code.MASK_BITS)]
+
+
+def test_traced_64_bit_scalars_are_judged_not_wrapped():
+    """Under jax_enable_x64 a traced int64 / uint64 repeat, stride, address, size or counter
+    count past int32 got the low 32 bits (2**32 + 2 ran as a repeat of 2, status 0); now each
+    gets the code its concrete value gets, and values inside int32 still run (status 0)."""
+    code = textwrap.dedent("""
+        import jax, jax.numpy as jnp, numpy as np
+        jax.config.update("jax_enable_x64", True)
+        import ascend_ref as ar
+        from ascend_ref import Tensor
+        ub = ar.store(ar.new_ub("atlas_a2"), 0, np.ones(1024, np.float16))
+        def f(ub, r, a, s, m, rs):
+            return ar.ascendc.whole_reduce_sum(ub, Tensor(a, "half", s), Tensor(0, "half", 1024),
+                m, r, 1, 1, rs, chip="atlas_a2", return_info=True)[1].status
+        def eager(*args):
+            try:
+                return int(f(ub, *args))
+            except ar.ConstraintError as e:
+                return int(e.code)
+        rows = [(2**32 + 2, 8192, 64, 128, 8), (2, 2**32 + 8192, 64, 128, 8),
+                (2, 8192, 2**32, 128, 8), (2, 8192, 2**32 + 64, 128, 8),
+                (2, 8192, 64, 128, 2**32 + 8), (2, 8192, 64, 128, 8)]
+        for r, a, s, m, rs in rows:
+            traced = jax.jit(f)(ub, jnp.int64(r), jnp.int64(a), jnp.int64(s), m, jnp.int64(rs))
+            print(eager(r, a, s, m, rs), int(traced))
+        for n, dt in ((2**32 + 200, jnp.int64), (2**32 + 64, jnp.uint64), (200, jnp.int64)):
+            traced = jax.jit(f)(ub, 1, 8192, 64, ar.CounterMask(dt(n)), 8)
+            print(eager(1, 8192, 64, ar.CounterMask(n), 8), int(traced))
+        print(eager(2, 8192, 64, 128, 2**31 + 8),
+              int(jax.jit(f)(ub, 2, 8192, 64, 128, jnp.uint32(2**31 + 8))))
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    rows = [line.split() for line in out.stdout.splitlines()]
+    assert len(rows) == 10
+    for eager, traced in rows:
+        assert eager == traced, rows
+    assert [r[0] for r in rows] == [str(int(c)) for c in (
+        Code.REPEAT_RANGE, Code.UB_BOUNDS, Code.UB_BOUNDS, Code.UB_BOUNDS, Code.STRIDE_RANGE,
+        0, Code.MASK_RANGE, Code.MASK_RANGE, 0, Code.STRIDE_RANGE)]
+
+
+def _vcadd(ub, su):
+    return ar.tik.vcadd(ub, 128, Tensor(1024, "half", 2), Tensor(0, "half", 256), 2, 1, 1, 8,
+                        su, chip=A2, return_info=True)
+
+
+def test_traced_stride_unit_is_judged_in_the_kernel():
+    """TIK vc*'s stride_unit refused every traced value (0 too) at trace time; now a traced
+    0 runs as the concrete 0 does and any other value is the status STRIDE_RANGE, the code
+    the concrete value raises."""
+    ub = _ub()
+    want, winfo = _vcadd(ub, 0)
+    got, info = jax.jit(_vcadd)(ub, jnp.int32(0))
+    assert _status(info) == _status(winfo) == 0
+    np.testing.assert_array_equal(np.asarray(got), np.asarray(want))
+    with pytest.raises(ConstraintError) as e:
+        _vcadd(ub, 2)
+    assert e.value.code == Code.STRIDE_RANGE
+    assert _status(jax.jit(_vcadd)(ub, jnp.int32(2))[1]) == int(Code.STRIDE_RANGE)
+    _, info = jax.vmap(_vcadd, in_axes=(None, 0))(ub, jnp.array([0, 1, 0], jnp.int32))
+    assert _status(info) == [0, int(Code.STRIDE_RANGE), 0]
+    with pytest.raises(ConstraintError) as e:                  # a traced float: its form
+        jax.jit(_vcadd)(ub, jnp.float32(0))
+    assert e.value.code == Code.BAD_ARGUMENT

@@ -38,6 +38,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Optional
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
@@ -49,8 +50,8 @@ from ..ascendc.pair_reduce_sum import (MASKED_LANE, MASKED_PAIR, _effects as _pa
 from ..ascendc.reduce_data_block import (_effects as _block_effects, layout as _block_layout,
                                          pair_src as _block_pair_src)
 from ..ascendc._slots import COUNTER_FIELDS, PARAMS, params
-from ..constraints import Code, ConstraintError, HostCheck
-from ..engine import Instruction as Kernel, no_pair_src
+from ..constraints import Code, ConstraintError, HostCheck, Rule
+from ..engine import Instruction as Kernel, judged, no_pair_src
 from ..enums import ReduceOrder
 from ._common import GENERAL_ALIGN
 
@@ -91,6 +92,24 @@ class IndexLow(registry.FlagOption):
 
 
 INDEX_LOW_OPTION = IndexLow("index_low", on="ORDER_INDEX_VALUE")
+
+
+def _traced_stride_unit(value: Any) -> Optional[dict]:
+    """A traced integer ``stride_unit`` (under ``jit`` / ``vmap``) as the fault the kernel
+    judges (STRIDE_RANGE status where it is not 0: :func:`_stride_unit_rules`); None for
+    any other value (:data:`STRIDE_UNIT` checks it before the call)."""
+    if isinstance(value, jax.core.Tracer) and np.ndim(value) == 0 and \
+            jnp.issubdtype(value.dtype, jnp.integer):
+        return {"stride_unit": value != 0}
+    return None
+
+
+def _stride_unit_rules(spec: Any) -> list:
+    """The traced form of :data:`STRIDE_UNIT`: a traced ``stride_unit`` is 0."""
+    return [Rule(Code.STRIDE_RANGE, "stride_unit", lambda p: judged(p, "stride_unit"),
+                 lambda p: "a traced value other than 0", lambda p: "0",
+                 doc="a traced stride_unit is 0 (judged in the kernel; a concrete one "
+                     "before it runs)")]
 
 
 def _stride_unit(value: Any, chip: Any, api: str) -> None:
@@ -157,7 +176,7 @@ def _kernel(api: str, effects: Callable, *, saturating: bool, traced_options: tu
         align=lambda spec: {"src": GENERAL_ALIGN, "dst": GENERAL_ALIGN},
         effects=effects, word_order="tik", saturating=saturating,
         traced_options=traced_options, mask_modes=("count", "bits"), fixed_option=fixed_option,
-        pair_src=pair_src)
+        pair_src=pair_src, extra_rules=_stride_unit_rules)
 
 
 def _repeat_range(option: Any = None, dtype: str = "") -> tuple:
@@ -213,11 +232,13 @@ _VCPADD = _declare("vcpadd", "PairReduceSum", _here(_pair_effects), _pair_layout
 def _run(ins: registry.Instruction, ub, mask, dst, src, repeat_times, dst_rep_stride,
          src_blk_stride, src_rep_stride, stride_unit, chip, *, option=None, saturate=None,
          return_info=False, spr=None):
-    STRIDE_UNIT(stride_unit, chip, ins.name)
+    faults = _traced_stride_unit(stride_unit)
+    if faults is None:
+        STRIDE_UNIT(stride_unit, chip, ins.name)
     return ins.run(ub, {"dst": dst, "src": src}, mask,
                    params(repeat_times, dst_rep_stride, src_blk_stride, src_rep_stride),
                    chip=chip, option=option, saturate=saturate, return_info=return_info,
-                   spr=spr)
+                   spr=spr, faults=faults)
 
 
 def vcadd(ub, mask, dst, src, repeat_times, dst_rep_stride, src_blk_stride, src_rep_stride,
