@@ -137,8 +137,9 @@ class Params:
     beyond :data:`ARGS`, by name; ``diag`` what the kernel measured (set inside the kernel,
     before the rules run; None on the host); ``faults`` the traced arguments whose values are
     judged when the kernel runs (a concrete one is judged before), by name (``"mask"``: a
-    ``[4]`` lane-word array of a signed type; ``"saturate"``: an integer array), each a
-    bool, True where the value is outside what the argument takes.
+    ``[4]`` lane-word array of a signed or 64-bit type; ``"saturate"``: an integer array;
+    ``"stride_unit"``: TIK ``vc*``'s, from the public function), each a bool, True where
+    the value is outside what the argument takes (:func:`ascend_ref.engine.judged`).
     """
 
     repeat: Any
