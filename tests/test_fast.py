@@ -202,7 +202,10 @@ def _inject(case, rng):
             nan = F16[[4, 5, 6, 7]] if s == 2 else F32[[4, 5, 6, 7]]
             seg[:] = nan[rng.integers(0, 4, seg.size)]
         elif roll < 0.4:
-            seg[:] = np.where(rng.random(seg.size) < 0.5, 0, 1 << (8 * s - 1))
+            # ±0 for floats, 0 / the sign bit for integers: both as the row's own type
+            # (two Python ints were int64 to numpy, and 1 << 63 overflows it: numpy 2.5)
+            seg[:] = np.where(rng.random(seg.size) < 0.5, ub.dtype.type(0),
+                              ub.dtype.type(1 << (8 * s - 1)))
     case.ub = ub.view(np.uint8)
     return case
 
