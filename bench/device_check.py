@@ -12,9 +12,10 @@ Usage::
    status code must agree too). Each case goes through :func:`ascend_ref.run_cases` once on
    the accelerator and once on the CPU; outcome codes and every UB byte (and the written /
    undefined masks) are compared.
-2. **Throughput** — :func:`ascend_ref.run_batch` on ``--batch`` cases per configuration of
-   ``bench/bench.py`` (R = 16, data mixing NaN payloads, infinities, subnormals and large
-   values), on each device: bits compared, steady-state cases/s and their ratio reported.
+2. **Throughput** — :func:`ascend_ref.run_batch` on ``--batch`` cases per row of
+   ``bench/bench.py`` (``configs()``: every registered instruction and dtype; R = 16, data
+   mixing NaN payloads, infinities, subnormals and large values), on each device: bits
+   compared, steady-state cases/s and their ratio reported.
 
 The accelerator is the first non-CPU JAX device; without one the check runs CPU against CPU
 (and says so). Exit status 1 on any difference, 0 otherwise. Prints a table and writes
@@ -30,6 +31,7 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import Optional
 
 import jax
 import numpy as np
@@ -129,12 +131,16 @@ def check_corpus(cases, accel, cpu):
             "accel_cases_per_s": len(cases) / t_a, "cpu_cases_per_s": len(cases) / t_c}
 
 
-def check_throughput(batch: int, seed: int, accel, cpu, repeats: int = 16):
+def check_throughput(batch: int, seed: int, accel, cpu, repeats: int = 16,
+                     configs: Optional[list] = None):
+    """run_batch on both devices for each ``(api, chip, dtype, option)`` of ``configs``
+    (default: ``bench.configs()``, every registered instruction and dtype)."""
     import bench
 
     rows = []
-    for k, (api, chip, dtype, option) in enumerate(bench.CONFIGS):
-        tensors, window = bench.layout(api, dtype, repeats)
+    for k, (api, chip, dtype, option) in enumerate(bench.configs() if configs is None
+                                                    else configs):
+        tensors, window = bench.layout(api, dtype, repeats, option)
         kw = bench.batch_kwargs(api, chip, dtype, option, repeats, tensors)
         ubs = np.stack([fill_ub(window, dtype, "mixed" if j % 2 else "specials",
                                 seed * 1000003 + k * 10007 + j) for j in range(batch)])

@@ -52,3 +52,22 @@ def test_device_check_quick_runs_cpu_against_cpu(tmp_path):
     assert dc.main(["--quick", "--json", str(out)]) == 0
     r = json.loads(out.read_text())
     assert r["differences"] == 0 and r["corpus"]["cases"] >= 2 * r["combinations"]
+
+
+def test_throughput_rows_run_the_bench_configurations_on_both_devices():
+    """check_throughput reads bench.py's rows (a renamed bench table once broke it, seen only
+    by the slow run): its first and last rows, a few cases each, CPU against CPU."""
+    import jax
+
+    dc = _module()
+    import bench
+
+    rows = bench.configs()
+    assert len(rows) > len(bench.ISSUE_CONFIGS)
+    pick = [rows[0], rows[-1]]
+    cpu = jax.devices("cpu")[0]
+    got = dc.check_throughput(4, 0, cpu, cpu, repeats=2, configs=pick)
+    assert [(r["api"], r["chip"], r["dtype"]) for r in got] == [p[:3] for p in pick]
+    assert all(r["differing_bytes"] == 0 and r["batch"] == 4 and 0 <= r["ok"] <= 4
+               for r in got), got
+    assert any(r["ok"] > 0 for r in got), got
