@@ -32,6 +32,7 @@ current tree (rewrite that code: update the mutant), and runs the whole harness 
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import os
@@ -225,6 +226,23 @@ MUTANTS: List[Mutant] = [
 #: too (the unmutated tree must still pass the whole campaign: the harness checks that first)
 FAST_XLA = "--xla_backend_optimization_level=0 --xla_cpu_use_fusion_emitters=false"
 
+
+@functools.lru_cache(maxsize=None)
+def fast_xla_flags(flags: str = FAST_XLA) -> str:
+    """The flags of ``flags`` that this jaxlib accepts. XLA aborts the process on a flag it
+    does not know, and flags come and go between releases (``--xla_cpu_use_fusion_emitters``
+    is unknown to jaxlib 0.12.1): each is tried once, in a child process, and dropped if
+    that child cannot compute."""
+    probe = "import jax.numpy as jnp; jnp.arange(4.0).sum().block_until_ready()"
+    kept = []
+    for flag in flags.split():
+        env = dict(os.environ, JAX_PLATFORMS="cpu", XLA_FLAGS=flag)
+        r = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
+                           timeout=300)
+        if r.returncode == 0:
+            kept.append(flag)
+    return " ".join(kept)
+
 #: the order mutants run in (the ten bugs of issue 16 first, then one per area, then the rest)
 PRIORITY = ["tie_last_lane", "signed_zero_key", "nan_loses_in_max", "saturate_final_only",
             "tree_pairs_halves", "dst_stride0_first_wins", "tik_mask_not_swapped",
@@ -368,7 +386,7 @@ def campaign_worker(cache_dir: str, stop_first: bool = True) -> dict:
 
 
 def _env(copy: Path, cache_dir: Path) -> dict:
-    env = dict(os.environ, PYTHONPATH=str(copy), JAX_PLATFORMS="cpu", XLA_FLAGS=FAST_XLA,
+    env = dict(os.environ, PYTHONPATH=str(copy), JAX_PLATFORMS="cpu", XLA_FLAGS=fast_xla_flags(),
                JAX_COMPILATION_CACHE_DIR=str(cache_dir / "jax"),
                JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
                JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="-1")

@@ -48,6 +48,16 @@ def test_a_mutant_is_applied_to_a_copy_only(tmp_path):
         assert (copy / need).exists(), need
 
 
+def test_only_flags_this_jaxlib_knows_reach_the_copies():
+    """XLA aborts a process on an unknown XLA_FLAGS entry (jaxlib 0.12.1 no longer knows
+    --xla_cpu_use_fusion_emitters, and the whole harness crashed there): unknown flags drop
+    out, known ones stay."""
+    known = "--xla_backend_optimization_level=0"
+    assert mutation.fast_xla_flags(f"{known} --xla_ascend_ref_no_such_flag=1") == known
+    assert set(mutation.fast_xla_flags().split()) <= set(mutation.FAST_XLA.split())
+    assert known in mutation._env(ROOT, ROOT / "cache")["XLA_FLAGS"]
+
+
 @pytest.mark.slow
 def test_mutation_score(tmp_path):
     rows = mutation.run(mutation.MUTANTS, tmp_path / "cache", log=lambda s: None)
