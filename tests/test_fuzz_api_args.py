@@ -99,6 +99,49 @@ def test_compare_command_must_be_a_string(cmd: Any) -> None:
     assert Campaign.from_dict(ok).compare.command == "dut {dir}"
 
 
+def test_compare_path_is_checked_and_only_general_changes_the_identity(monkeypatch) -> None:
+    with pytest.raises(ValueError, match=r"\[compare\] path = 'slow'; one of \('fast', 'general'\)"):
+        Campaign.from_dict(dict(_base(), compare={"path": "slow"}))
+    plain = Campaign.from_dict(_base())
+    fast = Campaign.from_dict(dict(_base(), compare={"path": "fast"}))
+    general = Campaign.from_dict(dict(_base(), compare={"path": "general"}))
+    assert fast.id == plain.id and "path" not in plain.identity()["compare"]
+    assert general.id != plain.id and general.compare.describe().startswith("JAX general path")
+    assert Campaign.from_dict(general.to_dict()).id == general.id      # stored, read back
+
+
+def test_compare_path_reaches_the_kernels(monkeypatch) -> None:
+    """``path = "general"`` traces the general min / max (numerics.select_extreme); the
+    default never calls it (the fast trees)."""
+    import jax
+
+    from ascend_ref import numerics
+    from ascend_ref.fuzz import comparators
+
+    calls: List[str] = []
+    real = numerics.select_extreme
+
+    def counted(*a: Any, **k: Any) -> Any:
+        calls.append("general")
+        return real(*a, **k)
+
+    monkeypatch.setattr(numerics, "select_extreme", counted)
+    camp = Campaign.load("tie_rule")
+    camp.workers = 0
+    cases = [camp.case(i) for i in range(3)]
+    seen = {}
+    for path in ("fast", "general"):
+        camp.compare.path = path
+        jax.clear_caches()
+        calls.clear()
+        exp, act = comparators.make(camp).run(cases)
+        assert [comparators.compare(c, e, a)[0] for c, e, a in zip(cases, exp, act)] == \
+            ["pass"] * 3
+        seen[path] = len(calls)
+    jax.clear_caches()
+    assert seen["fast"] == 0 and seen["general"] > 0, seen
+
+
 # ------------------------------------------------------------------ 3: signature ------------
 def test_signature_checks_its_outcomes_as_diff_does() -> None:
     case = _case()

@@ -92,10 +92,28 @@ def test_without_the_bug_the_same_campaign_is_clean(tmp_path):
     _ = np
 
 
+#: path -> the edits that plant "the largest lane wins among equal values": in the general
+#: path's select_extreme; in the fast path's 16-bit tree (the tie_rule campaign draws float16
+#: calls), lanes packed mirrored below the key and unpacked the same way
+PLANTS = {
+    "general": [("index = jnp.min(jnp.where(active & (key == best), pos, n), axis=-1)",
+                 "index = jnp.maximum(jnp.max(jnp.where(active & (key == best), pos, -1), "
+                 "axis=-1), 0)")],
+    "fast": [("return key * (1 << lb) + lane if sign > 0 else lane - key * (1 << lb)",
+              "top = (1 << lb) - 1\n    return key * (1 << lb) + (top - lane) if sign > 0 "
+              "else (top - lane) - key * (1 << lb)"),
+             ("index = best & ((1 << lb) - 1)",
+              "index = ((1 << lb) - 1) - (best & ((1 << lb) - 1))")],
+}
+
+
 @pytest.mark.slow
-def test_planted_bug_in_a_copy_of_the_code_is_found_by_the_shipped_campaign(tmp_path):
+@pytest.mark.parametrize("path", sorted(PLANTS))
+def test_planted_bug_in_a_copy_of_the_code_is_found_by_the_shipped_campaign(tmp_path, path):
     """What a reviewer does: copy the package, change the tie rule in numerics.py, run the
-    shipped ``tie_rule`` campaign as a new user would, from the command line."""
+    shipped ``tie_rule`` campaign as a new user would, from the command line: on the path
+    whose algorithm was changed (``--path general`` for select_extreme; the default for the
+    fast float32 tree)."""
     import shutil
     import subprocess
     import sys
@@ -107,19 +125,20 @@ def test_planted_bug_in_a_copy_of_the_code_is_found_by_the_shipped_campaign(tmp_
                     ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(root / "configs", copy / "configs")
     src = (copy / "ascend_ref" / "numerics.py").read_text()
-    rule = "index = jnp.min(jnp.where(active & (key == best), pos, n), axis=-1)"
-    if rule not in src:
-        pytest.skip("numerics.select_extreme changed: update the planted edit")
-    (copy / "ascend_ref" / "numerics.py").write_text(src.replace(
-        rule, "index = jnp.maximum(jnp.max(jnp.where(active & (key == best), pos, -1), "
-              "axis=-1), 0)"))
+    for rule, bug in PLANTS[path]:
+        assert src.count(rule) == 1, "numerics.py changed: update the planted edit (same bug)"
+        src = src.replace(rule, bug)
+    (copy / "ascend_ref" / "numerics.py").write_text(src)
     env = dict(__import__("os").environ, PYTHONPATH=str(copy))
     db = tmp_path / "bug.sqlite"
-    r = subprocess.run([sys.executable, "-m", "ascend_ref", "fuzz", "tie_rule", "--db", str(db)],
-                       cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
+    # shrinking bounded by [shrink] max_evaluations, not by the file's 60 s of wall clock
+    flags = ["--shrink-budget", "inf"] + ([] if path == "fast" else ["--path", path])
+    r = subprocess.run([sys.executable, "-m", "ascend_ref", "fuzz", "tie_rule", "--db", str(db)]
+                       + flags, cwd=tmp_path, env=env, capture_output=True, text=True,
+                       timeout=900)
     assert r.returncode == 1, r.stdout[-3000:] + r.stderr[-3000:]
     assert "index differs" in r.stdout and "--replay tie_rule:" in r.stdout
     con = sqlite3.connect(db)
     groups = dict(con.execute("SELECT signature, COUNT(*) FROM mismatches GROUP BY signature"))
-    assert max(groups, key=groups.get) == "index differs"
+    assert max(groups, key=groups.get) == "index differs", groups
     assert con.execute("SELECT COUNT(*) FROM mismatches WHERE shrunk IS NULL").fetchone()[0] == 0

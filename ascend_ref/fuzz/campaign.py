@@ -35,6 +35,8 @@ from .generate import (CAMPAIGN_DTYPES, Distributions, RngDraw, breakable_rules,
                        cover_plan, draw_campaign_case, pool_weights, template_universe)
 
 COMPARATORS = ("oracle", "product", "command")
+#: ``[compare] path`` / ``fuzz --path``
+JAX_PATHS = ("fast", "general")
 _CAMPAIGN_KEYS = {"name", "description", "seed", "cases", "apis", "products", "dtypes",
                   "static_configs", "chunk", "ub_bytes", "cost_balance", "invalid_rate",
                   "in_place_rate", "offset_rate", "workers"}
@@ -59,16 +61,25 @@ class Compare:
     product: Optional[str] = None
     command: Optional[str] = None
     timeout_s: float = 600.0
+    #: which JAX algorithms run (:func:`ascend_ref.engine.use_path`): ``"fast"`` (default:
+    #: what run_batch / run_cases and the API run) or ``"general"`` (the reference
+    #: algorithms the fast paths are tested against, also behind ``explain``)
+    path: str = "fast"
 
     def identity(self) -> dict:
-        return {"kind": self.kind, "product": self.product, "command": self.command}
+        ident = {"kind": self.kind, "product": self.product, "command": self.command}
+        if self.path != "fast":              # campaigns stored before the field keep their id
+            ident["path"] = self.path
+        return ident
 
     def describe(self) -> str:
+        jax = "JAX path" if self.path == "fast" else f"JAX {self.path} path"
         if self.kind == "oracle":
-            return "JAX path (actual) vs scalar oracle (expected)"
+            return f"{jax} (actual) vs scalar oracle (expected)"
         if self.kind == "product":
-            return f"JAX on {self.product} (actual) vs JAX on the case's product (expected)"
-        return f"external command (actual) vs JAX path (expected): {self.command}"
+            on = "" if self.path == "fast" else f" ({self.path} path)"
+            return f"JAX{on} on {self.product} (actual) vs JAX on the case's product (expected)"
+        return f"external command (actual) vs {jax} (expected): {self.command}"
 
 
 @dataclass
@@ -157,12 +168,14 @@ class Campaign:
         except ValueError as e:
             raise ValueError(f"{where}: {e}") from None
         cmp_raw = dict(raw.get("compare", {}))
-        bad = set(cmp_raw) - {"kind", "product", "command", "timeout_s"}
+        bad = set(cmp_raw) - {"kind", "product", "command", "timeout_s", "path"}
         if bad:
             raise ValueError(f"{where}: unknown [compare] key(s) {sorted(bad)}")
         cmp = Compare(**cmp_raw)
         if cmp.kind not in COMPARATORS:
             raise ValueError(f"{where}: [compare] kind = {cmp.kind!r}; one of {COMPARATORS}")
+        if cmp.path not in JAX_PATHS:
+            raise ValueError(f"{where}: [compare] path = {cmp.path!r}; one of {JAX_PATHS}")
         if cmp.kind == "product":
             if cmp.product not in all_chips():
                 raise ValueError(f"{where}: [compare] product = {cmp.product!r}; "

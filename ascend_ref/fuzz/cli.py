@@ -34,7 +34,7 @@ def _seconds(text: str) -> float:
 #: ``--shrink-budget``) are harmless anywhere.
 _MODE_FLAGS = {"original": ("--original", ("replay",)), "save": ("--save", ("replay",)),
                "detail": ("--detail", ("report",)), "fresh": ("--fresh", ("run",)),
-               "seed": ("--seed", ("run", "report"))}
+               "seed": ("--seed", ("run", "report")), "path": ("--path", ("run", "report"))}
 
 
 def _mode_error(args) -> Optional[str]:
@@ -60,6 +60,7 @@ def register(sub) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="examples:\n  ascend-ref fuzz\n  ascend-ref fuzz a2_vs_950\n"
                "  ascend-ref fuzz configs/campaigns/tie_rule.toml --cases 500\n"
+               "  ascend-ref fuzz tie_rule --path general\n"
                "  ascend-ref fuzz --replay default:17\n  ascend-ref fuzz --list")
     p.add_argument("campaign", nargs="?", default=None,
                    help="campaign TOML file, or a name in configs/campaigns/ (default: default)")
@@ -67,6 +68,10 @@ def register(sub) -> None:
     p.add_argument("--seed", type=at_least(0), help="override the seed (a new campaign identity)")
     p.add_argument("--db", help="results file (default: the campaign's [results] db, "
                                 "else ascend-ref-fuzz.sqlite in the current directory)")
+    p.add_argument("--path", choices=("fast", "general"),
+                   help="the JAX algorithms to check (default: the campaign's [compare] path, "
+                        "else fast; general: the reference algorithms behind the fast paths "
+                        "and explain; a separate campaign in the results file)")
     p.add_argument("--fresh", action="store_true",
                    help="forget this campaign's stored results and run it again")
     p.add_argument("--quiet", "-q", action="store_true", help="no progress output")
@@ -118,6 +123,8 @@ def main(args) -> int:
             vars(camp).pop("_pool", None)      # the cached pool was drawn with the old seed
         if args.workers is not None:
             camp.workers = max(0, args.workers)
+        if args.path is not None:
+            camp.compare.path = args.path
         if args.shrink_budget is not None:
             camp.shrink.budget_s = args.shrink_budget
         db = args.db or camp.db or DEFAULT_DB

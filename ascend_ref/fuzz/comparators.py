@@ -23,13 +23,18 @@ from .worker import Workers, oracle_many
 from .signature import signature as bit_signature
 
 
-def run_jax_batch(cases: Sequence[Case], spr: bool = False) -> List[Outcome]:
+def run_jax_batch(cases: Sequence[Case], spr: bool = False, path: str = "fast") -> List[Outcome]:
     """JAX outcomes of ``cases`` (in order) through :func:`ascend_ref.batch.run_cases`: one
     table height per (API, dtype, option) and fixed batch sizes, so a whole campaign (and its
     shrinking) compiles about one executable per (API, dtype, option), whatever the mix of
     products, mask modes, orders and repeat counts; a batch that raises is rerun case by
-    case. ``spr``: the setters' outcomes carry their registers (``run_cases(spr=True)``)."""
-    return _run_cases_safe(list(cases), spr)
+    case. ``spr``: the setters' outcomes carry their registers (``run_cases(spr=True)``).
+    ``path``: the JAX algorithms (:func:`ascend_ref.engine.use_path`; the campaign's
+    ``[compare] path``)."""
+    from ..engine import use_path
+
+    with use_path(path):
+        return _run_cases_safe(list(cases), spr)
 
 
 def _run_cases_safe(cases: Sequence[Case], spr: bool = False) -> List[Outcome]:
@@ -67,6 +72,8 @@ class Comparator(abc.ABC):
 
     expected_label = "expected"
     actual_label = "actual"
+    #: the JAX side's algorithms (the campaign's ``[compare] path``; :func:`make` sets it)
+    path = "fast"
 
     @abc.abstractmethod
     def run(self, cases: Sequence[Case], progress: Callable[[int], None] = lambda n: None):
@@ -96,7 +103,7 @@ class OracleComparator(Comparator):
 
     def run(self, cases, progress=lambda n: None):
         if self.workers <= 0 or len(cases) < 8:
-            actual = run_jax_batch(cases, spr=True)
+            actual = run_jax_batch(cases, spr=True, path=self.path)
             expected = []
             for c in cases:
                 expected.append(_safe(_oracle_spr, "oracle", c))
@@ -105,7 +112,7 @@ class OracleComparator(Comparator):
         ex = self._executor()
         step = max(4, min(32, len(cases) // (4 * self.workers) or 4))
         futs = [ex.submit(cases[i:i + step]) for i in range(0, len(cases), step)]
-        actual = run_jax_batch(cases, spr=True)
+        actual = run_jax_batch(cases, spr=True, path=self.path)
         expected = []
         for f in futs:
             part = f.result()
@@ -131,9 +138,9 @@ class ProductComparator(Comparator):
         self.expected_label, self.actual_label = "jax@case product", f"jax@{product}"
 
     def run(self, cases, progress=lambda n: None):
-        expected = run_jax_batch(cases)
+        expected = run_jax_batch(cases, path=self.path)
         other = [dataclasses.replace(c, chip=self.product, tags=dict(c.tags)) for c in cases]
-        actual = run_jax_batch(other)
+        actual = run_jax_batch(other, path=self.path)
         progress(len(cases))
         return expected, actual
 
@@ -145,7 +152,7 @@ class CommandComparator(Comparator):
         self.command, self.timeout_s, self.keep = command, timeout_s, keep_dirs
 
     def run(self, cases, progress=lambda n: None):
-        expected = run_jax_batch(cases)
+        expected = run_jax_batch(cases, path=self.path)
         names = exchange.names_for(c.tags.get("case_id", f"x{i:07d}") if "case_id" in c.tags
                                    else f"x{i:07d}" for i, c in enumerate(cases))
         if len(set(names)) != len(names):
@@ -164,11 +171,15 @@ class CommandComparator(Comparator):
 
 def make(camp) -> Comparator:
     k = camp.compare.kind
+    c: Comparator
     if k == "oracle":
-        return OracleComparator(camp.workers)
-    if k == "product":
-        return ProductComparator(camp.compare.product)
-    return CommandComparator(camp.compare.command, camp.compare.timeout_s)
+        c = OracleComparator(camp.workers)
+    elif k == "product":
+        c = ProductComparator(camp.compare.product)
+    else:
+        c = CommandComparator(camp.compare.command, camp.compare.timeout_s)
+    c.path = camp.compare.path
+    return c
 
 
 def evaluate(comparator: Comparator, cases: Sequence[Case]) -> List[Optional[str]]:
