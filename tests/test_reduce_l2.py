@@ -114,6 +114,18 @@ def test_page_tmp_size_examples(repeat, cal_index, dtype, need):
     assert int(tmp_need(np.int32(repeat), cal_index, dtype)) == need     # traced form
 
 
+def test_tmp_size_of_a_host_value_never_wraps():
+    """Every host form of a repeat count (int, numpy scalar, 0-d array) is sized in Python
+    ints: for 2**31 - 1 half repeats the formula gives 2**32 (2r rounded up to 16) + 2**26
+    (2 * ceil(2r / 128)) + 2**20 (2 * ceil(2**26 / 128)); an int32 stand-in wrapped (a 0-d
+    array gave 0, numpy 2.5 warned of an overflow)."""
+    want = 2**32 + 2**26 + 2**20
+    for r in (2**31 - 1, np.int32(2**31 - 1), np.array(2**31 - 1, np.int32),
+              np.array(2**31 - 1, np.int64), np.array(2**31 - 1, np.uint32)):
+        got = tmp_need(r, True, F16)
+        assert type(got) is int and got == want, (type(r), got)
+
+
 @pytest.mark.parametrize("impl", IMPLS)
 @pytest.mark.parametrize("repeat, cal_index, dtype, lanes", [
     (65, True, F16, 128), (255, True, F16, 128), (4, True, F16, 128), (130, True, F32, 64)])

@@ -160,8 +160,10 @@ def tmp_need(r: Any, cal_index: Any, dtype: str) -> Any:
     be traced): ReduceMax.md 关键特性说明 (ReduceMin.md has the same formula)."""
     s = itemsize(dtype)
     epb, lanes = 32 // s, 256 // s
-    if isinstance(r, np.integer):
-        r = int(r)              # host values: Python ints (an int32 stand-in would wrap in 2*r)
+    if isinstance(r, (np.integer, np.ndarray)) and np.ndim(r) == 0 and \
+            np.issubdtype(np.asarray(r).dtype, np.integer):
+        r = int(r)              # host values: Python ints (an int32 stand-in would wrap in 2*r;
+        #                         a 0-d array too, or reach jnp and wrap there)
     it1 = 2 * r
     start2 = _ceil(it1, epb) * epb
     if cal_index is not True:
