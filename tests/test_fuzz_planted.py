@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 import ascend_ref.numerics as numerics
-from ascend_ref import engine
 from ascend_ref.cli import main as cli_main
 from ascend_ref.fuzz import exchange
 from ascend_ref.fuzz.campaign import Campaign
@@ -39,10 +38,7 @@ def last_index_wins(bits, active, kind, dtype):
 def planted(monkeypatch):
     monkeypatch.setattr(numerics, "select_extreme", last_index_wins)
     jax.clear_caches()                  # kernels traced with the right rule are dropped
-    # the bug is planted in the general algorithm; the fast key tree (select_extreme_tree)
-    # would bypass it, so the campaign runs the general path
-    with engine.use_path("general"):
-        yield
+    yield
     monkeypatch.undo()
     jax.clear_caches()
 
@@ -51,6 +47,9 @@ def planted(monkeypatch):
 def test_planted_tie_rule_bug_is_found_shrunk_and_grouped(planted, tmp_path, capsys):
     camp = Campaign.load("tie_rule")
     camp.cases, camp.static_configs, camp.workers = 60, 6, 0     # the file's 240 x 10: ~1 min
+    # the bug is planted in the general algorithm; the fast key tree (select_extreme_tree)
+    # would bypass it, so the campaign runs the general path (``fuzz --path general``)
+    camp.compare.path = "general"
     camp.shrink.budget_s = float("inf")     # bounded by max_evaluations, not by the clock
     db = str(tmp_path / "planted.sqlite")
     s = run_campaign(camp, db, quiet=True, out=io.StringIO())
