@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from typing import Optional, Sequence
 
@@ -35,6 +36,19 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # the reader went away (``ascend-ref fuzz --report | head``): stop quietly as other
+        # tools do; stdout goes to /dev/null so the exit's own flush raises nothing either
+        try:
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        except (OSError, ValueError):      # a stdout without a file descriptor
+            pass
+        return 141                         # 128 + SIGPIPE, what a shell reports for it
+
+
+def _main(argv: Optional[Sequence[str]]) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv:
         argv = ["fuzz"]

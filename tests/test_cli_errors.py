@@ -184,3 +184,17 @@ def test_explain_picture_names_where_it_went(tmp_path, capsys):
     got, out, err = _cli(capsys, "explain", "whole_reduce_sum", "--dtype", "float", "--png",
                          str(tmp_path / "d"))
     assert got == 2 and "is a folder" in err and not (tmp_path / "d.png").exists()
+
+
+def test_a_closed_output_pipe_ends_quietly(tmp_path):
+    """``ascend-ref ... | head``: the reader closes the pipe before the output is written; the
+    command stops with 141 (128 + SIGPIPE, as a shell reports it), no traceback."""
+    r_fd, w_fd = os.pipe()
+    os.close(r_fd)                       # no reader: every write gets EPIPE
+    try:
+        p = subprocess.run([sys.executable, "-m", "ascend_ref", "fuzz", "--list"], stdout=w_fd,
+                           stderr=subprocess.PIPE, text=True, cwd=tmp_path, timeout=300)
+    finally:
+        os.close(w_fd)
+    assert p.returncode == 141 and "Traceback" not in p.stderr and "Broken" not in p.stderr, \
+        p.stderr[-2000:]
