@@ -49,7 +49,7 @@ from typing import Any, Dict, List, Optional, Sequence, Tuple
 import jax
 import numpy as np
 
-from . import engine, registry, scale
+from . import engine, mask as masks, registry, scale
 from .batch_args import is_int
 from .case import Case, Outcome
 from .constraints import Code, ConstraintError
@@ -433,7 +433,7 @@ def _mask_words(mask: Any, lanes: int, word_order: str) -> Optional[Tuple[str, t
     if word_order == "tik":
         if len(words) != 2:
             return None
-        words = [words[1], words[0]]
+        words = masks.low_first(words, word_order)       # the one home of the TIK swap
     elif len(words) not in ((2,) if lanes == 128 else (1, 2)):
         return None
     if not all(0 <= w <= _U64 for w in words):
@@ -579,40 +579,39 @@ def _plain_ints(values: List[Any], lo: int, hi: int) -> Optional[np.ndarray]:
     return a if not a.size or (int(a.min()) >= lo and int(a.max()) < hi) else None
 
 
-def _bulk_masks(masks: List[Any], lanes: int, word_order: str,
+def _bulk_masks(given: List[Any], lanes: int, word_order: str,
                 count_form: bool) -> Optional[Tuple[str, np.ndarray]]:
     """:func:`_mask_words` of every mask of a group at once: ``(mode, uint32[m, 4])`` when
     every mask is a Python int (a count) or every one a list / tuple of Python ints of one
     length; None when :func:`_mask_words` might answer otherwise for one of them."""
-    m = len(masks)
+    m = len(given)
     words = np.zeros((m, 4), np.uint32)
     if count_form:
         words[:, 0] = lanes
         return "count", words
-    kind = _one_type(masks, int, list, tuple)
+    kind = _one_type(given, int, list, tuple)
     if kind is int:
-        a = _plain_ints(masks, 0, 2**31)
+        a = _plain_ints(given, 0, 2**31)
         if a is None:
             return None
         words[:, 0] = a
         return "count", words
     if kind is None:
         return None
-    lens = set(map(len, masks))
+    lens = set(map(len, given))
     if len(lens) != 1:
         return None
     n = lens.pop()
     if n not in ((2,) if word_order == "tik" or lanes == 128 else (1, 2)):
         return None
-    flat = list(itertools.chain.from_iterable(masks))
+    flat = list(itertools.chain.from_iterable(given))
     if not _INTS.issuperset(map(type, flat)):
         return None
     try:
         w = np.array(flat, np.uint64).reshape(m, n)      # a negative word or one past 64 bits
     except (OverflowError, ValueError):                # raises: the per-case path decides
         return None
-    if word_order == "tik":
-        w = w[:, ::-1]
+    w = masks.low_first_rows(w, word_order)
     for j in range(n):
         words[:, 2 * j] = (w[:, j] & np.uint64(0xFFFFFFFF)).astype(np.uint32)
         words[:, 2 * j + 1] = (w[:, j] >> np.uint64(32)).astype(np.uint32)

@@ -314,11 +314,25 @@ def _parse_counter(mask: CounterMask, *, api: str, chip: str) -> Mask:
 def low_first(words: Sequence[int], word_order: str) -> List[int]:
     """Bit-mask words with lanes 0-63 first: TIK writes ``[mask_h, mask_l]`` (two words,
     swapped here; any other length is left as given), Ascend C already ``[lanes 0-63,
-    lanes 64-127]``. The one home of the TIK word swap."""
+    lanes 64-127]``. The one home of the TIK word swap (:func:`low_first_rows`: the same for
+    a batch of masks)."""
     word_order = _order(word_order)
     words = list(words)
     if word_order == "tik" and len(words) == 2:
         return [words[1], words[0]]
+    return words
+
+
+def low_first_rows(words: np.ndarray, word_order: str) -> np.ndarray:
+    """:func:`low_first` of every row of ``words`` ``[m, n]`` at once (run_cases' batched
+    preparation): TIK rows of two words swapped, anything else as given.
+
+    >>> low_first_rows(np.array([[1, 2], [3, 4]], np.uint64), "tik").tolist()
+    [[2, 1], [4, 3]]
+    """
+    word_order = _order(word_order)
+    if word_order == "tik" and words.shape[-1] == 2:
+        return words[..., ::-1]
     return words
 
 

@@ -145,7 +145,8 @@ MUTANTS: List[Mutant] = [
     Mutant("tik_mask_not_swapped", "masks", "ascend_ref/mask.py",
            "        return [words[1], words[0]]\n",
            "        return [words[0], words[1]]\n",
-           "TIK [mask_h, mask_l] read as [low, high]"),
+           "TIK [mask_h, mask_l] read as [low, high]",
+           also=(("return words[..., ::-1]", "return words"),)),   # a batch's masks at once
     Mutant("count_mask_off_by_one", "masks", "ascend_ref/mask.py",
            "counted = i < value[0]",
            "counted = i <= value[0]",
