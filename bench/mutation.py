@@ -249,6 +249,7 @@ def fast_xla_flags(flags: str = FAST_XLA) -> str:
             kept.append(flag)
     return " ".join(kept)
 
+
 #: the order mutants run in (the ten bugs of issue 16 first, then one per area, then the rest)
 PRIORITY = ["tie_last_lane", "signed_zero_key", "nan_loses_in_max", "saturate_final_only",
             "tree_pairs_halves", "dst_stride0_first_wins", "tik_mask_not_swapped",
