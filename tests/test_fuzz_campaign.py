@@ -287,6 +287,31 @@ def test_small_campaign_end_to_end_and_replay(tmp_path, capsys):
     assert json.loads(con.execute("SELECT bins FROM cases WHERE case_id=3").fetchone()[0])
 
 
+def test_replay_names_one_campaign_when_a_name_is_run_twice(tmp_path, capsys):
+    """The same campaign name run with two seeds leaves two campaigns in one results file:
+    ``--replay NAME:ID`` takes the one run last, ``--replay CAMPAIGN-ID:ID`` the one it
+    names, and a report's replay command names its own campaign (by id once the name is
+    shared), so the command it prints re-runs the case it reported."""
+    from ascend_ref.fuzz.runner import replay_ref
+
+    path = write(tmp_path, SMALL)
+    db = str(tmp_path / "r.sqlite")
+    first = Campaign.load(path)
+    assert cli_main(["fuzz", str(path), "--db", db, "--quiet", "--cases", "4"]) == 0
+    assert replay_ref(first, 3, db, Store(db)).endswith("--replay small:3")
+    assert cli_main(["fuzz", str(path), "--db", db, "--quiet", "--cases", "4",
+                     "--seed", "6"]) == 0
+    capsys.readouterr()
+    assert replay_ref(first, 3, db, Store(db)).endswith(f"--replay {first.id}:3")
+    assert cli_main(["fuzz", "--db", db, "--replay", "small:3"]) == 0
+    assert "case drawn from seed 6, case id 3" in capsys.readouterr().out
+    assert cli_main(["fuzz", "--db", db, "--replay", f"{first.id}:3"]) == 0
+    assert "case drawn from seed 5, case id 3" in capsys.readouterr().out
+    # with the campaign file, its id is accepted as the name too
+    assert cli_main(["fuzz", "--db", db, "--replay", f"{first.id}:3", str(path)]) == 0
+    assert "case drawn from seed 5, case id 3" in capsys.readouterr().out
+
+
 def test_product_comparator_finds_documented_differences(tmp_path, monkeypatch):
     camp = Campaign.load(write(tmp_path, """
         [campaign]

@@ -222,7 +222,9 @@ def _outcome_text(o: Outcome) -> str:
 # ---------------------------------------------------------------------- resolve -----------
 
 def resolve(store, ref: str, camp_arg: Optional[str]):
-    """``(Campaign, case_id)`` for ``--replay [NAME:]ID``."""
+    """``(Campaign, case_id)`` for ``--replay [NAME:]ID``: NAME is a campaign id of the
+    results file (``tie_rule-0bd1145a9a``: that campaign) or a campaign name (its most
+    recently run campaign of that name); no NAME: the most recently run campaign."""
     name, _, num = ref.rpartition(":")
     try:
         case_id = int(num)
@@ -233,10 +235,11 @@ def resolve(store, ref: str, camp_arg: Optional[str]):
         raise ValueError(f"--replay {ref!r}: the case id must be >= 0")
     if camp_arg:
         camp = Campaign.load(camp_arg)
-        if name and name != camp.name:
+        if name and name not in (camp.name, camp.id):
             raise ValueError(f"--replay {ref}: the campaign file is {camp.name!r}")
         return camp, case_id
-    rows = store.find_campaigns(name or None) if store else []
+    by_id = store.campaign_row(name) if store and name else None
+    rows = [by_id] if by_id else store.find_campaigns(name or None) if store else []
     if not rows:
         if name:
             try:

@@ -287,9 +287,14 @@ def shrink_pending(camp: Campaign, store: Store, cmp=None, *, quiet: bool = Fals
 
 # ---------------------------------------------------------------------- report ------------
 
-def replay_ref(camp: Campaign, case_id: int, db: str) -> str:
+def replay_ref(camp: Campaign, case_id: int, db: str, store: Optional[Store] = None) -> str:
+    """The command that replays case ``case_id`` of ``camp``: ``--replay NAME:ID`` when the
+    results file holds no other campaign of that name (a name replays its most recently run
+    campaign), else ``--replay CAMPAIGN-ID:ID``, which names this one alone (the same name
+    run with another ``--seed`` or ``--path``, or from an edited file)."""
     extra = "" if db == DEFAULT_DB else f" --db {db}"
-    return f"ascend-ref fuzz{extra} --replay {camp.name}:{case_id}"
+    others = store is not None and any(r["id"] != camp.id for r in store.find_campaigns(camp.name))
+    return f"ascend-ref fuzz{extra} --replay {camp.id if others else camp.name}:{case_id}"
 
 
 def report(camp: Campaign, store: Store, session: Optional[dict] = None, note: str = "",
@@ -326,7 +331,7 @@ def report(camp: Campaign, store: Store, session: Optional[dict] = None, note: s
             best = min(shrunk or items, key=lambda m: (m["shrunk_size"] or 1 << 40, m["case_id"]))
             lines.append(f"  {sig:<40}{len(items):>6}{len(shrunk):>7}  "
                          + ", ".join(f"{a}({n})" for a, n in apis.most_common(4)))
-            lines.append(f"  {'':<53}{replay_ref(camp, best['case_id'], db)}")
+            lines.append(f"  {'':<53}{replay_ref(camp, best['case_id'], db, store)}")
             if best["shrunk"]:
                 lines.append(f"  {'':<53}{best['shrunk_description']}")   # never cut
     if note:
