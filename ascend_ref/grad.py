@@ -146,6 +146,10 @@ class Differentiable(numerics.Exact):
         _, index, found = super().extreme(_bits(lax.stop_gradient(x)), active, kind)
         return jnp.take_along_axis(x, index[..., None], axis=-1)[..., 0], index, found
 
+    def extreme_value(self, x, active, kind: str):
+        value, _, found = self.extreme(x, active, kind)   # the derivative needs the index
+        return value, found
+
     def nan_result(self, value):
         b = _bits(lax.stop_gradient(value))
         out = super().nan_result(b)

@@ -1001,6 +1001,48 @@ def test_minmax_tree_blocks_first_lane_equals_general_path(dtype, blocked):
 
 
 @pytest.mark.parametrize("blocked", [False, True])
+def test_half_value_only_tree_equals_general_path(blocked):
+    """:func:`numerics.half_extreme_value` (ReduceDataBlock MIN / MAX half: no index) gives
+    select_extreme's value and flag: adversarial rows, rows whose best value or first NaN
+    sits in two blocks, every float16 bit pattern (shuffled into rows of 16, and each
+    against -0, +0 and a NaN), masks per row, shared by a vmapped batch, and none."""
+    rng = np.random.default_rng(31)
+
+    def check(bits, active, what):
+        for kind in ("min", "max"):
+            want = numerics.select_extreme(jnp.asarray(bits), jnp.asarray(active), kind,
+                                           "float16")
+            got = jax.jit(numerics.half_extreme_value, static_argnums=(2, 3))(
+                jnp.asarray(bits), jnp.asarray(active), kind, blocked)
+            np.testing.assert_array_equal(np.asarray(got[0]), np.asarray(want[0]),
+                                          err_msg=f"{kind} {what}")
+            np.testing.assert_array_equal(np.asarray(got[1]), np.asarray(want[2]),
+                                          err_msg=f"{kind} {what}")
+        shared = jax.jit(jax.vmap(lambda x, a: numerics.half_extreme_value(x, a, "min", blocked),
+                                  in_axes=(0, None)))(jnp.asarray(bits), jnp.asarray(active[7]))
+        want = numerics.select_extreme(jnp.asarray(bits),
+                                       jnp.broadcast_to(jnp.asarray(active[7]), bits.shape),
+                                       "min", "float16")
+        np.testing.assert_array_equal(np.asarray(shared[0]), np.asarray(want[0]), err_msg=what)
+
+    for n in (1, 3, 8, 16, 17, 128, 255):
+        bits = np.concatenate([adversarial_bits(rng, (24, n), "float16"),
+                               _first_lane_rows(rng, n, "float16", "min", 8),
+                               _first_lane_rows(rng, n, "float16", "max", 8)])
+        active = rng.random(bits.shape) < 0.6
+        active[5] = False
+        active[6:14] = active[22:30] = active[38:46] = True     # the planted rows
+        active[0] = np.arange(n) == n - 1
+        check(bits, active, f"n={n}")
+    every = rng.permutation(np.arange(1 << 16, dtype=np.uint32).astype(np.uint16))
+    rows = every.reshape(-1, 16)
+    check(rows, np.ones(rows.shape, bool), "every pattern")
+    for other in (0x8000, 0x0000, 0x7E01):
+        pairs = np.stack([every, np.full_like(every, other)], -1)
+        check(pairs, rng.random(pairs.shape) < 0.9, f"every pattern against {other:#06x}")
+
+
+@pytest.mark.parametrize("blocked", [False, True])
 @pytest.mark.parametrize("dtype", ["float16", "float32"])
 def test_minmax_tree_block_shapes_of_reduce_data_block_equal_general_path(dtype, blocked):
     """ReduceDataBlock's shape: ``(repeats, 8 blocks, lanes)`` with a mask shared by the

@@ -54,7 +54,7 @@ def _effects(spec, p, bits, active, arith):
         (value,), diag["exact_ok"] = arith.sums(
             lambda s: (numerics.lane_tree(s, blocks, live, pairs=spec.pair_src),))
     else:
-        value, _, _ = arith.extreme(blocks, live, rt.value.lower())
+        value, _ = arith.extreme_value(blocks, live, rt.value.lower())
         value = arith.nan_result(value)
     # each repeat's own lanes (the same mask for every repeat, but for counter mode's last)
     has_lane = jnp.any(live, -1)
