@@ -512,10 +512,12 @@ def half_extreme_value(bits: Bits, active: ArrayLike, kind: str,
     lane = jnp.arange(m, dtype=jnp.int16)
     key = jnp.where(is_nan(padded), jnp.int16(_NAN16) + lane, key)
     key = jnp.where(act, key, jnp.int16(_IDLE16))
-    w = min(_BLOCK_WIDTH, m)
-    if blocked and w < m:
-        key = jnp.min(_blocks(key, w), axis=-2)
-    best = _fold_min(key) if not blocked else _halving(key, jnp.minimum)
+    if blocked:
+        if m > _BLOCK_WIDTH:
+            key = jnp.min(_blocks(key, _BLOCK_WIDTH), axis=-2)
+        best = _halving(key, jnp.minimum)
+    else:
+        best = _fold_min(key)
     nan = best <= _NAN16_TOP
     at = jnp.clip(best.astype(jnp.int32) - _NAN16, 0, n - 1)
     first_nan = jnp.take_along_axis(bits, at[..., None], axis=-1)[..., 0]
@@ -827,22 +829,24 @@ class Exact:
     def extreme(self, x: jax.Array, active: ArrayLike,
                 kind: str) -> Tuple[jax.Array, jax.Array, jax.Array]:
         """Min / max over the last axis: ``(value, index, any_active)`` (:func:`extreme`)."""
+        return extreme(x, self._lanes(x, active), kind, self.dtype, self.path, self.blocked)
+
+    def _lanes(self, x: jax.Array, active: ArrayLike) -> ArrayLike:
+        """``active``, or where every lane is active (Spec.all_active) on a fast 16-bit tree a
+        constant mask XLA folds away from the keys: ReduceDataBlock MIN half's kernel
+        0.48-0.56 ms per 64 cases at R = 255 against 0.62-0.70 (2026-12-06, packed keys).
+        Not for float32, whose tree was slower with it (ReduceDataBlock MAX float 1.03-1.09
+        against 0.75-0.81 ms)."""
         if self.all_active and self.path != "general" and itemsize_of(self.dtype) == 2:
-            # every lane active (Spec.all_active): a constant mask XLA folds away from the
-            # packed 16-bit keys; ReduceDataBlock MIN half's kernel 0.48-0.56 ms per 64 cases
-            # at R = 255 against 0.62-0.70 (2026-12-06). Not for float32, whose tree was
-            # slower with it (ReduceDataBlock MAX float 1.03-1.09 against 0.75-0.81 ms)
-            active = np.ones(jnp.shape(x)[-1:], bool)
-        return extreme(x, active, kind, self.dtype, self.path, self.blocked)
+            return np.ones(jnp.shape(x)[-1:], bool)
+        return active
 
     def extreme_value(self, x: jax.Array, active: ArrayLike,
                       kind: str) -> Tuple[jax.Array, jax.Array]:
         """:meth:`extreme`'s ``(value, any_active)`` for an instruction that writes no index:
         float16 off the general path by :func:`half_extreme_value` (the same bits)."""
         if self.dtype == "float16" and self.path != "general":
-            if self.all_active:                     # as in extreme
-                active = np.ones(jnp.shape(x)[-1:], bool)
-            return half_extreme_value(x, active, kind, self.blocked)
+            return half_extreme_value(x, self._lanes(x, active), kind, self.blocked)
         value, _, found = self.extreme(x, active, kind)
         return value, found
 
@@ -859,5 +863,5 @@ class Exact:
         return jnp.asarray(bits).astype(self.bits_type)
 
 
-__all__ += ["select_extreme_tree", "half_extreme_value", "Summation", "guarded_sums", "lane_tree", "row_tree",
-            "extreme", "saturated", "Exact", "ExactProfile"]
+__all__ += ["select_extreme_tree", "half_extreme_value", "Summation", "guarded_sums",
+            "lane_tree", "row_tree", "extreme", "saturated", "Exact", "ExactProfile"]

@@ -293,7 +293,8 @@ def replay_ref(camp: Campaign, case_id: int, db: str, store: Optional[Store] = N
     campaign), else ``--replay CAMPAIGN-ID:ID``, which names this one alone (the same name
     run with another ``--seed`` or ``--path``, or from an edited file)."""
     extra = "" if db == DEFAULT_DB else f" --db {db}"
-    others = store is not None and any(r["id"] != camp.id for r in store.find_campaigns(camp.name))
+    others = store is not None and any(r["id"] != camp.id
+                                       for r in store.find_campaigns(camp.name))
     return f"ascend-ref fuzz{extra} --replay {camp.id if others else camp.name}:{case_id}"
 
 
