@@ -235,6 +235,21 @@ def _plant(d, base):
     good("param_missing.npz")
     set_meta(d / "param_missing.npz", params={"repeat": 4, "src_rep_stride": 8})
     expect["param_missing.npz"] = "meta.params.dst_rep_stride"
+    good("param_unknown.npz")
+    set_meta(d / "param_unknown.npz", params={"repeat": 4, "dst_rep_stride": 1,
+                                              "src_blk_stride": 1, "src_rep_stride": 8,
+                                              "src_stride": 8})
+    expect["param_unknown.npz"] = "meta.params.src_stride"
+    good("params_list.npz")
+    set_meta(d / "params_list.npz", params=[4, 1, 1, 8])
+    expect["params_list.npz"] = "meta.params"
+    good("tensor_missing.npz")
+    set_meta(d / "tensor_missing.npz", tensors={"src": [0, 512]})
+    expect["tensor_missing.npz"] = "meta.tensors.dst"
+    good("tensor_unknown.npz")
+    set_meta(d / "tensor_unknown.npz", tensors={"src": [0, 512], "dst": [2048, 8],
+                                                "work_tensor": [4096, 8]})
+    expect["tensor_unknown.npz"] = "meta.tensors.work_tensor"
     good("repeat_range.npz")
     set_meta(d / "repeat_range.npz", params={"repeat": 300, "dst_rep_stride": 1,
                                              "src_blk_stride": 1, "src_rep_stride": 8})
@@ -295,6 +310,16 @@ def test_dump_error_messages_name_file_and_field(tmp_path, base):
     r = verify(p, progress=False)
     (e,) = r.bad
     assert str(e).startswith(f"{p}: case 0: meta.params.repeat:") and "300" in str(e)
+    set_meta(p, params={"repeat": 4, "src_rep_stride": 8})
+    (e,) = verify(p, progress=False).bad
+    assert str(e).startswith(f"{p}: case 0: meta.params.dst_rep_stride: missing (whole_reduce")
+    assert "'src_blk_stride'" in str(e)
+    set_meta(p, params={"repeat": 4, "dst_rep_stride": 1, "src_blk_stride": 1,
+                        "src_rep_stride": 8},
+             tensors={"src": [0, 512], "dst": [2048, 8], "tmp": [4096, 8]})
+    (e,) = verify(p, progress=False).bad
+    assert str(e).startswith(f"{p}: case 0: meta.tensors.tmp: unknown tensor for whole_reduce")
+    assert "expected ['dst', 'src']" in str(e)
     with pytest.raises(DumpError, match="meta.api"):
         set_meta(p, api="nope")
         with open_dump(p) as f:

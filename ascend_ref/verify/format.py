@@ -1120,6 +1120,20 @@ class _V:
             raise self.err(fld, f"{v} outside [{lo}, {hi}]")
         return v
 
+    def keys_of(self, obj: Any, fld: str, want: Sequence[str], shape: str, noun: str,
+                api: str) -> dict:
+        """``obj``, a dict holding exactly the keys ``want`` of ``api`` (each one a ``noun``;
+        a missing key is reported before an unknown one)."""
+        if not isinstance(obj, dict):
+            raise self.err(fld, f"expected {shape}")
+        for k in want:
+            if k not in obj:
+                raise self.err(f"{fld}.{k}", f"missing ({api} needs {list(want)})")
+        for k in obj:
+            if k not in want:
+                raise self.err(f"{fld}.{k}", f"unknown {noun} for {api} (expected {list(want)})")
+        return obj
+
 
 def _word(v: _V, w, fld: str) -> int:
     if isinstance(w, str):
@@ -1173,28 +1187,13 @@ def _build(f: DumpFile, i: int, meta: dict) -> DumpCase:
     else:
         mask = v.int_(mask, "meta.mask", 0, 2**31 - 1)
     # params
-    params = meta["params"]
-    if not isinstance(params, dict):
-        raise v.err("meta.params", "expected an object")
     want = ins.params
-    for k in want:
-        if k not in params:
-            raise v.err(f"meta.params.{k}", f"missing ({api} needs {list(want)})")
-    for k in params:
-        if k not in want:
-            raise v.err(f"meta.params.{k}", f"unknown parameter for {api} (expected {list(want)})")
+    params = v.keys_of(meta["params"], "meta.params", want, "an object", "parameter", api)
     params = {k: v.int_(params[k], f"meta.params.{k}") for k in want}
     # tensors
-    tensors = meta["tensors"]
-    if not isinstance(tensors, dict):
-        raise v.err("meta.tensors", "expected an object {name: [addr, size]}")
     names = ins.operands
-    for k in names:
-        if k not in tensors:
-            raise v.err(f"meta.tensors.{k}", f"missing ({api} needs {list(names)})")
-    for k in tensors:
-        if k not in names:
-            raise v.err(f"meta.tensors.{k}", f"unknown tensor for {api} (expected {list(names)})")
+    tensors = v.keys_of(meta["tensors"], "meta.tensors", names,
+                        "an object {name: [addr, size]}", "tensor", api)
     tens = {}
     for k in names:
         t = tensors[k]
