@@ -330,11 +330,13 @@ def test_cli_exit_codes_and_json(tmp_path, good_dir, base, capsys):
     assert cli_main(["verify", str(good_dir), "--no-progress"]) == 0
     out = capsys.readouterr().out
     assert "RESULT: OK" in out
-    _plant(good_dir, base)
+    expect = _plant(good_dir, base)
     j = tmp_path / "r.json"
     assert cli_main(["verify", str(good_dir), "--no-progress", "--json", str(j)]) == 1
     rep = json.loads(j.read_text())
-    assert rep["ok"] is False and rep["agreed"] == 5 and len(rep["bad"]) == 21
+    # one entry a planted file, two for count.npz (cases 1 and 2: see the test above)
+    assert rep["ok"] is False and rep["agreed"] == 5 and len(rep["bad"]) == len(expect) + 1
+    assert {os.path.basename(b["file"]) for b in rep["bad"]} == set(expect)
     assert cli_main(["verify", str(tmp_path / "missing.npz"), "--no-progress"]) == 1
     empty = tmp_path / "empty"
     empty.mkdir()
