@@ -335,19 +335,9 @@ class Shrinker:
         g = max(1, len(nz) // 2)
         while len(nz) and not self.out_of_budget():
             groups = [nz[i:i + g] for i in range(0, len(nz), g)]
-            cands = []
-            for grp in groups:
-                ub = c.ub.copy()
-                ub.view(bt)[grp] = 0
-                cands.append(clone(c, ub=ub))
-            ok = self.keeps(cands)
-            if any(ok):
-                ub = c.ub.copy()
-                for grp, k in zip(groups, ok):
-                    if k:
-                        ub.view(bt)[grp] = 0
-                both = clone(c, ub=ub)
-                c = both if sum(ok) == 1 or self.keeps([both])[0] else cands[ok.index(True)]
+            kept = self.words_kept(c, bt, [(grp, 0) for grp in groups])
+            if kept is not None:
+                c = kept
                 self.steps += 1
                 self.log.append("data: zeroed elements")
                 nz = np.flatnonzero(c.ub.view(bt))
@@ -357,6 +347,23 @@ class Shrinker:
             else:
                 g = max(1, g // 2)
         return self.simplify(c)
+
+    def words_kept(self, c: Case, bt: np.dtype, edits: Sequence[tuple]) -> Optional[Case]:
+        """Each edit ``(words, value)`` (an index or index array into ``c.ub`` viewed as
+        ``bt``) alone; where some keep the failure, all those together, or the first of them
+        alone when the combination loses it. None when no edit keeps it."""
+        def edited(chosen: Sequence[tuple]) -> Case:
+            ub = c.ub.copy()
+            for at, value in chosen:
+                ub.view(bt)[at] = value
+            return clone(c, ub=ub)
+
+        cands = [edited([e]) for e in edits]
+        ok = self.keeps(cands)
+        if not any(ok):
+            return None
+        both = edited([e for e, k in zip(edits, ok) if k])
+        return both if sum(ok) == 1 or self.keeps([both])[0] else cands[ok.index(True)]
 
     def simplify(self, c: Case) -> Case:
         s = _size(c)
@@ -372,20 +379,9 @@ class Shrinker:
             idx = [int(i) for i in np.flatnonzero(words) if rank.get(int(words[i]), 99) > k]
             if not idx:
                 continue
-            idx = idx[:256]
-            cands = []
-            for i in idx:
-                ub = c.ub.copy()
-                ub.view(bt)[i] = v
-                cands.append(clone(c, ub=ub))
-            ok = self.keeps(cands)
-            if any(ok):
-                ub = c.ub.copy()
-                for i, good in zip(idx, ok):
-                    if good:
-                        ub.view(bt)[i] = v
-                both = clone(c, ub=ub)
-                c = both if sum(ok) == 1 or self.keeps([both])[0] else cands[ok.index(True)]
+            kept = self.words_kept(c, bt, [(i, v) for i in idx[:256]])
+            if kept is not None:
+                c = kept
                 self.steps += 1
                 self.log.append(f"data: simple value {v:#x}")
         return c
