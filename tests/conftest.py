@@ -18,6 +18,7 @@ import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
 import ascend_ref as ar  # noqa: E402
+from ascend_ref import oracle  # noqa: E402
 
 if os.environ.get(_RUN_CACHE) and not os.environ.get("JAX_COMPILATION_CACHE_DIR"):
     jax.config.update("jax_compilation_cache_dir", os.environ[_RUN_CACHE])
@@ -46,6 +47,35 @@ def undefined_spans(mask):
 
 def spans_recorded(s):
     return s.rows.tolist(), s.lo.tolist(), s.hi.tolist()
+
+
+class Out:
+    """One call's outcome as numpy arrays (:func:`call_ascendc`)."""
+
+    def __init__(self, ub, written, undefined):
+        self.ub = np.asarray(ub, np.uint8)
+        self.written = np.asarray(written, bool)
+        self.undefined = np.asarray(undefined, bool)
+
+    def load(self, addr, dtype, count):
+        return self.ub[addr:addr + count * np.dtype(dtype).itemsize].view(dtype)
+
+
+def call_ascendc(impl, name, ub, *args, **kw):
+    """Run the Ascend C API ``name`` on ``impl`` (``"oracle"``: the scalar oracle, else the
+    JAX path): :class:`Out`, or the error :class:`Code` of a rejected call."""
+    ub = np.asarray(ub, np.uint8)
+    if impl == "oracle":
+        try:
+            r = getattr(oracle, name)(ub, *args, **kw)
+        except oracle.OracleError as e:
+            return e.code
+        return Out(r.ub, r.written, r.undefined)
+    try:
+        new, info = getattr(ar.ascendc, name)(ub, *args, return_info=True, **kw)
+    except ar.ConstraintError as e:
+        return e.code
+    return Out(new, info.written, info.undefined)
 
 
 def half_bits(x):

@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 import ascend_ref as ar
-from ascend_ref import oracle
 from ascend_ref.constraints import Code
+from conftest import Out, call_ascendc as call
 
 IMPLS = ["oracle", "jax"]
 
@@ -27,32 +27,6 @@ UNSUPPORTED = ["atlas_inference_vector_core", "kirin_x90", "kirin_9030",
 ZERO_PAIR = {"ascend950", "atlas_200i_500_a2"}
 FULL = [2**64 - 1, 2**64 - 1]
 SENTINEL = 0x5A      # dst bytes before the call: a kept element reads back as this
-
-
-class Out:
-    def __init__(self, ub, written, undefined):
-        self.ub = np.asarray(ub, np.uint8)
-        self.written = np.asarray(written, bool)
-        self.undefined = np.asarray(undefined, bool)
-
-    def load(self, addr, dtype, count):
-        return self.ub[addr:addr + count * np.dtype(dtype).itemsize].view(dtype)
-
-
-def call(impl, name, ub, *args, **kw):
-    """Run ``name`` on ``impl``: :class:`Out`, or the error :class:`Code` of a rejected call."""
-    ub = np.asarray(ub, np.uint8)
-    if impl == "oracle":
-        try:
-            r = getattr(oracle, name)(ub, *args, **kw)
-        except oracle.OracleError as e:
-            return e.code
-        return Out(r.ub, r.written, r.undefined)
-    try:
-        new, info = getattr(ar.ascendc, name)(ub, *args, return_info=True, **kw)
-    except ar.ConstraintError as e:
-        return e.code
-    return Out(new, info.written, info.undefined)
 
 
 def make_ub(values, dtype, *, src=0, dst=1024, nbytes=4096):

@@ -14,9 +14,9 @@ import numpy as np
 import pytest
 
 import ascend_ref as ar
-from ascend_ref import oracle
 from ascend_ref.ascendc.reduce import tmp_need
 from ascend_ref.constraints import Code
+from conftest import Out, call_ascendc as call
 
 IMPLS = ["oracle", "jax"]
 F16, F32 = "float16", "float32"
@@ -29,31 +29,6 @@ UNSUPPORTED = ["atlas_inference_vector_core", "atlas_200_300_500_inference"]
 FULL = [2**64 - 1, 2**64 - 1]
 SENTINEL = 0x5A
 APIS = ["reduce_max", "reduce_min", "reduce_sum"]
-
-
-class Out:
-    def __init__(self, ub, written, undefined):
-        self.ub = np.asarray(ub, np.uint8)
-        self.written = np.asarray(written, bool)
-        self.undefined = np.asarray(undefined, bool)
-
-    def load(self, addr, dtype, count):
-        return self.ub[addr:addr + count * np.dtype(dtype).itemsize].view(dtype)
-
-
-def call(impl, name, ub, *args, **kw):
-    ub = np.asarray(ub, np.uint8)
-    if impl == "oracle":
-        try:
-            r = getattr(oracle, name)(ub, *args, **kw)
-        except oracle.OracleError as e:
-            return e.code
-        return Out(r.ub, r.written, r.undefined)
-    try:
-        new, info = getattr(ar.ascendc, name)(ub, *args, return_info=True, **kw)
-    except ar.ConstraintError as e:
-        return e.code
-    return Out(new, info.written, info.undefined)
 
 
 def T(addr, dtype, size):
