@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 import ascend_ref as ar
+from ascend_ref import oracle
 from ascend_ref.ascendc.reduce import tmp_need
 from ascend_ref.constraints import Code
 from conftest import Out, call_ascendc as call
