@@ -696,7 +696,7 @@ def kernel(ins: Instruction, spec: Spec, ub, p: Params):
         # rows as words of two lanes, for an instruction that takes them (batch._src_words)
         assert ins.pair_src(spec.dtype, spec.option), (ins.api, spec.dtype, spec.option)
         spec = dataclasses.replace(spec, pair_src=True)
-    s, lanes, n = spec.size, spec.lanes, ub.shape[0]
+    n = ub.shape[0]
     blk, lane_mask, active = _lanes(ins, spec, p)
     bits = _gather_src(ins, spec, ub, p, blk)
     eff, status, diag = _evaluate(ins, spec, p, bits, active, lane_mask, blk,

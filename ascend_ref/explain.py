@@ -745,9 +745,9 @@ class Node:
 
     def events(self) -> list:
         ev = []
-        for flag in ("nan", "overflow", "saturated", "tie"):
-            if getattr(self, flag):
-                ev.append(flag)
+        for event in ("nan", "overflow", "saturated", "tie"):
+            if getattr(self, event):
+                ev.append(event)
         if self.inexact and not (self.tie or self.overflow or self.saturated):
             ev.append("rounded")
         return ev
@@ -908,10 +908,10 @@ def constraints(api: str, option=None, dtype: str = "float16") -> str:
 def _sub_stats(sub: list) -> str:
     n = len(sub)
     parts = [f"{n} add{'s' if n > 1 else ''}"]
-    for flag in ("inexact", "tie", "overflow", "saturated", "nan"):
-        c = sum(getattr(m, flag) for m in sub)
+    for event in ("inexact", "tie", "overflow", "saturated", "nan"):
+        c = sum(getattr(m, event) for m in sub)
         if c:
-            parts.append(f"{c} {flag}" + ("s" if flag in ("tie",) and c > 1 else ""))
+            parts.append(f"{c} {event}" + ("s" if event == "tie" and c > 1 else ""))
     if len(parts) == 1:
         parts.append("all exact")
     return ", ".join(parts)

@@ -12,7 +12,7 @@ import pytest
 
 import ascend_ref as ar
 from ascend_ref.constraints import Code
-from conftest import Out, call_ascendc as call
+from conftest import call_ascendc as call
 
 IMPLS = ["oracle", "jax"]
 

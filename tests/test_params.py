@@ -14,7 +14,7 @@ import pytest
 import ascend_ref as ar
 from ascend_ref import engine, registry
 from ascend_ref.constraints import Code
-from ascend_ref.params import ChipFacts, Diag, Operand, Params
+from ascend_ref.params import ChipFacts, Diag, Params
 
 CHIP = "atlas_a2"
 

@@ -186,8 +186,6 @@ _RB_ROWS = 12
 
 def run_batch_rows(rows):
     """``run_batch`` (ReduceDataBlock SUM, half, ascend950) on the seeded cases ``rows``."""
-    import ascend_ref as ar
-
     rng = np.random.default_rng(5)
     ubs = rng.standard_normal((_RB_ROWS, 2048)).astype(np.float16).view(np.uint8)
     ubs[:, 8:10] = [0x00, 0x7c]                           # +inf in every row's first repeat

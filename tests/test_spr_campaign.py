@@ -4,7 +4,6 @@ the direct path's ``info.spr``; the oracle comparator compares both sides' regis
 the setters and getters were exercised."""
 
 import numpy as np
-import pytest
 
 import ascend_ref as ar
 from ascend_ref import batch, spr as sprs

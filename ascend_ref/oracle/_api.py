@@ -459,7 +459,7 @@ def _ascendc(api: str, kind: str, ub, dst, src, mask, repeat_time, dst_rep_strid
         fails.add(Code.REPEAT_RANGE, f"repeat_time = {R} outside [0, 255]")
         R = None
     elif R == 0 and prof.zero_repeat == "error":
-        fails.add(Code.REPEAT_RANGE, f"repeat_time = 0 is outside the documented range here")
+        fails.add(Code.REPEAT_RANGE, "repeat_time = 0 is outside the documented range here")
         R = None
     if lanes == [] and prof.zero_mask == "error":
         fails.add(Code.MASK_ZERO, "mask selects no lane; not allowed on this product")
@@ -1205,13 +1205,11 @@ def _level2(api: str, kind: str, ub, dst, src, tmp, mask, repeat_time, src_rep_s
     assert ready
     out = _Writer(ubarr.copy())
     if nop:
-        rule = prof.zero_mask if len(lanes) == 0 else prof.zero_repeat
         if (len(lanes) == 0 and prof.zero_mask == "undefined") or \
                 (R == 0 and prof.zero_repeat == "undefined"):
             out.undef(d.addr, d.nbytes)
             if used:
                 out.undef(w.addr, w.nbytes)
-        del rule
         return out.result()
     sz = fmt.size
     if counter and prof.reduce_l2_counter == "undefined":

@@ -11,7 +11,6 @@ and bad cases are all reported, and the good cases are still verified.
 
 from __future__ import annotations
 
-import os
 import sys
 import time
 from collections import Counter

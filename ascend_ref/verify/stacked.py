@@ -63,7 +63,6 @@ from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
 import numpy as np
 
 from ..case import Case
-from ..constraints import Code
 from .meta import DumpError, case_meta, tensor_regions
 
 if TYPE_CHECKING:
