@@ -2,6 +2,7 @@
 
 from ..enums import ReduceType, parse_enum
 from ..constraints import Code
+from ..docstrings import with_family_example
 from .reduce_data_block import (block_reduce_max, block_reduce_min, block_reduce_sum,
                                 reduce_data_block)
 from .pair_reduce_sum import pair_reduce_sum, reduce_pair_elem
@@ -34,3 +35,7 @@ __all__ = ["whole_reduce_min", "whole_reduce_max", "whole_reduce_sum", "reduce_d
            "reduce_sum", "reduce_sum_count", "reduce_max_count", "reduce_min_count",
            "get_reduce_repeat_sum_spr", "get_acc_val",
            "get_reduce_repeat_max_min_spr", "get_reduce_max_min_count"]
+
+for _name in __all__:                 # help() shows each function's family example
+    with_family_example(globals()[_name],
+                        "ascend_ref.ascendc.whole_reduce" if _name == "reduce_repeat" else None)
