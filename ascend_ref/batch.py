@@ -198,6 +198,26 @@ def run_cases(cases: Iterable[Case], *, heights: Sequence[int] = TABLE_HEIGHTS,
     ``info.spr`` of ``case.call(ar, return_info=True)``); other outcomes keep ``spr`` None.
     Only the setters' kernels change (they compute the update); asked for or not, the
     bytes are the same.
+
+    Example: WholeReduceMin half over one repeat of 128 twos, with a full mask and with
+    129 lanes (past a half repeat's 128): the first writes ``[value, index]`` = ``[2.0,
+    0]`` (the smallest lane among equals) into dst's four bytes, the second is refused.
+
+    >>> import numpy as np, ascend_ref as ar
+    >>> from ascend_ref.case import Case
+    >>> ub = np.zeros(512, np.uint8)
+    >>> ub[:256] = np.full(128, 2, np.float16).view(np.uint8)
+    >>> p = {"repeat": 1, "dst_rep_stride": 1, "src_blk_stride": 1, "src_rep_stride": 8}
+    >>> t = {"src": (0, 128), "dst": (256, 2)}
+    >>> outs = ar.run_cases([Case("whole_reduce_min", "atlas_a2", "float16",
+    ...                           "ORDER_VALUE_INDEX", m, p, t, ub) for m in (128, 129)])
+    >>> outs
+    [Outcome(ok), Outcome(MASK_RANGE)]
+    >>> o = outs[0]
+    >>> float(o.ub[256:258].view(np.float16)[0]), int(o.ub[258:260].view(np.uint16)[0])
+    (2.0, 0)
+    >>> np.flatnonzero(o.written).tolist()
+    [256, 257, 258, 259]
     """
     heights = _heights("run_cases", heights)
     spr = batch_args.flag("run_cases", "spr", spr)       # "no" was taken as True
@@ -818,6 +838,23 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
     mask of the bytes whose value after the call the documentation does not define (as
     :func:`run_cases`' outcomes mark them, within each row); ``ascend-ref verify`` compares
     stacked dumps with it.
+
+    Example: WholeReduceSum half over three UBs of 128 ones, twos and threes, one repeat,
+    a mask per case (128, 64 and 129 lanes: 129 is past a half repeat's 128): the sums
+    128·1 and 64·2, and a status code for the third case, whose row is left as it was.
+
+    >>> import numpy as np, ascend_ref as ar
+    >>> ubs = np.zeros((3, 512), np.uint8)
+    >>> for k in range(3):
+    ...     ubs[k, :256] = np.full(128, k + 1, np.float16).view(np.uint8)
+    >>> out, status = ar.run_batch("whole_reduce_sum", ubs, chip="atlas_a2", dtype="float16",
+    ...                            mask=np.array([128, 64, 129]), repeat_time=1,
+    ...                            dst_rep_stride=1, src_blk_stride=1, src_rep_stride=8,
+    ...                            src=(0, 128), dst=(256, 16))
+    >>> out[:2, 256:258].view(np.float16)[:, 0].tolist(), [ar.Code(int(c)).name for c in status]
+    ([128.0, 128.0], ['OK', 'OK', 'MASK_RANGE'])
+    >>> bool((out[2] == ubs[2]).all())
+    True
     """
     ins = registry.lookup(api, api="run_batch")
     return_undefined = batch_args.flag("run_batch", "return_undefined", return_undefined)

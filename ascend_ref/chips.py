@@ -399,12 +399,27 @@ def clear_cache() -> None:
 def chips() -> list:
     """Ids of every product profile (its file name), sorted. Listing does not load: a
     malformed file is a :class:`ProfileError` when a call loads it (:func:`chip`; anything
-    that loads every product, such as the registry's check, names it too)."""
+    that loads every product, such as the registry's check, names it too).
+
+    >>> import ascend_ref as ar
+    >>> "atlas_a2" in ar.chips(), ar.chips() == sorted(ar.chips())
+    (True, True)
+    """
     return list(_profiles())
 
 
 def chip(id_or_profile: Union[str, ChipProfile]) -> ChipProfile:
-    """The frozen profile for a product id (a profile passes through unchanged)."""
+    """The frozen profile for a product id (a profile passes through unchanged).
+
+    >>> import ascend_ref as ar
+    >>> p = ar.chip("atlas_a2")
+    >>> p.ub_bytes, ar.chip(p) is p
+    (196608, True)
+    >>> ar.chip("atlas_a9")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ascend_ref.constraints.ConstraintError: [CHIP_UNKNOWN] chip: chip = 'atlas_a9' is not allowed; allowed: one of ['ascend950', ...]
+    """
     if isinstance(id_or_profile, ChipProfile):
         return id_or_profile
     files = _profiles()

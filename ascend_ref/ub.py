@@ -79,6 +79,13 @@ class Tensor:
 
     Its *declared extent* is bytes ``[addr, addr + size * itemsize)``; every access of an
     instruction must stay inside it.
+
+    >>> import ascend_ref as ar
+    >>> t = ar.Tensor(1024, "half", 8)
+    >>> t
+    Tensor(addr=1024, dtype='float16', size=8)  # bytes [1024, 1040)
+    >>> t.nbytes, t.end
+    (16, 1040)
     """
 
     addr: int
@@ -145,7 +152,12 @@ def _ub_bytes(chip_or_size) -> int:
 
 
 def new_ub(chip=None, size: int | None = None) -> jax.Array:
-    """A zeroed UB: ``uint8[chip.ub_bytes]``, or ``uint8[size]`` when ``size`` is given."""
+    """A zeroed UB: ``uint8[chip.ub_bytes]``, or ``uint8[size]`` when ``size`` is given.
+
+    >>> import ascend_ref as ar
+    >>> ar.new_ub("atlas_a2").shape, ar.new_ub(size=1024).shape, str(ar.new_ub(size=8).dtype)
+    ((196608,), (1024,), 'uint8')
+    """
     if size is None:
         if chip is None:
             raise ConstraintError(Code.BAD_ARGUMENT, api="new_ub", param="chip", value=None,
@@ -197,6 +209,13 @@ def store(ub, addr: int, values, *, dtype=None) -> jax.Array:
     stored by name: ``store(ub, addr, x, dtype="int64")``. With ``dtype`` (an element type name
     such as ``"float16"`` or ``"half"``), ``values`` is converted to it first
     (``store(ub, 0, [1.5, 2], dtype="half")`` writes 4 bytes).
+
+    >>> import numpy as np, ascend_ref as ar
+    >>> ub = ar.store(ar.new_ub(size=64), 32, np.array([1.5, -2], np.float16))
+    >>> np.asarray(ub[32:36]).tolist()           # 0x3E00, 0xC000, little-endian
+    [0, 62, 0, 192]
+    >>> ar.load(ar.store(ub, 0, [7, -1], dtype="int32"), 0, "int32", 2).tolist()
+    [7, -1]
     """
     ub, addr = as_ub(ub), held_int(addr)
     if dtype is not None:
@@ -265,7 +284,13 @@ def load(ub, addr: int, dtype, count: int) -> np.ndarray:
 
     ``count`` must be a non-negative int (BAD_ARGUMENT otherwise: no float, string, bool or
     negative count); the bytes read must lie inside the UB (UB_BOUNDS). ``addr`` and
-    ``count`` may be concrete 0-d integer arrays, judged as the int they hold."""
+    ``count`` may be concrete 0-d integer arrays, judged as the int they hold.
+
+    >>> import numpy as np, ascend_ref as ar
+    >>> ub = ar.store(ar.new_ub(size=64), 0, np.array([1.0, -0.0], np.float32))
+    >>> [hex(w) for w in ar.load(ub, 0, "uint32", 2).tolist()], ar.load(ub, 4, "float32", 1)
+    (['0x3f800000', '0x80000000'], array([-0.], dtype=float32))
+    """
     ub, addr, count = as_ub(ub), held_int(addr), held_int(count)
     name = dtype_name(dtype, "load")
     if not is_int(count) or count < 0:
