@@ -60,6 +60,12 @@ class Out:
     def load(self, addr, dtype, count):
         return self.ub[addr:addr + count * np.dtype(dtype).itemsize].view(dtype)
 
+    def __iter__(self):                  # ub, written, undefined = call_ascendc(...)
+        return iter((self.ub, self.written, self.undefined))
+
+    def __getitem__(self, k):
+        return (self.ub, self.written, self.undefined)[k]
+
 
 def call_ascendc(impl, name, ub, *args, **kw):
     """Run the Ascend C API ``name`` on ``impl`` (``"oracle"``: the scalar oracle, else the

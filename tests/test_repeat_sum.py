@@ -19,6 +19,7 @@ import ascend_ref as ar
 from ascend_ref import oracle
 from ascend_ref.case import Case, run_jax, run_oracle
 from ascend_ref.constraints import Code
+from conftest import call_ascendc as call
 from ascend_ref.fuzz.compare import diff
 
 IMPLS = ["oracle", "jax"]
@@ -42,22 +43,6 @@ def args_of(api, dst, src, mask, repeat, drs=1, sbs=1, srs=8, dbs=0):
     if api == "repeat_reduce_sum":
         return (dst, src, repeat, mask, dbs, sbs, drs, srs)
     return (dst, src, mask, repeat, drs, sbs, srs)
-
-
-def call(impl, api, ub, *args, **kw):
-    """``(ub, written, undefined)`` as numpy arrays, or the error Code."""
-    ub = np.asarray(ub, np.uint8)
-    if impl == "oracle":
-        try:
-            r = getattr(oracle, api)(ub, *args, **kw)
-        except oracle.OracleError as e:
-            return e.code
-        return r.ub, r.written, r.undefined
-    try:
-        new, info = getattr(ar.ascendc, api)(ub, *args, return_info=True, **kw)
-    except ar.ConstraintError as e:
-        return e.code
-    return np.asarray(new), np.asarray(info.written), np.asarray(info.undefined)
 
 
 def ub_with(values, dtype, nbytes=8192):
