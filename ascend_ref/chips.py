@@ -418,7 +418,7 @@ def chip(id_or_profile: Union[str, ChipProfile]) -> ChipProfile:
     >>> ar.chip("atlas_a9")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    ascend_ref.constraints.ConstraintError: [CHIP_UNKNOWN] chip: chip = 'atlas_a9' is not allowed; allowed: one of ['ascend950', ...]
+    ascend_ref.constraints.ConstraintError: [CHIP_UNKNOWN] chip: chip = 'atlas_a9' is not allowed; ...
     """
     if isinstance(id_or_profile, ChipProfile):
         return id_or_profile

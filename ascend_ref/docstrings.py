@@ -57,11 +57,11 @@ def family_example(module_doc: str) -> str:
 
 def with_family_example(fn: F, module: Optional[str] = None) -> F:
     """Append the worked example of ``module`` (default: the module defining ``fn``) to
-    ``fn.__doc__``; once only (a second call leaves it as it is). Returns ``fn``."""
+    ``fn.__doc__``; once only (a function that has one keeps it). Returns ``fn``."""
     name = module or fn.__module__
     header = HEADER.format(module=name)
     doc = inspect.cleandoc(fn.__doc__ or "")
-    if header in doc:
+    if HEADER.split("{")[0] in doc:
         return fn
     example = family_example(sys.modules[name].__doc__ or "")
     fn.__doc__ = f"{doc}\n\n{header}\n\n{example}\n"

@@ -19,7 +19,8 @@ How to add an instruction
 1. Write ``ascendc/<name>.py`` (or ``tik/<name>.py``), its docstring closing with a worked
    example from the documentation page as a doctest (:mod:`ascend_ref.docstrings` appends
    it to the public functions' docstrings; a family module without one fails the package's
-   import): the effects over the engine (see ``whole_reduce.py``), its kernel (``_slots.instruction`` / ``_common.instruction``), and
+   import): the effects over the engine (see ``whole_reduce.py``), its kernel
+   (``_slots.instruction`` / ``_common.instruction``), and
    ``register(Instruction(name=..., family=..., kernel=..., signature=..., option=...,
    kind=..., layout=..., repeat_range=..., work_need=..., checks=...))``. The public function
    is one line: ``return INS.run(ub, {"dst": dst, "src": src}, mask, {...}, chip=chip, ...)``.

@@ -36,6 +36,6 @@ __all__ = ["whole_reduce_min", "whole_reduce_max", "whole_reduce_sum", "reduce_d
            "get_reduce_repeat_sum_spr", "get_acc_val",
            "get_reduce_repeat_max_min_spr", "get_reduce_max_min_count"]
 
+with_family_example(reduce_repeat, whole_reduce_min.__module__)      # WholeReduce's new name
 for _name in __all__:                 # help() shows each function's family example
-    with_family_example(globals()[_name],
-                        "ascend_ref.ascendc.whole_reduce" if _name == "reduce_repeat" else None)
+    with_family_example(globals()[_name])
