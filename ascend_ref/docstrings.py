@@ -22,8 +22,10 @@ from typing import Callable, Optional, TypeVar
 
 F = TypeVar("F", bound=Callable)
 
-#: the line that introduces the appended example (the module's name follows)
-HEADER = "Worked example of the family (the docstring of {module}):"
+#: how the line that introduces an appended example starts (a docstring that has it has one)
+HEADER_START = "Worked example of the family"
+#: that line (the module's name follows)
+HEADER = HEADER_START + " (the docstring of {module}):"
 
 
 def family_example(module_doc: str) -> str:
@@ -61,7 +63,7 @@ def with_family_example(fn: F, module: Optional[str] = None) -> F:
     name = module or fn.__module__
     header = HEADER.format(module=name)
     doc = inspect.cleandoc(fn.__doc__ or "")
-    if HEADER.split("{")[0] in doc:
+    if HEADER_START in doc:
         return fn
     example = family_example(sys.modules[name].__doc__ or "")
     fn.__doc__ = f"{doc}\n\n{header}\n\n{example}\n"
