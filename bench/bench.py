@@ -42,8 +42,9 @@ after ``COMPILE_LIMIT`` compiles never falls inside a row's timed calls.
 
 Usage: ``python bench/bench.py [--quick] [--json PATH] [--only API[:DTYPE]] [--repeats 1,16,255]
 [--issue-rows]`` (``--issue-rows``: issue 11's rows only, README's table; ``--markdown JSON``
-prints the table of a results file, with ``--issue-rows`` only those rows).
-Prints a table and writes JSON.
+prints the table of a results file, with ``--issue-rows`` only those rows; ``--targets JSON``
+issue 11's targets in a results file: each target's figures, reached or not).
+Prints a table and issue 11's targets, and writes JSON.
 Not a test: nothing here asserts a timing.
 """
 
@@ -105,6 +106,86 @@ def configs(every: bool = True) -> list:
 CASES = {1: 8192, 16: 2048, 255: 256}
 CONDITIONS = ("full mask, dst_rep_stride 1 / src_blk_stride 1 / src_rep_stride 8, "
               "standard-normal data; cases per batch: R=1 {r1}, R=16 {r16}, R=255 {r255}")
+
+
+#: issue 11's targets: (what, the rows it names as (api, dtype, option) or None for every
+#: issue row, the repeat counts it is judged at or None for every one measured, the row's
+#: field, and its bound: ``(">=", x)`` or ``("<=", x)``)
+TARGETS = [
+    ("min/max half R = 255 >= 0.3x copy",
+     [("whole_reduce_min", "float16", "ORDER_VALUE_INDEX"),
+      ("whole_reduce_max", "float16", "ORDER_VALUE_INDEX"), ("vec_reduce_min", "float16", True),
+      ("vec_reduce_max", "float16", False), ("reduce_data_block", "float16", "MIN")],
+     (255,), "vs_copy", (">=", 0.3)),
+    ("half sums R = 255 >= 3x np.sum",
+     [("whole_reduce_sum", "float16", None), ("reduce_data_block", "float16", "SUM"),
+      ("vec_reduce_add", "float16", None)], (255,), "vs_sum", (">=", 3.0)),
+    ("float sums R = 255 >= 0.5x np.sum",
+     [("whole_reduce_sum", "float32", None), ("reduce_data_block", "float32", "SUM"),
+      ("vec_reduce_add", "float32", None)], (255,), "vs_sum", (">=", 0.5)),
+    ("run_cases >= 0.7x run_batch", None, None, "cases_vs_batch", (">=", 0.7)),
+    ("verify (regions) >= 0.5x run_batch", None, None, "verify_vs_batch", (">=", 0.5)),
+    ("compile <= 3 s", None, None, "compile_s", ("<=", 3.0)),
+]
+
+
+def _row_name(r: dict) -> str:
+    opt = "" if str(r["option"]) == "None" else f" {r['option']}"
+    return f"{r['api']}{opt} {r['dtype']}"
+
+
+def targets(rows: list) -> str:
+    """Issue 11's targets (:data:`TARGETS`) in a run's rows, one line each and a line per
+    repeat count for the targets on every issue row: how many rows reached the target, each
+    named row's figure (a missed one marked) or, over every issue row, the range and the
+    rows on the smaller side (when three or fewer). A target whose rows the run lacks says
+    so.
+
+    >>> rows = [dict(api="vec_reduce_add", dtype=d, option="None", repeat=255, vs_sum=v,
+    ...              cases_vs_batch=c, compile_s=1.9)
+    ...         for d, v, c in (("float16", 3.3, 0.73), ("float32", 0.68, 0.62))]
+    >>> print(targets(rows))
+    - min/max half R = 255 >= 0.3x copy: no row in this run
+    - half sums R = 255 >= 3x np.sum: 1 of 1 reached: vec_reduce_add float16 3.3
+    - float sums R = 255 >= 0.5x np.sum: 1 of 1 reached: vec_reduce_add float32 0.68
+    - run_cases >= 0.7x run_batch:
+      R = 255: 1 of 2 reached, 0.62-0.73; reached: vec_reduce_add float16
+    - verify (regions) >= 0.5x run_batch: no row in this run
+    - compile <= 3 s:
+      R = 255: 2 of 2 reached, 1.9-1.9
+    """
+    issue = {(a, d, str(o)) for a, _, d, o in ISSUE_CONFIGS}
+    out = []
+    for what, names, repeats, field, (op, bound) in TARGETS:
+        want = issue if names is None else {(a, d, str(o)) for a, d, o in names}
+        sel = [r for r in rows if (r["api"], r["dtype"], str(r["option"])) in want
+               and (repeats is None or r["repeat"] in repeats) and r.get(field) is not None]
+        if not sel:
+            out.append(f"- {what}: no row in this run")
+            continue
+
+        def good(r: dict) -> bool:
+            return r[field] >= bound if op == ">=" else r[field] <= bound
+
+        if names is not None:
+            figs = [f"{_row_name(r)} {r[field]:.3g}" + ("" if good(r) else " (missed)")
+                    for r in sel]
+            out.append(f"- {what}: {sum(map(good, sel))} of {len(sel)} reached: "
+                       + ", ".join(figs))
+            continue
+        out.append(f"- {what}:")
+        for rep in sorted({r["repeat"] for r in sel}):
+            at = [r for r in sel if r["repeat"] == rep]
+            hit = [r for r in at if good(r)]
+            few, side = (hit, "reached") if len(hit) <= len(at) / 2 else \
+                ([r for r in at if not good(r)], "missed")
+            vals = [r[field] for r in at]
+            line = (f"  R = {rep}: {len(hit)} of {len(at)} reached, "
+                    f"{min(vals):.3g}-{max(vals):.3g}")
+            if 0 < len(few) <= 3:
+                line += f"; {side}: " + ", ".join(_row_name(r) for r in few)
+            out.append(line)
+    return "\n".join(out)
 
 
 def _timeit(fn, repeat=3):
@@ -390,7 +471,12 @@ def main():
                     help="only issue 11's rows (README's table), not every instruction")
     ap.add_argument("--markdown", metavar="JSON",
                     help="print README's table from a results file instead of measuring")
+    ap.add_argument("--targets", metavar="JSON",
+                    help="print issue 11's targets in a results file instead of measuring")
     args = ap.parse_args()
+    if args.targets:
+        print(targets(json.loads(Path(args.targets).read_text())["rows"]))
+        return
     if args.markdown:
         res = json.loads(Path(args.markdown).read_text())
         load = {k: " / ".join(f"{v:.1f}" for v in res.get(k, ())) for k in
@@ -415,6 +501,7 @@ def main():
     load_after = os.getloadavg()
     print(f"load average after: {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}")
     print(f"peak resident memory: {peak:.0f} MB")
+    print(f"issue 11's targets:\n{targets(rows)}")
     out = Path(args.json)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"jax": jax.__version__, "platform": jax.devices()[0].platform,

@@ -123,3 +123,31 @@ def test_verify_floor_checks_every_member_and_times_each_piece(monkeypatch, tmp_
     finally:
         for f in keep:
             f.close()
+
+
+def test_targets_count_each_row_against_its_bound():
+    """``bench.targets`` (README's "Issue 11's targets in this run" from a results file):
+    on rows made up here, every count, the missed marks and the minority names follow the
+    figures given."""
+    rows = []
+    for api, _, dtype, option in bench.ISSUE_CONFIGS:
+        odd = (api, dtype) == ("reduce_data_block", "float16") and option == "MIN"
+        rows.append(dict(api=api, dtype=dtype, option=str(option), repeat=255,
+                         vs_copy=0.29 if odd else 0.31, vs_sum=3.5 if dtype == "float16" else 0.4,
+                         cases_vs_batch=0.5 if odd else 0.8, compile_s=3.5 if odd else 1.0))
+    rows.append(dict(rows[0], repeat=16, cases_vs_batch=0.1))      # another repeat count
+    lines = bench.targets(rows).splitlines()
+    minmax = next(x for x in lines if x.startswith("- min/max half"))
+    assert "4 of 5 reached" in minmax and minmax.count("(missed)") == 1
+    assert "reduce_data_block MIN float16 0.29 (missed)" in minmax
+    assert "3 of 3 reached" in next(x for x in lines if x.startswith("- half sums"))
+    floats = next(x for x in lines if x.startswith("- float sums"))
+    assert "0 of 3 reached" in floats and floats.count("(missed)") == 3
+    k = lines.index("- run_cases >= 0.7x run_batch:")
+    assert lines[k + 1] == "  R = 16: 0 of 1 reached, 0.1-0.1"
+    assert lines[k + 2] == ("  R = 255: 13 of 14 reached, 0.5-0.8; "
+                            "missed: reduce_data_block MIN float16")
+    assert "- verify (regions) >= 0.5x run_batch: no row in this run" in lines
+    k = lines.index("- compile <= 3 s:")
+    assert lines[k + 2] == ("  R = 255: 13 of 14 reached, 1-3.5; "
+                            "missed: reduce_data_block MIN float16")
