@@ -129,9 +129,22 @@ TARGETS = [
 ]
 
 
+def _key(r: dict) -> tuple:
+    """A results row's (api, dtype, option) as :data:`ISSUE_KEYS` spells it."""
+    return r["api"], r["dtype"], str(r["option"])
+
+
+#: issue 11's rows as :func:`_key` gives them
+ISSUE_KEYS = {(a, d, str(o)) for a, _, d, o in ISSUE_CONFIGS}
+
+
+def _api_option(r: dict) -> str:
+    """``api`` or ``api OPTION`` of a results row (README's first column)."""
+    return r["api"] if str(r["option"]) == "None" else f"{r['api']} {r['option']}"
+
+
 def _row_name(r: dict) -> str:
-    opt = "" if str(r["option"]) == "None" else f" {r['option']}"
-    return f"{r['api']}{opt} {r['dtype']}"
+    return f"{_api_option(r)} {r['dtype']}"
 
 
 def targets(rows: list) -> str:
@@ -154,11 +167,10 @@ def targets(rows: list) -> str:
     - compile <= 3 s:
       R = 255: 2 of 2 reached, 1.9-1.9
     """
-    issue = {(a, d, str(o)) for a, _, d, o in ISSUE_CONFIGS}
     out = []
     for what, names, repeats, field, (op, bound) in TARGETS:
-        want = issue if names is None else {(a, d, str(o)) for a, d, o in names}
-        sel = [r for r in rows if (r["api"], r["dtype"], str(r["option"])) in want
+        want = ISSUE_KEYS if names is None else {(a, d, str(o)) for a, d, o in names}
+        sel = [r for r in rows if _key(r) in want
                and (repeats is None or r["repeat"] in repeats) and r.get(field) is not None]
         if not sel:
             out.append(f"- {what}: no row in this run")
@@ -446,12 +458,11 @@ def markdown(rows) -> str:
            "× numpy golden | × scalar oracle | compile s |",
            "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in rows:
-        opt = "" if r["option"] == "None" else f" {r['option']}"
         ver = (f"{r['verify_cases_per_s']:,.0f} | {r['verify_vs_batch']:.3f}"
                if "verify_cases_per_s" in r else "– | –")
         ver += (f" | {r['verify_stacked_cases_per_s']:,.0f} | {r['verify_stacked_vs_batch']:.3f}"
                 if "verify_stacked_cases_per_s" in r else " | – | –")
-        out.append(f"| {r['api']}{opt} | {r['dtype']} | {r['repeat']} | {r['cases']} | "
+        out.append(f"| {_api_option(r)} | {r['dtype']} | {r['repeat']} | {r['cases']} | "
                    f"{r['jax_cases_per_s']:,.0f} | {r['vs_copy']:.3f} | {r['vs_sum']:.2f} | "
                    f"{r.get('unaligned_vs_batch', float('nan')):.2f} | "
                    f"{r['cases_cases_per_s']:,.0f} | {r['cases_vs_batch']:.2f} | {ver} | "
@@ -484,9 +495,8 @@ def main():
         print(f"conditions: {res.get('conditions')}; load average (1 / 5 / 15 min) before "
               f"{load['load_before']}, after {load['load_after']}; "
               f"peak RSS {res['peak_rss_mb']:.0f} MB\n")
-        issue = {(a, d, str(o)) for a, _, d, o in ISSUE_CONFIGS}
         print(markdown([r for r in res["rows"] if not args.issue_rows
-                        or (r["api"], r["dtype"], r["option"]) in issue]))
+                        or _key(r) in ISSUE_KEYS]))
         return
     cases = {r: CASES[r] // (4 if args.quick and r != 255 else 1) for r in CASES}
     conditions = CONDITIONS.format(**{f"r{k}": v for k, v in cases.items()})
