@@ -49,17 +49,28 @@ import contextlib
 import contextvars
 import dataclasses
 import functools
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+from typing import (Any, Callable, Dict, Iterable, Iterator, List, Optional,
+                    Sequence, Tuple, Union)
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import ArrayLike
 
 from . import batch_args, engine, registry, scale
 from . import batch_prep, heap
 from .ub import dtype_name
 from .case import Case, Outcome, as_cases
+from .chips import ChipProfile
 from .constraints import Code, ConstraintError
+from .params import Params
+
+#: run_batch's result: ``(ubs, status)``, or ``(ubs, status, undefined)`` with
+#: ``return_undefined=True`` (numpy arrays with the batch axis first)
+BatchResult = Tuple[np.ndarray, ...]
+#: what the row-wise kernels and run_batch's kernels return: per-write tables, the status, the
+#: registers (or None) and the undefined tables, as arrays with a case axis
+KernelOut = Tuple[Any, ...]
 
 heap.tune()          # the kernels' buffers stay in the heap between calls (ascend_ref.heap)
 
@@ -119,10 +130,10 @@ def _batches(n: int, big: Optional[int] = None) -> list:
 
 
 @functools.lru_cache(maxsize=None)
-def _vmapped(ins, spec):
+def _vmapped(ins: engine.Instruction, spec: engine.Spec) -> Callable[[Any, Any], KernelOut]:
     """The row-wise kernel of one static configuration (jitted per device set by
     :func:`ascend_ref.scale.run_rows`)."""
-    def run(ubs, ps):
+    def run(ubs: jax.Array, ps: Any) -> KernelOut:
         TRACES[(ins.api, spec)] += 1
         writes, status, _, _, undefined = engine.batched(ins, spec, ubs, ps)
         return writes, status, None, None, undefined   # the host reads back nothing more
@@ -131,13 +142,14 @@ def _vmapped(ins, spec):
 
 
 @functools.lru_cache(maxsize=None)
-def _vmapped_spr(ins, spec):
+def _vmapped_spr(ins: engine.Instruction,
+                 spec: engine.Spec) -> Callable[[Any, Any], KernelOut]:
     """:func:`_vmapped` that also returns the reduce special registers after each case, run
     from the fresh state (``spec.spr``: the kernel computes the instruction's declared
     :class:`~ascend_ref.spr.Sets`)."""
     from . import spr as sprs
 
-    def run(ubs, ps):
+    def run(ubs: jax.Array, ps: Any) -> KernelOut:
         TRACES[(ins.api, spec)] += 1
         writes, status, diag, _, undefined = engine.batched(ins, spec, ubs, ps)
         state = jax.vmap(lambda w, ok: sprs.after(sprs.fresh(), w, spec.dtype, ok))(
@@ -162,7 +174,7 @@ def _heights(api: str, heights: Any) -> Tuple[int, ...]:
     return tuple(int(h) for h in hs)
 
 
-def _prepare_case(case: Case):
+def _prepare_case(case: Case) -> engine.Prepared:
     return case.prepare(info=True)
 
 
@@ -238,9 +250,10 @@ def run_cases(cases: Iterable[Case], *, heights: Sequence[int] = TABLE_HEIGHTS,
     return outcomes  # type: ignore[return-value]
 
 
-def run_columns(api: str, chip, dtype: str, option, mask, params: dict, tensors: dict, ubs,
-                saturate=None, *, heights: Sequence[int] = TABLE_HEIGHTS
-                ) -> batch_prep.Stacked:
+def run_columns(api: str, chip: Union[str, ChipProfile], dtype: str, option: Any,
+                mask: ArrayLike, params: dict, tensors: dict, ubs: ArrayLike,
+                saturate: Union[bool, np.ndarray, None] = None, *,
+                heights: Sequence[int] = TABLE_HEIGHTS) -> batch_prep.Stacked:
     """:func:`run_cases` for cases given as columns, outcomes as arrays.
 
     Case ``k`` is ``Case(api, chip, dtype, option, mask[k], {name: params[name][k]},
@@ -279,7 +292,8 @@ def run_columns(api: str, chip, dtype: str, option, mask, params: dict, tensors:
     return out
 
 
-def _run_parts(parts, cases, outcomes, states: Optional[dict] = None) -> None:
+def _run_parts(parts: Sequence[batch_prep.Rows], cases: Optional[Sequence[Case]], outcomes: Any,
+               states: Optional[dict] = None) -> None:
     """Run prepared rows grouped by static configuration; fill ``outcomes`` (and, given
     ``states``, ``states[case number]`` with the registers of the cases of setters)."""
     groups = collections.defaultdict(list)
@@ -321,7 +335,7 @@ def _run_parts(parts, cases, outcomes, states: Optional[dict] = None) -> None:
 PIPELINE_CASES = True
 
 
-def _shares_call(rows) -> bool:
+def _shares_call(rows: batch_prep.Rows) -> bool:
     """Whether every case of ``rows`` has the same run_batch columns but its window's base
     and length (then its full chunks run on :func:`run_batch`'s kernel, :func:`_one_call`,
     whose buffers are compact: the source is read in place and only the writes come back).
@@ -335,7 +349,8 @@ def _shares_call(rows) -> bool:
     return all(bool(np.all(v == v[:1])) for k, v in q.items() if k not in ("ub_base", "ub_len"))
 
 
-def _rows_static_src(spec, rows, width: int, b: int) -> Optional[Tuple[tuple, int]]:
+def _rows_static_src(spec: engine.Spec, rows: batch_prep.Rows, width: int,
+                     b: int) -> Optional[Tuple[tuple, int]]:
     """``((src_rep_stride, src_blk_stride), table height)`` when a full chunk's cases (at
     least ``BATCH_SIZES[-1]``) all share them and each source span fits the window (then
     the kernel slices instead of gathering, as :func:`run_batch` does); else None. Small or
@@ -373,7 +388,7 @@ def _rows_static_src(spec, rows, width: int, b: int) -> Optional[Tuple[tuple, in
     return None if got is None else (got, h)
 
 
-def _exact_height(spec, rows) -> Optional[int]:
+def _exact_height(spec: engine.Spec, rows: batch_prep.Rows) -> Optional[int]:
     """The chunk's largest repeat count (the count form's: its largest count of elements)
     when it is below ``spec``'s table height, else None: what run_batch compiles for a
     ``max_repeat``; every case's repeats are inside it, so the bits are the same. run_cases
@@ -386,7 +401,7 @@ def _exact_height(spec, rows) -> Optional[int]:
     return h if 1 <= h < spec.r_max else None
 
 
-def _one_height(spec, rows) -> Optional[int]:
+def _one_height(spec: engine.Spec, rows: batch_prep.Rows) -> Optional[int]:
     """The repeat count every case of the chunk shares, when it is below ``spec``'s table
     height (not the count form); else None. :func:`_rows_static_src` compiles a table for
     at most :data:`ONE_HEIGHTS` such counts per static configuration in a process.
@@ -429,8 +444,9 @@ EXACT_HEIGHT = True
 STATIC_ROWS = True
 
 
-def _run_group(ins, spec, width, rows, b, cases, outcomes, states=None,
-               slot: int = 0) -> Callable[[], None]:
+def _run_group(ins: engine.Instruction, spec: engine.Spec, width: int, rows: batch_prep.Rows,
+               b: int, cases: Optional[Sequence[Case]], outcomes: Any,
+               states: Optional[dict] = None, slot: int = 0) -> Callable[[], None]:
     """Start one chunk's kernel; returns what finishes it (reads the results back and
     fills ``outcomes`` and ``states``). ``slot``: the window buffer it may fill
     (:meth:`~ascend_ref.batch_prep.Rows.windows`); consecutive chunks take turns, so a
@@ -474,6 +490,7 @@ def _run_group(ins, spec, width, rows, b, cases, outcomes, states=None,
         ubs = _src_words(ubs, ins, spec.dtype, spec.option)
     if one is not None:
         columns, qrows, shared = one
+        assert rows.call is not None and rows.q is not None   # what _one_call needs to answer
         chip, option, mode = rows.call
         pinned = None if static is None else _pinned_src(
             (ins.api, chip, spec.dtype, option, mode, spec.r_max, spec.path, static, columns),
@@ -510,7 +527,7 @@ def _run_group(ins, spec, width, rows, b, cases, outcomes, states=None,
 SHARED_ROWS = True
 
 
-def _one_call(spec, rows, b: int) -> Optional[tuple]:
+def _one_call(spec: engine.Spec, rows: batch_prep.Rows, b: int) -> Optional[tuple]:
     """``(columns, rows, shared)`` (:func:`_pack`) of a chunk whose cases differ only in
     their UBs -- every run_batch column but the window's base and length the same in every
     case: one call over many data (golden data, a call's dumps) -- to run on
@@ -538,7 +555,8 @@ def _one_call(spec, rows, b: int) -> Optional[tuple]:
 def _array_fn(api: str, chip: str, dtype: str, option: Any, mask_mode: str,
               max_repeat: Optional[int], has_saturate: bool,
               path: str = "fast", static_src: Optional[tuple] = None,
-              columns: tuple = (), info: bool = False, pinned_src: Optional[int] = None):
+              columns: tuple = (), info: bool = False,
+              pinned_src: Optional[int] = None) -> Callable[..., KernelOut]:
     """The kernel of one static configuration: ``run(ubs, rows, shared)``.
 
     ``columns``: ``((key, words, shared), ...)`` — how the int32 parameter matrix ``rows``
@@ -555,7 +573,7 @@ def _array_fn(api: str, chip: str, dtype: str, option: Any, mask_mode: str,
     shared = {key for key, _, sh in columns if sh}
     shared_lanes = "mask" in shared and "repeat" in shared
 
-    def one(q):
+    def one(q: Dict[str, Any]) -> Tuple[Any, ...]:
         mask = q["mask"] if mask_mode == "count" else q["mask"].astype(jnp.uint32)
         case = Case(api, chip, dtype, option, mask, {k: q[k] for k in ins.params},
                     {t: (q[f"{t}.addr"], q[f"{t}.size"]) for t in ins.operands},
@@ -569,7 +587,7 @@ def _array_fn(api: str, chip: str, dtype: str, option: Any, mask_mode: str,
                                    src_at=pinned_src, all_active=pinned_src is not None)
         return prep.ins, spec, prep.p.replace(ub_base=q["ub_base"])
 
-    def unpack(vec, shared: bool) -> dict:
+    def unpack(vec: jax.Array, shared: bool) -> dict:
         out, at = {}, 0
         for key, words, sh in columns:
             if sh != shared:
@@ -583,12 +601,12 @@ def _array_fn(api: str, chip: str, dtype: str, option: Any, mask_mode: str,
             out[key] = v
         return out
 
-    def run(ubs, rows, shared):
+    def run(ubs: jax.Array, rows: jax.Array, shared: jax.Array) -> KernelOut:
         TRACES[("run_batch", api, chip, dtype, option, mask_mode, max_repeat)] += 1
         common = unpack(shared, True)
         width = np.int32(ubs.shape[1] * ubs.dtype.itemsize)       # the row's bytes
 
-        def prep(row):
+        def prep(row: jax.Array) -> Params:
             q = {**common, **unpack(row, False)}
             # run_cases' windows bring their own length (the rules' UB bound), else the row
             return one(q)[2].replace(ub_len=q.get("ub_len", width))
@@ -622,7 +640,7 @@ def _src_words(xs: np.ndarray, kernel: engine.Instruction, dtype: str,
 
 
 @functools.lru_cache(maxsize=None)
-def _jitted(fn):
+def _jitted(fn: Callable) -> Callable:
     """``jax.jit(fn)``, one wrapper per kernel, kept (``fn``: a stable object, e.g. from
     :func:`_array_fn`'s cache). A fresh wrapper's first call takes JAX's slow dispatch path:
     ~110-130 us against ~23-33 us for a call of the same wrapper again (measured with
@@ -632,7 +650,7 @@ def _jitted(fn):
 
 
 @functools.lru_cache(maxsize=None)
-def _unshared(fn):
+def _unshared(fn: Callable) -> Callable:
     """``fn`` with nothing shared (rows sharded over several devices carry every value);
     one stable object per kernel, so :func:`ascend_ref.scale.run_rows` compiles it once."""
     empty = np.zeros((0,), np.int32)
@@ -659,14 +677,14 @@ def _pack(q: dict, b: int, share: bool) -> tuple:
     return tuple(columns), np.ascontiguousarray(rows), shared
 
 
-def _max_table(api: str, option, max_repeat: Optional[int], dtype: str) -> int:
+def _max_table(api: str, option: Any, max_repeat: Optional[int], dtype: str) -> int:
     """The repeat-table height a batch compiles (the API's range unless ``max_repeat``)."""
     if max_repeat is not None:
         return int(max_repeat)
     return registry.lookup(api).repeat_range(option, dtype)[1]
 
 
-def _static_src(api: str, option, max_repeat, q: dict, width: int,
+def _static_src(api: str, option: Any, max_repeat: Optional[int], q: dict, width: int,
                 dtype: str) -> Optional[tuple]:
     """``(src_rep_stride, src_blk_stride)`` when every case shares them and its whole
     source span fits its row (then the kernel slices instead of gathering), else None."""
@@ -785,7 +803,7 @@ def _dense_store(out: np.ndarray, start: int, addr: np.ndarray, bits: np.ndarray
     return True
 
 
-def _merge(out: np.ndarray, start: int, writes) -> None:
+def _merge(out: np.ndarray, start: int, writes: Iterable[Tuple[Any, Any, Any]]) -> None:
     """Write the words a kernel chunk produced into ``out`` rows ``start...`` (host side):
     one flat-index store per write table (``final`` words do not repeat an address, so the
     order of the stores does not matter); no boolean gathers when every word is written."""
@@ -811,10 +829,12 @@ def _merge(out: np.ndarray, start: int, writes) -> None:
                 out.reshape(-1)[flat + k] = (v >> (8 * k)).astype(np.uint8)
 
 
-def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_type=None,
-              cal_index: bool = False, saturate=None, ub_base=0,
+def run_batch(api: str, ubs: ArrayLike, *, chip: Union[str, ChipProfile], dtype: str,
+              mask: ArrayLike, order: Any = None, reduce_type: Any = None,
+              cal_index: bool = False, saturate: Any = None, ub_base: ArrayLike = 0,
               max_repeat: Optional[int] = None, devices: Optional[Sequence] = None,
-              mask_mode: Optional[str] = None, return_undefined: bool = False, **params):
+              mask_mode: Optional[str] = None, return_undefined: bool = False,
+              **params: Any) -> BatchResult:
     """Run ``api`` on every row of ``ubs`` (``uint8[B, W]``) with per-case parameters.
 
     ``dst`` / ``src`` / ``work_tensor`` are ``(addr, size)`` pairs of ints or ``[B]`` arrays
@@ -969,7 +989,7 @@ def run_batch(api: str, ubs, *, chip: str, dtype: str, mask, order=None, reduce_
     # one device: chunks of equal shape (one compile); several: one sharded call (SPMD)
     c = _chunk(b, table, _BATCH_CHUNK_BYTES) if one_device else b
 
-    def finish(start: int, stop: int, res) -> None:
+    def finish(start: int, stop: int, res: Any) -> None:
         res = scale.to_host(res)
         writes, st = res[0], res[1]
         status[start:stop] = np.asarray(st)[:stop - start]
@@ -1038,7 +1058,7 @@ _OVERWRITE: contextvars.ContextVar = contextvars.ContextVar("ascend_ref_overwrit
 
 
 @contextlib.contextmanager
-def overwrite_input():
+def overwrite_input() -> Iterator[None]:
     """Within this block, :func:`run_batch` may return its input array itself, updated, as
     its result (no copy of the batch), where the input is a writable, C-contiguous,
     64-byte-aligned numpy ``uint8`` array (e.g. :func:`ascend_ref.batch_prep.aligned_zeros`);
@@ -1187,7 +1207,8 @@ class UndefinedSpans:
         return f"UndefinedSpans({rows.size} rows, {n} with a mark{cols})"
 
 
-def _mark_undefined(out: np.ndarray, start: int, tables, touched: UndefinedSpans) -> None:
+def _mark_undefined(out: np.ndarray, start: int, tables: Any,
+                    touched: UndefinedSpans) -> None:
     """Mark a chunk's undefined bytes (:func:`ascend_ref.engine.compact_undefined` tables, row
     addresses) in ``out`` rows ``start...``, positions outside the row dropped; ``touched``
     records, per row of ``out``, where the marks went."""

@@ -16,7 +16,11 @@ import numpy as np
 from .constraints import Code, ConstraintError
 
 if TYPE_CHECKING:
+    from types import ModuleType
+
     from .chips import ChipProfile
+    from .engine import Prepared
+    from .registry import Instruction
 
 
 class _JaxApi:
@@ -86,7 +90,7 @@ class Case:
     saturate: Optional[bool] = None
     tags: dict = field(default_factory=dict)
 
-    def call(self, impl, **extra) -> Any:
+    def call(self, impl: Union[ModuleType, _JaxApi], **extra: Any) -> Any:
         """Run the case on ``impl``: ``ascend_ref`` (JAX) or ``ascend_ref.oracle``; ``extra``
         keywords (``return_info=True``) go to the API function."""
         from .ub import Tensor
@@ -98,13 +102,13 @@ class Case:
         return ins.public(impl)(_own(self.ub), *args, **{**kw, "chip": self.chip, **extra})
 
     @property
-    def instruction(self):
+    def instruction(self) -> Instruction:
         """The registered instruction of ``api`` (:mod:`ascend_ref.registry`)."""
         from . import registry
 
         return registry.lookup(self.api, api="Case")
 
-    def prepare(self, *, info: bool = True, path: Optional[str] = None):
+    def prepare(self, *, info: bool = True, path: Optional[str] = None) -> Prepared:
         """The checked call for the engine, not run (the direct path; raises
         :class:`ConstraintError` as the call would)."""
         return self.instruction.prepare_case(self, info=info, path=path)
@@ -195,7 +199,7 @@ def _own(ub: Any) -> Any:
     return ub.copy() if hasattr(ub, "shape") and hasattr(ub, "copy") else ub
 
 
-def run_jax(case, chip: Optional[str] = None, spr: bool = False) -> Outcome:
+def run_jax(case: Case, chip: Optional[str] = None, spr: bool = False) -> Outcome:
     """The JAX path's outcome (``spr``: with the registers of a setter, see :class:`Outcome`)."""
     _one_case(case, "run_jax")
     c = case if chip is None else _on(case, chip)
@@ -209,7 +213,7 @@ def run_jax(case, chip: Optional[str] = None, spr: bool = False) -> Outcome:
                    info.spr if spr and c.instruction.spr is not None else None)
 
 
-def run_oracle(case, chip: Optional[str] = None, spr: bool = False) -> Outcome:
+def run_oracle(case: Case, chip: Optional[str] = None, spr: bool = False) -> Outcome:
     """The oracle's outcome (``spr``: with the registers of a setter, from the oracle's own
     register model ``ascend_ref.oracle.spr``, run from its fresh state)."""
     from . import oracle
@@ -244,7 +248,7 @@ def run_oracle(case, chip: Optional[str] = None, spr: bool = False) -> Outcome:
     return Outcome(None, r.ub, r.written, r.undefined, state)
 
 
-def _on(case, chip: str):
+def _on(case: Case, chip: str) -> Case:
     import copy
 
     c = copy.copy(case)

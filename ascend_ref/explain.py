@@ -37,23 +37,25 @@ import sys
 import types
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any, List, Optional, Sequence, Union
+from typing import Any, Iterator, List, Optional, Sequence, Tuple, Union
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import ArrayLike
 
 from . import addressing, mask as masks, numerics
 from . import registry
 from .batch_args import flag, is_int
 from .case import JAX, Case
-from .chips import chip as get_chip
+from .chips import ChipProfile, chip as get_chip
 from .constraints import Code, ConstraintError
 from .constraints import explain as explain_code
-from .engine import Spec, arithmetic, source_reads
+from .engine import Instruction, Spec, arithmetic, source_reads
 from .params import Params
 from .enums import ReduceOrder, ReduceType
 from .ub import _converted, dtype_name, itemsize
+
 
 BLOCK = 32
 REPEAT_BYTES = 256
@@ -145,10 +147,11 @@ def _data_values(values: Any, dtype: str) -> np.ndarray:
                               allowed=e.allowed) from None
 
 
-def make_case(api: str, *, chip: Optional[str] = None, dtype: str = "float16", mask=None,
-              repeat: int = 1, src_blk_stride: int = 1, src_rep_stride: int = 8,
-              dst_rep_stride: int = 1, option=None, saturate: Optional[bool] = None,
-              data=None, seed: int = 0, src: Optional[tuple] = None,
+def make_case(api: str, *, chip: Optional[str] = None, dtype: str = "float16",
+              mask: Any = None, repeat: int = 1, src_blk_stride: int = 1,
+              src_rep_stride: int = 8, dst_rep_stride: int = 1, option: Any = None,
+              saturate: Optional[bool] = None, data: Optional[ArrayLike] = None, seed: int = 0,
+              src: Optional[tuple] = None,
               dst: Optional[tuple] = None, work_tensor: Optional[tuple] = None) -> Case:
     """A complete call with tensors placed and the source filled, ready to look at.
 
@@ -381,7 +384,7 @@ class AccessMap:
         np.add.at(cnt, idx, 1)
         return cnt
 
-    def value(self, bits) -> float:
+    def value(self, bits: int) -> Any:
         return _as_value(bits, self.dtype)
 
     # -------- text --------
@@ -518,7 +521,7 @@ class AccessMap:
     def __str__(self) -> str:
         return self.text()
 
-    def _repr_pretty_(self, p, cycle) -> None:  # IPython
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:  # IPython
         p.text(self.text())
 
 
@@ -531,7 +534,7 @@ def _rep_char(r: int) -> str:
     return "0123456789abcdefghijklmnopqrstuvwxyz"[r] if r < 36 else "#"
 
 
-def _as_value(bits, dtype: str):
+def _as_value(bits: int, dtype: str) -> Any:          # a numpy scalar of ``dtype``
     """The element ``bits`` of ``dtype`` as a numpy scalar (prints at its own precision)."""
     dtype = dtype_name(dtype)
     ut = np.dtype(f"uint{8 * itemsize(dtype)}")
@@ -544,7 +547,7 @@ def _word_text(name: str, bits: int, dtype: str) -> str:
     return str(_as_value(bits, dtype))
 
 
-def _mask_text(mask, lanes: int, words: np.ndarray, tik: bool = False) -> str:
+def _mask_text(mask: Any, lanes: int, words: np.ndarray, tik: bool = False) -> str:
     if isinstance(mask, masks.CounterMask):
         c = int(mask.count)
         r = masks.counter_repeats(c, lanes)
@@ -558,7 +561,7 @@ def _mask_text(mask, lanes: int, words: np.ndarray, tik: bool = False) -> str:
     return f"mask bits{order} {[hex(int(w)) for w in mask]} ({n} of {lanes} lanes)"
 
 
-def _describe_call(c: Case, words, lanes: int) -> str:
+def _describe_call(c: Case, words: np.ndarray, lanes: int) -> str:
     opt = "" if c.option in (None, "") else f" {getattr(c.option, 'value', c.option)}"
     if isinstance(c.instruction.option, registry.FlagOption):
         opt = f" {c.instruction.option.key}" if c.option is True else ""
@@ -573,7 +576,9 @@ _WRITE_TENSORS: dict = {}
 
 
 @functools.partial(jax.jit, static_argnums=(0, 1, 2))
-def _trace(ins, spec: Spec, kind: str, p: Params, bits, active):
+def _trace(ins: Instruction, spec: Spec, kind: str, p: Params, bits: jax.Array,
+           active: jax.Array
+           ) -> Tuple[list, Optional[jax.Array], Optional[jax.Array]]:
     """The instruction's effects (its writes) and, for min/max, the winning lane per repeat
     and the winning repeat — compiled once per (instruction, spec)."""
     eff = ins.effects(spec, p, bits, active, arithmetic(numerics.Exact, spec, p))
@@ -773,7 +778,7 @@ class RoundingTree:
         return np.dtype(self.dtype).kind in "iu"
 
     @property
-    def result(self):
+    def result(self) -> np.ndarray:
         return np.array(self.root.bits, f"uint{8 * itemsize(self.dtype)}").view(self.dtype)
 
     @property
@@ -811,7 +816,7 @@ class RoundingTree:
             return float("nan")
         return float(np.nextafter(v, ft(np.inf)) - v)
 
-    def nodes(self):
+    def nodes(self) -> Iterator[Node]:
         for lvl in self.levels[1:]:
             yield from lvl
 
@@ -854,7 +859,8 @@ class RoundingTree:
         self._node_text(top, 0, "", "", out, top - (top if full else depth))
         return "\n".join(out)
 
-    def _node_text(self, lvl, k, prefix, child_prefix, out, stop):
+    def _node_text(self, lvl: int, k: int, prefix: str, child_prefix: str, out: List[str],
+                   stop: int) -> None:
         n = self.levels[lvl][k]
         if lvl == 0:
             tag = "" if n.active else "  (masked: +0)"
@@ -877,11 +883,11 @@ class RoundingTree:
     def __str__(self) -> str:
         return self.text()
 
-    def _repr_pretty_(self, p, cycle) -> None:
+    def _repr_pretty_(self, p: Any, cycle: bool) -> None:
         p.text(self.text())
 
 
-def constraints(api: str, option=None, dtype: str = "float16") -> str:
+def constraints(api: str, option: Any = None, dtype: str = "float16") -> str:
     """A call's constraint list as text, one line per constraint, in the order the call
     checks them (:meth:`ascend_ref.registry.Instruction.rules`): host-stage checks first
     (the first that fails raises), then the kernel's traced rules by code (the lowest
@@ -944,7 +950,7 @@ def _finite(v: Any) -> bool:
     return isinstance(v, int) or bool(np.isfinite(v))
 
 
-def _fmt(v) -> str:
+def _fmt(v: Any) -> str:
     if v is None:
         return "?"
     if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
@@ -985,7 +991,8 @@ def _tie(exact: Fraction, rounded: float, dtype: str) -> bool:
 
 
 @functools.partial(jax.jit, static_argnums=(1, 2, 3, 4))
-def _replay_levels(bits, dtype: str, saturate: bool, nan: int, ftz: bool):
+def _replay_levels(bits: jax.Array, dtype: str, saturate: bool, nan: int,
+                   ftz: bool) -> List[Tuple[jax.Array, jax.Array]]:
     """Every level of the tree with :func:`ascend_ref.numerics.add`: the stored results and
     the plain IEEE results (before saturation), compiled once per size and flags."""
     out = []
@@ -1021,8 +1028,9 @@ def _leaf_args(api: str, n: int, labels: Any, active: Any) -> tuple:
     return names, act
 
 
-def replay(leaf_bits, dtype: str, *, saturate: bool = False, chip="atlas_a2",
-           labels: Optional[Sequence[str]] = None, active=None, title: str = "") -> RoundingTree:
+def replay(leaf_bits: ArrayLike, dtype: str, *, saturate: bool = False,
+           chip: Union[str, ChipProfile] = "atlas_a2", labels: Optional[Sequence[str]] = None,
+           active: Optional[ArrayLike] = None, title: str = "") -> RoundingTree:
     """Replay the pairwise tree over ``leaf_bits`` (raw bits, power-of-two length) with
     :func:`ascend_ref.numerics.add` — the kernels' add — recording every node.
 
@@ -1138,7 +1146,7 @@ def _int_overflow_rule(prof: Any, src: str, dst: str) -> bool:
         return False
 
 
-def rounding_tree(source, *, repeat: int = 0, block: Optional[int] = None, stage: int = 1,
+def rounding_tree(source: Any, *, repeat: int = 0, block: Optional[int] = None, stage: int = 1,
                   chunk: int = 0, dtype: Optional[str] = None, saturate: Optional[bool] = None,
                   chip: Optional[str] = None) -> RoundingTree:
     """The rounding tree of one sum.
@@ -1259,7 +1267,7 @@ def rounding_tree(source, *, repeat: int = 0, block: Optional[int] = None, stage
                   active=np.arange(c.size) < len(chunks), title=name + ", stage 3 (chunk sums)")
 
 
-def _stage1_bits(amap: AccessMap, sat: bool, prof) -> np.ndarray:
+def _stage1_bits(amap: AccessMap, sat: bool, prof: ChipProfile) -> np.ndarray:
     add = numerics.adder(amap.dtype, prof, sat)
     leaves = np.where(amap.active, amap.bits, 0).astype(amap.bits.dtype)
     return np.asarray(numerics.tree_sum(jnp.asarray(leaves), add))[:amap.repeat]

@@ -24,7 +24,7 @@ import os
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
@@ -73,12 +73,14 @@ def _only_for() -> dict:
 
 
 ALIGN = 32
+#: a kernel file's path as the messages name it
+_PathLike = Union[str, os.PathLike]
 
 
 class GoldenError(ValueError):
     """A kernel description that cannot produce golden data: ``file``, ``field``, ``reason``."""
 
-    def __init__(self, file, field: str, reason: str):
+    def __init__(self, file: Union[str, os.PathLike], field: str, reason: str) -> None:
         self.file, self.field, self.reason = str(file), field, reason
         super().__init__(f"{self.file}: {field}: {reason}")
 
@@ -164,7 +166,7 @@ def find_kernel(name_or_path: Union[str, os.PathLike]) -> Path:
     raise GoldenError(p, "file", f"no such kernel description (files, or one of {known})")
 
 
-def _int(path, fld, v, lo=0, hi=2**31 - 1) -> int:
+def _int(path: _PathLike, fld: str, v: Any, lo: int = 0, hi: int = 2**31 - 1) -> int:
     if isinstance(v, bool) or not isinstance(v, int):
         raise GoldenError(path, fld, f"{v!r} is not an integer")
     if not lo <= v <= hi:
@@ -172,7 +174,7 @@ def _int(path, fld, v, lo=0, hi=2**31 - 1) -> int:
     return v
 
 
-def _word(path, fld, w) -> int:
+def _word(path: _PathLike, fld: str, w: Any) -> int:
     if isinstance(w, str):
         try:
             w = int(w, 0)
@@ -181,14 +183,14 @@ def _word(path, fld, w) -> int:
     return _int(path, fld, w, 0, 2**64 - 1)
 
 
-def _shape(path, fld: str, shape: Any) -> tuple:
+def _shape(path: _PathLike, fld: str, shape: Any) -> tuple:
     """A shape: a non-empty list of ints >= 1."""
     if not isinstance(shape, list) or not shape:
         raise GoldenError(path, fld, f"{shape!r}: expected a list of ints")
     return tuple(_int(path, fld, d, 1) for d in shape)
 
 
-def _held(path, fld: str, values: Any, dtype: str) -> np.ndarray:
+def _held(path: _PathLike, fld: str, values: Any, dtype: str) -> np.ndarray:
     """``values`` (a number or a list of them, written in the file) as ``dtype``: integers
     only where every value is a whole number the type holds, floats rounded to the nearest
     but never to an infinity; strings and bools are errors (what ``ascend_ref.store`` takes
@@ -200,13 +202,13 @@ def _held(path, fld: str, values: Any, dtype: str) -> np.ndarray:
         raise GoldenError(path, fld, f"{e.value!r} as {dtype}: expected {e.allowed}") from None
 
 
-def _unknown(path, where: str, got: dict, known: set) -> None:
+def _unknown(path: _PathLike, where: str, got: dict, known: set) -> None:
     bad = sorted(set(got) - known)
     if bad:
         raise GoldenError(path, f"{where}{bad[0]}", f"unknown key (known: {sorted(known)})")
 
 
-def load_kernel(name_or_path) -> Kernel:
+def load_kernel(name_or_path: Union[str, os.PathLike]) -> Kernel:
     """Parse and check a kernel description (raises :class:`GoldenError`)."""
     path = find_kernel(name_or_path)
     if not path.is_file():
@@ -357,7 +359,7 @@ def load_kernel(name_or_path) -> Kernel:
                                                      out.get("file", "golden.bin")), reads)
 
 
-def _file_name(path, fld: str, v: Any) -> str:
+def _file_name(path: _PathLike, fld: str, v: Any) -> str:
     """A name the kernel's files are written under: a non-empty string naming no folder
     (``"../x"`` would write outside the output folder)."""
     if not isinstance(v, str) or not v or v in (".", "..") or "/" in v or "\\" in v:
@@ -369,7 +371,7 @@ def _file_name(path, fld: str, v: Any) -> str:
 _NUMBERS = ("low", "high", "mean", "std", "value", "start", "step", "ub_pad")
 
 
-def _numbers(path, where: str, spec: dict, gen: str) -> None:
+def _numbers(path: _PathLike, where: str, spec: dict, gen: str) -> None:
     """An input's numbers are finite numbers (``low = nan`` was an OverflowError, ``ub_pad =
     "x"`` a ValueError, from numpy), its seed an int in numpy's ``[0, 2**32 - 1]``, a range
     not empty and a spread not negative (they were drawn from in silence)."""
@@ -479,7 +481,9 @@ def out_dtype(k: Kernel) -> str:
     return types.pop()
 
 
-def kernel_cases(kernel: Union[Kernel, str, os.PathLike]):
+def kernel_cases(kernel: Union[Kernel, str, os.PathLike]
+                 ) -> Tuple[List[Case], List[Outcome], Dict[str, np.ndarray],
+                            Dict[str, Tuple[int, int]], int]:
     """The kernel as reference calls: ``(cases, outcomes, inputs, layout, out_size)``.
 
     Each :class:`~ascend_ref.case.Case` holds the UB before its call (the previous call's UB
@@ -503,7 +507,9 @@ def _read_words(k: Kernel, rd: Read, state: Any) -> bytes:
     return np.array(out, bits).astype(np.dtype(bits).newbyteorder("<")).tobytes()
 
 
-def _run_kernel(kernel: Union[Kernel, str, os.PathLike]):
+def _run_kernel(kernel: Union[Kernel, str, os.PathLike]
+                ) -> Tuple[List[Case], List[Outcome], Dict[str, np.ndarray],
+                           Dict[str, Tuple[int, int]], int, np.ndarray]:
     """:func:`kernel_cases` and the UB after the whole kernel (the getters' stores in it)."""
     from .batch import run_cases
     from .case import JAX
@@ -665,7 +671,7 @@ def generate(kernel: Union[Kernel, str, os.PathLike], out_dir: Union[str, os.Pat
 
 # ------------------------------------------------------------------ CLI --------------------
 
-def register(sub) -> None:
+def register(sub: Any) -> None:    # argparse's sub-parsers action
     p = sub.add_parser(
         "golden", help="write bit-exact input/*.bin and output/golden.bin for a sample kernel",
         description="From a kernel description (TOML: product, dtype, inputs with a seeded "

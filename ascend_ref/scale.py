@@ -28,6 +28,7 @@ One small layer, used by :func:`ascend_ref.batch.run_cases` (hence fuzz campaign
 
 from __future__ import annotations
 
+import argparse
 import collections
 import contextlib
 import functools
@@ -102,7 +103,8 @@ def _is_global(devs: Tuple) -> bool:
 
 
 @functools.lru_cache(maxsize=None)
-def _compiled(fn: Callable, devs: Tuple, donate: Tuple[int, ...]):
+def _compiled(fn: Callable, devs: Tuple, donate: Tuple[int, ...]
+              ) -> Tuple[Callable, Optional[jax.sharding.NamedSharding]]:
     """``fn`` jitted for ``devs``: plain on one device, rows sharded on a mesh otherwise."""
     if len(devs) == 1:
         return jax.jit(fn, donate_argnums=donate), None
@@ -124,7 +126,7 @@ def pad_rows(tree: Any, total: int) -> Any:
     if not is_int(total) or total < 0:
         raise ValueError(f"pad_rows: total = {total!r}: must be an int >= 0 (rows to pad to)")
 
-    def pad(x):
+    def pad(x: Any) -> np.ndarray:
         x = np.asarray(x)
         if x.ndim == 0:
             raise ValueError(f"pad_rows: every array needs a leading (row) axis, got a 0-d "
@@ -249,7 +251,7 @@ def _run_global(fn: Callable, args: Any, n: int, devs: Tuple, donate: Tuple[int,
             rows, np.asarray(x), (per_proc * len(procs),) + np.shape(x)[1:]), args)
     out = call(*glob)
 
-    def mine(x):
+    def mine(x: jax.Array) -> np.ndarray:
         shards = sorted(x.addressable_shards, key=lambda s: s.index[0].start or 0)
         return np.concatenate([np.asarray(s.data) for s in shards])[:n]
 
@@ -305,7 +307,7 @@ def init_distributed(coordinator: Optional[str] = None, num_processes: Optional[
     return True
 
 
-def add_arguments(parser) -> None:
+def add_arguments(parser: argparse.ArgumentParser) -> None:
     """``--coordinator HOST:PORT --num-processes N --process-id I`` on a CLI sub-command."""
     g = parser.add_argument_group(
         "multi-process (docs/scale.md)",
@@ -318,7 +320,7 @@ def add_arguments(parser) -> None:
     g.add_argument("--process-id", type=int, metavar="I", help="this process, 0 .. N-1")
 
 
-def init_from_args(args) -> bool:
+def init_from_args(args: argparse.Namespace) -> bool:
     """:func:`init_distributed` from :func:`add_arguments`' options (and the environment)."""
     return init_distributed(getattr(args, "coordinator", None),
                             getattr(args, "num_processes", None),

@@ -12,14 +12,19 @@ Tensor(addr=32, dtype='float16', size=16)  # bytes [32, 64)
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any, Optional, Tuple, Union
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from numpy.typing import DTypeLike
 
 from .batch_args import held_int, is_int
+from .chips import ChipProfile
 from .constraints import Code, ConstraintError
+
+#: ``ub``: the unified buffer, a flat ``uint8`` array (numpy, or JAX: concrete or traced)
+UBLike = Union[np.ndarray, jax.Array]
 
 #: Element types the instructions know, by canonical name.
 #: int64 / uint64: the Ascend 950 level-2 count form only (ReduceSum / ReduceMax / ReduceMin
@@ -32,7 +37,7 @@ DataBlock = 32
 Repeat = 256
 
 
-def dtype_name(dtype, api: str = "Tensor") -> str:
+def dtype_name(dtype: DTypeLike, api: str = "Tensor") -> str:
     """Canonical element type name (``"half"`` → ``"float16"``, ``np.float32`` → ``"float32"``);
     ``api``: the function an unsupported one is reported for."""
     if isinstance(dtype, str) and dtype in _ALIASES:
@@ -49,7 +54,7 @@ def dtype_name(dtype, api: str = "Tensor") -> str:
     return name
 
 
-def dtype_from_text(text) -> "str | None":
+def dtype_from_text(text: object) -> "str | None":
     """The canonical name of a dtype written in a file (dump, golden TOML, CLI): a name of
     :data:`DTYPES` or one of its aliases (``half``, ``fp16``, ``float``, ``int16_t``, ...);
     None for anything else. The one alias table for every reader."""
@@ -63,11 +68,11 @@ def dtype_from_text(text) -> "str | None":
 ALIASES_TEXT = ", ".join(_ALIASES)
 
 
-def itemsize(dtype) -> int:
+def itemsize(dtype: DTypeLike) -> int:
     return np.dtype(dtype_name(dtype)).itemsize
 
 
-def bits_dtype(dtype) -> str:
+def bits_dtype(dtype: DTypeLike) -> str:
     """The unsigned integer type holding an element's raw bits (uint16, uint32 or, on the
     host, uint64; inside a kernel an 8-byte element is two uint32 words: :func:`element_view`)."""
     return f"uint{8 * itemsize(dtype)}"
@@ -126,15 +131,15 @@ class Tensor:
         return f"Tensor(addr={self.addr}, dtype={self.dtype!r}, size={self.size}){extent}"
 
 
-def _concrete_negative(v) -> bool:
+def _concrete_negative(v: Any) -> bool:
     return not isinstance(v, jax.core.Tracer) and int(v) < 0
 
 
-def _tensor_flatten(t: "Tensor"):
+def _tensor_flatten(t: "Tensor") -> Tuple[Tuple[Any, Any], str]:
     return (t.addr, t.size), t.dtype
 
 
-def _tensor_unflatten(dtype, children):
+def _tensor_unflatten(dtype: str, children: Tuple[Any, Any]) -> "Tensor":
     t = object.__new__(Tensor)
     object.__setattr__(t, "dtype", dtype)
     object.__setattr__(t, "addr", children[0])
@@ -145,13 +150,13 @@ def _tensor_unflatten(dtype, children):
 jax.tree_util.register_pytree_node(Tensor, _tensor_flatten, _tensor_unflatten)
 
 
-def _ub_bytes(chip_or_size) -> int:
+def _ub_bytes(chip_or_size: Union[str, ChipProfile]) -> int:
     from .chips import chip as _chip
 
     return _chip(chip_or_size).ub_bytes
 
 
-def new_ub(chip=None, size: int | None = None) -> jax.Array:
+def new_ub(chip: Optional[Union[str, ChipProfile]] = None, size: int | None = None) -> jax.Array:
     """A zeroed UB: ``uint8[chip.ub_bytes]``, or ``uint8[size]`` when ``size`` is given.
 
     >>> import ascend_ref as ar
@@ -170,7 +175,7 @@ def new_ub(chip=None, size: int | None = None) -> jax.Array:
     return jnp.zeros((int(size),), jnp.uint8)
 
 
-def as_ub(ub) -> jax.Array:
+def as_ub(ub: Any) -> jax.Array:
     """Check and convert a UB argument (numpy or JAX, 1-D uint8)."""
     if getattr(ub, "dtype", None) != np.uint8 or getattr(ub, "ndim", None) != 1:
         raise ConstraintError(Code.BAD_ARGUMENT, api="ub", param="ub",
@@ -198,7 +203,8 @@ def _check_span(api: str, ub_len: int, addr: int, nbytes: int, size_param: str,
                                       f"{ub_len}-byte UB")
 
 
-def store(ub, addr: int, values, *, dtype=None) -> jax.Array:
+def store(ub: UBLike, addr: int, values: Any, *,
+          dtype: Optional[DTypeLike] = None) -> jax.Array:
     """Write ``values`` at byte ``addr``; the element type decides the bytes.
 
     Without ``dtype``, ``values`` must be a numpy / JAX array of a 2- or 4-byte UB element
@@ -279,7 +285,7 @@ def _converted(values: Any, name: str) -> np.ndarray:
         return out
 
 
-def load(ub, addr: int, dtype, count: int) -> np.ndarray:
+def load(ub: UBLike, addr: int, dtype: DTypeLike, count: int) -> np.ndarray:
     """Read ``count`` elements of ``dtype`` at byte ``addr`` (a numpy array, bits preserved).
 
     ``count`` must be a non-negative int (BAD_ARGUMENT otherwise: no float, string, bool or
@@ -351,5 +357,3 @@ def mark(n: int, addr: jax.Array, valid: jax.Array) -> jax.Array:
     target = jnp.where(valid, addr, n).reshape(-1)
     return jnp.zeros((n,), bool).at[target].set(True, mode="drop")
 
-
-UbLike = Union[jax.Array, np.ndarray]

@@ -23,11 +23,14 @@ from __future__ import annotations
 
 import os
 import textwrap
-from typing import Any, List, Optional, Union
+from typing import Any, List, Optional, Tuple, Union
 
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.artist import Artist
+from matplotlib.axes import Axes
+from matplotlib.colors import Colormap
+from matplotlib.figure import Figure
 from matplotlib.colors import Normalize, to_rgb
 from matplotlib.patches import Patch, Rectangle
 
@@ -44,7 +47,7 @@ INPLACE = "#7b2cbf"
 TIE = "#e0a800"
 
 
-def repeat_color(r: int):
+def repeat_color(r: int) -> Tuple[float, float, float, float]:
     """The colour of repeat ``r`` (tab10, cycling)."""
     return plt.get_cmap("tab10")(r % 10)
 
@@ -68,7 +71,7 @@ def _rows_to_show(busy: np.ndarray, max_rows: int) -> list:
 
 
 def access_map(amap: Union[AccessMap, Case, str], *, max_repeats: int = 8, max_rows: int = 40,
-               width: float = 15.0, title: Optional[str] = None):
+               width: float = 15.0, title: Optional[str] = None) -> Figure:
     """Draw an :class:`~ascend_ref.explain.AccessMap` (see the module docstring); a
     :class:`~ascend_ref.case.Case` or an API name is mapped first
     (:func:`ascend_ref.explain.access_map`). ``max_repeats`` / ``max_rows``: ints >= 0;
@@ -325,7 +328,7 @@ def _repeat_note(amap: AccessMap, r: int) -> str:
 # ------------------------------------------------------------------ rounding tree -----------
 
 def rounding_tree(tree: Union[RoundingTree, AccessMap, Case], *, root: Optional[tuple] = None,
-                  width: float = 15.0, title: Optional[str] = None):
+                  width: float = 15.0, title: Optional[str] = None) -> Figure:
     """Draw a :class:`~ascend_ref.explain.RoundingTree` as an icicle (see module docstring);
     a Case or an AccessMap of a summing call draws its first tree
     (:func:`ascend_ref.explain.rounding_tree` with its defaults).
@@ -407,8 +410,11 @@ def rounding_tree(tree: Union[RoundingTree, AccessMap, Case], *, root: Optional[
     return fig
 
 
-def _node_style(tree, node, cmap, norm):
+def _node_style(tree: RoundingTree, node: explain.Node, cmap: Colormap, norm: Normalize
+                ) -> Tuple[Union[str, Tuple[float, float, float, float]], str, float,
+                           Optional[str], str]:
     ec, lw, hatch, tc = "#666666", 0.6, None, "black"
+    fc: Union[str, Tuple[float, float, float, float]]      # a colour name or an RGBA
     if node.level == 0:
         fc = "#f4f4f4" if node.active else MASKED
     elif node.nan and not node.saturated:
@@ -429,7 +435,7 @@ def _node_style(tree, node, cmap, norm):
     return fc, ec, lw, hatch, tc
 
 
-def _v(x) -> str:
+def _v(x: Any) -> str:
     if x is None:
         return "?"
     if isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_)):
@@ -444,7 +450,7 @@ def _v(x) -> str:
     return f"{x:.5g}"
 
 
-def _exact(x) -> str:
+def _exact(x: Any) -> str:
     """A value in full when short (half and float values are exact decimals), else 8 digits."""
     if x is None or not np.isfinite(float(x)):
         return _v(x)
@@ -452,7 +458,8 @@ def _exact(x) -> str:
     return r if len(r) <= 12 else f"{float(x):.8g}"
 
 
-def _node_label(ax, tree, node, x, y, span, hgt, inches, tc):
+def _node_label(ax: Axes, tree: RoundingTree, node: explain.Node, x: float, y: float,
+                span: float, hgt: float, inches: float, tc: str) -> None:
     cx, cy = x + span / 2, y + hgt / 2
     if node.level == 0:
         txt = (_exact(node.value) if inches >= 0.6 else _v(node.value)) if node.active else "+0"
@@ -486,7 +493,7 @@ def _node_label(ax, tree, node, x, y, span, hgt, inches, tc):
 
 # ------------------------------------------------------------------ helpers ------------------
 
-def save(fig, path: Any, dpi: int = 130) -> Any:
+def save(fig: Any, path: Any, dpi: int = 130) -> Any:
     """Write ``fig`` (PNG / SVG / PDF by extension) and close it; returns where it went: a
     file name without an extension gets ``.png`` (``save(fig, "map")`` writes ``map.png``).
     ``path`` a str or ``os.PathLike`` (a file object is matplotlib's too); a ``fig`` that is
@@ -510,7 +517,7 @@ def save(fig, path: Any, dpi: int = 130) -> Any:
     return path
 
 
-def close(fig) -> None:
+def close(fig: Figure) -> None:
     plt.close(fig)
 
 
