@@ -23,11 +23,13 @@ import contextvars
 import dataclasses
 import functools
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterator, Optional, Sequence,
+                    Tuple, Type, Union)
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.typing import ArrayLike
 
 from . import addressing, mask as masks, numerics
 from .batch_args import held_int, is_int
@@ -36,6 +38,9 @@ from .constraints import (HOST, Code, Constraint, ConstraintError, Rule, first_f
                           status_of)
 from .params import ARGS, OPERANDS, ChipFacts, Diag, Extent, Operand, Params
 from .ub import Tensor, as_ub, element_view, itemsize, mark, scatter_bytes, to_bytes, words_of
+
+if TYPE_CHECKING:
+    from .registry import ProfileField
 
 U16_MAX = 65535
 _BIG = 2**31 - 1
@@ -162,7 +167,8 @@ class Effects:
 _FACTS: Dict[int, Tuple[ChipProfile, Dict[tuple, ChipFacts]]] = {}
 
 
-def product_params(prof: ChipProfile, dtype: str, option="", fields: Sequence = ()) -> ChipFacts:
+def product_params(prof: ChipProfile, dtype: str, option: str = "",
+                   fields: Sequence[ProfileField] = ()) -> ChipFacts:
     """A product's behaviour (:class:`~ascend_ref.chips.Behaviour`) as kernel parameters.
 
     Numbers, not compiled code: under ``jit`` / ``vmap`` / a batch they are traced like every
@@ -184,7 +190,8 @@ def product_params(prof: ChipProfile, dtype: str, option="", fields: Sequence = 
     return out
 
 
-def _product_params(prof: ChipProfile, dtype: str, option: Any, fields: Sequence) -> ChipFacts:
+def _product_params(prof: ChipProfile, dtype: str, option: Any,
+                    fields: Sequence[ProfileField]) -> ChipFacts:
     fills = prof.block_fill_values.get(str(option), {}) if prof.block_fill == "fill" else {}
     facts = {f.name: np.int32(list(f.choices).index(prof.facts.get(f.name, f.choices[0])))
              for f in fields}
@@ -206,25 +213,25 @@ class Product:
     """The product behaviour one call reads from its parameters (:class:`Params` ``.chip``,
     :func:`product_params`): bools and bit patterns, concrete or traced."""
 
-    def __init__(self, p: Params):
+    def __init__(self, p: Params) -> None:
         self.c = p.chip
 
     @staticmethod
-    def _is(value: Any, rules: tuple, rule: str):
+    def _is(value: Any, rules: tuple, rule: str) -> Union[jax.Array, np.ndarray, np.bool_]:
         return value == rules.index(rule)
 
-    def zero_mask_is(self, rule: str):
+    def zero_mask_is(self, rule: str) -> Union[jax.Array, np.ndarray, np.bool_]:
         """``zero_mask`` rule is ``rule`` (``"nop"`` / ``"undefined"`` / ``"error"``)."""
         return self._is(self.c.zero_mask, ZERO_RULES, rule)
 
-    def zero_repeat_is(self, rule: str):
+    def zero_repeat_is(self, rule: str) -> Union[jax.Array, np.ndarray, np.bool_]:
         return self._is(self.c.zero_repeat, ZERO_RULES, rule)
 
-    def block_fill_is(self, rule: str):
+    def block_fill_is(self, rule: str) -> Union[jax.Array, np.ndarray, np.bool_]:
         """ReduceDataBlock empty-block rule is ``rule`` (``"keep"`` / ``"fill"`` / ``"undefined"``)."""
         return self._is(self.c.block_fill, FILL_RULES, rule)
 
-    def add_order_is(self, order: str):
+    def add_order_is(self, order: str) -> Union[jax.Array, np.ndarray, np.bool_]:
         return self._is(self.c.add_order, ADD_ORDERS, order)
 
     def add_order_choose(self, branches: Sequence[Tuple[str, Callable[[], Any]]]) -> Any:
@@ -247,28 +254,28 @@ class Product:
         return out
 
     @property
-    def dst_rep_stride_zero(self):
+    def dst_rep_stride_zero(self) -> Union[jax.Array, np.ndarray, np.bool_]:
         return self.c.dst_rep_stride_zero
 
     @property
-    def saturate_only(self):
+    def saturate_only(self) -> Union[jax.Array, np.ndarray, np.bool_]:
         return self.c.saturate_only
 
     @property
-    def fp32_ftz(self):
+    def fp32_ftz(self) -> Union[jax.Array, np.ndarray, np.bool_]:
         return self.c.fp32_ftz
 
     @property
-    def minmax_nan(self):
+    def minmax_nan(self) -> Union[jax.Array, np.ndarray, np.bool_]:
         """True where min/max NaN results become the default NaN (the profile's
         ``minmax_nan = "default"``; :func:`ascend_ref.numerics.nan_result`)."""
         return self.c.minmax_nan_default
 
-    def default_nan(self, dtype: str):
+    def default_nan(self, dtype: str) -> Union[jax.Array, np.ndarray, np.uint32]:
         """The default NaN of this call's dtype (``dtype`` is that dtype: one value is passed)."""
         return self.c.default_nan
 
-    def fill(self):
+    def fill(self) -> Union[jax.Array, np.ndarray, np.uint32]:
         """Bits of an empty ReduceDataBlock block result for this call (rule ``"fill"``)."""
         return self.c.fill
 
@@ -282,7 +289,7 @@ def option_value(p: Params, values: Sequence) -> Any:
     return out
 
 
-def mask_lanes(p: Params, lanes: int):
+def mask_lanes(p: Params, lanes: int) -> jax.Array:
     """Which of ``lanes`` lanes a repeat reads, in either normal mask mode
     (``p.mask_count``); in counter mode (``p.mask_counter``) the lanes of repeat 0, the
     widest (later repeats take a prefix of them: :func:`repeat_lanes`)."""
@@ -291,7 +298,7 @@ def mask_lanes(p: Params, lanes: int):
     return jnp.where(p.mask_counter, counter, normal)
 
 
-def repeat_lanes(p: Params, lanes: int, r_max: int):
+def repeat_lanes(p: Params, lanes: int, r_max: int) -> jax.Array:
     """Boolean ``(r_max, lanes)``: the lanes each repeat takes part with (``r <
     p.repeat``), in every mask mode: the same mask for every repeat in normal mode; in
     counter mode the first ``min(L, n - r*L)`` lanes of repeat ``r``."""
@@ -302,7 +309,7 @@ def repeat_lanes(p: Params, lanes: int, r_max: int):
                      normal)
 
 
-def gate(spec: Spec, p: Params, dst: str = "dst"):
+def gate(spec: Spec, p: Params, dst: str = "dst") -> Tuple[jax.Array, list]:
     """Zero mask / zero repeat (SEMANTICS §C): ``(runs, [undefined dst extent])``.
 
     ``runs`` is False for a NOP; on a product whose rule is ``"undefined"`` the whole declared
@@ -393,7 +400,7 @@ def _ub_limit(spec: Spec, p: Params) -> Any:
     return jnp.minimum(p.ub_len, p.chip_ub - p.ub_base)
 
 
-def _inside_ub(spec: Spec, p: Params, addr, size, isz: int) -> Any:
+def _inside_ub(spec: Spec, p: Params, addr: Any, size: Any, isz: int) -> Any:
     """``0 <= addr`` and ``addr + size * itemsize <= limit``, computed without int32
     overflow: the byte end is never formed; the room left after ``addr`` (at most the UB
     size) is divided by the item size instead, exactly as the oracle's unbounded integers
@@ -409,7 +416,8 @@ def rules(ins: Instruction, spec: Spec) -> list:
     included: :meth:`ascend_ref.registry.Instruction.rules`)."""
     lo0, hi = ins.repeat_range(spec)
 
-    def low(p):                        # repeat 0 is outside the range where it is an error
+    def low(p: Params) -> Union[jax.Array, np.ndarray, np.integer, int]:
+        # repeat 0 is outside the range where it is an error
         return Product(p).zero_repeat_is("error").astype(np.int32) if lo0 == 0 else lo0
 
     out = [] if ins.count_form else \
@@ -531,7 +539,7 @@ def rules(ins: Instruction, spec: Spec) -> list:
 
 # ---------------------------------------------------------------- kernel ------------------
 
-def _extent(addr, valid, size):
+def _extent(addr: ArrayLike, valid: ArrayLike, size: int) -> Tuple[jax.Array, jax.Array]:
     lo = jnp.min(jnp.where(valid, addr, _BIG))
     hi = jnp.max(jnp.where(valid, addr + size, 0))
     return jnp.where(jnp.any(valid), lo, _BIG), jnp.where(jnp.any(valid), hi, 0)
@@ -563,7 +571,8 @@ def release() -> None:
     jax.clear_caches()
 
 
-def _lanes(ins: Instruction, spec: Spec, p: Params):
+def _lanes(ins: Instruction, spec: Spec,
+           p: Params) -> Tuple[ArrayLike, jax.Array, jax.Array]:
     """``(blk, lane_mask, active)``: the source block stride (1 where the instruction has
     none), the ``(L,)`` lanes the mask enables and the ``(r_max, L)`` lanes that take part."""
     blk = p.src_blk_stride if ins.blk_stride else 1
@@ -574,14 +583,15 @@ def _lanes(ins: Instruction, spec: Spec, p: Params):
     return blk, lane_mask, active
 
 
-def count_active(spec: Spec, count: Any):
+def count_active(spec: Spec, count: ArrayLike) -> jax.Array:
     """The count form's ``(rows, L)`` lanes that take part: element ``r * L + i < count``."""
     flat = jnp.arange(spec.rows, dtype=jnp.int32)[:, None] * spec.lanes \
         + jnp.arange(spec.lanes, dtype=jnp.int32)[None, :]
     return flat < jnp.asarray(count, jnp.int32)
 
 
-def _gather_src(ins: Instruction, spec: Spec, ub, p, blk):
+def _gather_src(ins: Instruction, spec: Spec, ub: jax.Array, p: Params,
+                blk: ArrayLike) -> jax.Array:
     """Source bits ``(r_max, L)``: an element gather (general path, odd UB lengths) or, on
     the fast paths, one 32-byte slice per DataBlock (same bits for every in-range read).
     8-byte elements: ``(r_max, L, 2)`` uint32, the (lo, hi) words (no uint64 in a kernel)."""
@@ -610,7 +620,7 @@ def static_span(r_max: int, rep: int, blk: int) -> int:
     return (r_max - 1) * rep * BLOCK + 7 * blk * BLOCK + BLOCK
 
 
-def _dense_src(spec: Spec, ub, p):
+def _dense_src(spec: Spec, ub: jax.Array, p: Params) -> jax.Array:
     """Source bits when both source strides are static: one dynamic slice of the span
     (inside the row: the host checked it), then static reshapes / block picks; with
     :attr:`Spec.pair_src`, ``(r_max, L // 2)`` words of two lanes each."""
@@ -639,7 +649,8 @@ def _dense_src(spec: Spec, ub, p):
     return words.reshape((r_max, spec.lanes) + words.shape[2:])
 
 
-def _read_extent(spec: Spec, p, blk, lane_mask, active):
+def _read_extent(spec: Spec, p: Params, blk: ArrayLike, lane_mask: jax.Array,
+                 active: jax.Array) -> Tuple[jax.Array, jax.Array, jax.Array, jax.Array]:
     """``[lo, hi)`` of the active reads in closed form: the lowest active lane offset in
     repeat 0 and the highest in the last repeat (repeats grow with the repeat stride; lane
     offsets grow with the lane only for a block stride >= 1 — with block stride 0 the
@@ -667,7 +678,8 @@ def _read_extent(spec: Spec, p, blk, lane_mask, active):
             last)
 
 
-def _raw_candidate(w: "Write", p, blk, lane_mask, off_first, off_last):
+def _raw_candidate(w: "Write", p: Params, blk: ArrayLike, lane_mask: jax.Array,
+                   off_first: jax.Array, off_last: jax.Array) -> jax.Array:
     """Necessary condition for a read-after-write conflict of ``w`` (cheap, per written word):
     a later repeat's active reads reach the word's address."""
     step = addressing.blocks_bytes(1, p.src_rep_stride)
@@ -684,7 +696,9 @@ def _raw_candidate(w: "Write", p, blk, lane_mask, off_first, off_last):
 
 
 @functools.partial(jax.jit, static_argnums=(0, 1))
-def kernel(ins: Instruction, spec: Spec, ub, p: Params):
+def kernel(ins: Instruction, spec: Spec, ub: jax.Array, p: Params
+           ) -> Tuple[Union[jax.Array, tuple], jax.Array, Diag, Optional[jax.Array],
+                      Union[jax.Array, tuple, None]]:
     """Run one call on ``ub``. Returns ``(ub, status, diag, written, undefined)``.
 
     On the ``"batch"`` path ``diag.need_exact`` (:class:`~ascend_ref.params.Diag`) says the results may differ from the
@@ -732,7 +746,7 @@ def kernel(ins: Instruction, spec: Spec, ub, p: Params):
     return out, status, diag, written, undefined
 
 
-def compact_undefined(undefined: Sequence, ok) -> tuple:
+def compact_undefined(undefined: Sequence[Union[Region, UndefinedWords]], ok: jax.Array) -> tuple:
     """A compact kernel's undefined bytes: ``(regions, words)`` with ``regions`` a tuple of
     ``(start, nbytes, when)`` (:class:`Region`) and ``words`` a dict ``{size: ((addr,
     when), ...)}`` (:class:`UndefinedWords` of ``size``-byte words: one entry per word, the
@@ -752,7 +766,7 @@ def compact_undefined(undefined: Sequence, ok) -> tuple:
     return tuple(regions), {size: tuple(t) for size, t in words.items()}
 
 
-def arithmetic(cls: Any, spec: Spec, p: Params) -> Any:
+def arithmetic(cls: Type[numerics.Exact], spec: Spec, p: Params) -> numerics.Exact:
     """The arithmetic ``cls`` (:class:`ascend_ref.numerics.Exact` or a subclass) of one call:
     its dtype, product behaviour, saturate flag and path."""
     arith = cls(spec.dtype, Product(p), False if p.saturate is None else p.saturate, spec.path)
@@ -761,7 +775,9 @@ def arithmetic(cls: Any, spec: Spec, p: Params) -> Any:
     return arith
 
 
-def _evaluate(ins: Instruction, spec: Spec, p: Params, x, active, lane_mask, blk, arith):
+def _evaluate(ins: Instruction, spec: Spec, p: Params, x: jax.Array, active: jax.Array,
+              lane_mask: jax.Array, blk: ArrayLike,
+              arith: numerics.Exact) -> Tuple[Effects, jax.Array, Diag]:
     """The instruction's effects over the gathered source ``x`` in arithmetic ``arith``, the
     values its rules read and the call's status: ``(Effects, status, Diag)``."""
     s = spec.size
@@ -786,7 +802,7 @@ def _evaluate(ins: Instruction, spec: Spec, p: Params, x, active, lane_mask, blk
     if ins.overlap == "repeat":
         checked = [_narrowed(w, s) for w in eff.writes if w.repeat is not None]
 
-        def table():
+        def table() -> jax.Array:
             return jnp.any(jnp.stack([
                 addressing.read_after_write(w.addr, w.issued, w.repeat, src.addr,
                                             p.src_rep_stride, blk, lane_mask, p.repeat,
@@ -812,7 +828,8 @@ def _evaluate(ins: Instruction, spec: Spec, p: Params, x, active, lane_mask, blk
     return eff, status, diag
 
 
-def source_reads(ins: Instruction, spec: Spec, p: Params):
+def source_reads(ins: Instruction, spec: Spec,
+                 p: Params) -> Tuple[jax.Array, jax.Array, jax.Array]:
     """``(reads, lane_mask, active)`` of a prepared call: the byte each lane of each repeat
     reads ``(r_max, L)``, the lanes the mask enables ``(L,)`` and the lanes that take part
     ``(r_max, L)`` -- :func:`ascend_ref.addressing.source_table` over the call's parameters."""
@@ -835,7 +852,7 @@ def _narrowed(w: Write, s: int) -> Write:
                  None if w.repeat is None else split(w.repeat))
 
 
-def source_elements(ins: Instruction, spec: Spec, p: Params):
+def source_elements(ins: Instruction, spec: Spec, p: Params) -> Tuple[jax.Array, jax.Array]:
     """``(index, active)``, both ``(r_max, L)``: the source element (counted from ``src``'s
     first element) each lane of each repeat reads, and which lanes take part."""
     reads, _, active = source_reads(ins, spec, p)
@@ -843,7 +860,8 @@ def source_elements(ins: Instruction, spec: Spec, p: Params):
 
 
 @functools.partial(jax.jit, static_argnums=(0, 1, 2))
-def _evaluate_values(ins: Instruction, spec: Spec, cls: Any, src, p: Params):
+def _evaluate_values(ins: Instruction, spec: Spec, cls: Type[numerics.Exact], src: jax.Array,
+                     p: Params) -> Tuple[Dict[str, list], jax.Array, Diag]:
     note_compile()
     blk, lane_mask, _ = _lanes(ins, spec, p)
     index, active = source_elements(ins, spec, p)
@@ -865,7 +883,8 @@ def _evaluate_values(ins: Instruction, spec: Spec, cls: Any, src, p: Params):
     return writes, status, diag
 
 
-def evaluate(prep: "Prepared", src, cls: Any):
+def evaluate(prep: "Prepared", src: jax.Array, cls: Type[numerics.Exact]
+             ) -> Tuple[Dict[str, list], jax.Array, Diag]:
     """Run a prepared call over a typed source array in the arithmetic ``cls``.
 
     ``src`` holds the source tensor's elements from its first (``src[k]`` is the element at
@@ -883,8 +902,10 @@ def evaluate(prep: "Prepared", src, cls: Any):
     return writes, status, diag
 
 
-def batched(ins: Instruction, spec: Spec, ubs, ps: Any,
-            prep: Optional[Callable[[Any], Params]] = None):
+def batched(ins: Instruction, spec: Spec, ubs: jax.Array, ps: Any,
+            prep: Optional[Callable[[Any], Params]] = None
+            ) -> Tuple[Union[jax.Array, tuple], jax.Array, Diag, Optional[jax.Array],
+                       Union[jax.Array, tuple, None]]:
     """The kernel over a batch (leading axis of ``ubs`` and every ``ps`` leaf), bit-equal to
     the general path: the fast kernel first and, only if some case needs it, the whole batch
     again on the exact fallback (a batch-level ``lax.cond``: one branch runs, also on GPU).
@@ -892,7 +913,8 @@ def batched(ins: Instruction, spec: Spec, ubs, ps: Any,
     ``prep``: when given, ``ps`` holds per-case inputs and ``prep(row)`` builds a case's
     parameters inside the vmapped kernel, so values it closes over (parameters every case
     shares) stay unbatched and what depends only on them is computed once per batch."""
-    def run(path):
+    def run(path: str) -> Tuple[Union[jax.Array, tuple], jax.Array, Diag, Optional[jax.Array],
+                                Union[jax.Array, tuple, None]]:
         sp = dataclasses.replace(spec, path=path)
         if prep is None:
             return jax.vmap(functools.partial(kernel, ins, sp))(ubs, ps)
@@ -936,7 +958,7 @@ class CallInfo:
             return "CallInfo(<traced>)"
 
 
-def _is_concrete(x) -> bool:
+def _is_concrete(x: object) -> bool:
     return not isinstance(x, jax.core.Tracer)
 
 
@@ -956,8 +978,8 @@ def public_name(ins: Instruction, param: str) -> str:
     return ins.repeat_param if param == "repeat" else param
 
 
-def _int_param(api: str, name: str, v, given: Optional[dict] = None,
-               label: Optional[str] = None):
+def _int_param(api: str, name: str, v: object, given: Optional[dict] = None,
+               label: Optional[str] = None) -> Union[np.int32, jax.Array]:
     """An int parameter (Python int or integer scalar array, maybe traced) as int32.
 
     A concrete value outside int32 becomes :func:`int32_stand_in` (recorded in ``given`` to
@@ -996,7 +1018,7 @@ def traced_int32(v: jax.Array) -> jax.Array:
     return out
 
 
-def _bool_param(api: str, name: str, v, faults: dict):
+def _bool_param(api: str, name: str, v: object, faults: dict) -> Union[np.bool_, jax.Array]:
     """A bool parameter (``saturate``): a bool, an int 0 / 1, or a bool or integer scalar
     array (a concrete one holding 0 / 1; a traced one under jit / vmap); anything else
     (``0.5``, ``np.array(5)``, ``"yes"``) is BAD_ARGUMENT, never truthiness. A traced
@@ -1026,7 +1048,7 @@ def ub_bucket(n: int) -> int:
     return max(1024, 1 << (int(n) - 1).bit_length())
 
 
-def pad_ub(ub):
+def pad_ub(ub: jax.Array) -> jax.Array:
     n = ub.shape[-1]
     nb = ub_bucket(n)
     if nb == n:
@@ -1035,7 +1057,7 @@ def pad_ub(ub):
     return jnp.pad(ub, pad)
 
 
-def _bucket(repeat, hi: int) -> int:
+def _bucket(repeat: Union[int, np.integer, np.ndarray], hi: int) -> int:
     """Static table height for a concrete repeat count: the next power of two, capped."""
     r = max(int(repeat), 1)
     return min(hi, 1 << (r - 1).bit_length())
@@ -1057,7 +1079,7 @@ _PATH: contextvars.ContextVar = contextvars.ContextVar("ascend_ref_path", defaul
 
 
 @contextlib.contextmanager
-def use_path(path: str):
+def use_path(path: str) -> Iterator[None]:
     """Inside this block calls (and :func:`ascend_ref.run_cases`) compile on ``path``:
     ``"general"`` runs the reference algorithms only (what the fast paths are tested
     against); ``"fast"`` is the default."""
@@ -1070,7 +1092,8 @@ def use_path(path: str):
         _PATH.reset(token)
 
 
-def run_prepared(prep: Prepared, return_info: bool = False, spr: Any = None):
+def run_prepared(prep: Prepared, return_info: bool = False,
+                 spr: Any = None) -> Union[jax.Array, Tuple[jax.Array, CallInfo]]:
     """Run a prepared call (:meth:`ascend_ref.registry.Instruction.run`, the body of every
     public instruction function); a concrete call that breaks a rule raises its
     ConstraintError. ``spr``: the reduce special registers before the call
@@ -1086,7 +1109,7 @@ def run_prepared(prep: Prepared, return_info: bool = False, spr: Any = None):
     return out
 
 
-def check(prep: Prepared, status, diag: Diag) -> None:
+def check(prep: Prepared, status: jax.Array, diag: Diag) -> None:
     """Raise the call's :class:`ConstraintError` when everything is concrete and the status
     says a rule failed (a traced call keeps its status)."""
     concrete = all(_is_concrete(v) for v in jax.tree_util.tree_leaves(prep.p))
@@ -1095,7 +1118,8 @@ def check(prep: Prepared, status, diag: Diag) -> None:
                   chip_id=prep.chip_id, given=prep.given)
 
 
-def execute(prep: Prepared):
+def execute(prep: Prepared) -> Tuple[jax.Array, jax.Array, Diag, Optional[jax.Array],
+                                     Optional[jax.Array]]:
     """Run a prepared call (UB padded to its compile bucket and cut back)."""
     if _is_concrete(prep.ub):
         release_if_needed()
@@ -1151,9 +1175,10 @@ def host_constraints(ins: Instruction, params: Sequence[str]) -> list:
     return out
 
 
-def prepare(ins: Instruction, ub, tensors: dict, mask, params: dict, *, chip, option: str = "",
-            saturate=None, info: bool = False, repeat_hi: Optional[int] = None,
-            ub_base=0, fields: Sequence = (), spr: bool = False,
+def prepare(ins: Instruction, ub: object, tensors: dict, mask: object, params: dict, *,
+            chip: Union[str, ChipProfile], option: str = "", saturate: object = None,
+            info: bool = False, repeat_hi: Optional[int] = None, ub_base: object = 0,
+            fields: Sequence[ProfileField] = (), spr: bool = False,
             faults: Optional[dict] = None) -> Prepared:
     """Structural checks in Python and the kernel's parameters (raises ConstraintError).
     ``fields``: the instruction's declared profile fields (:func:`product_params`);
@@ -1289,7 +1314,7 @@ def _raise_if(ins: Instruction, spec: Spec, p: Params, data: Diag, status: int,
                               allowed=bad.allowed(vals), chip=chip_id, hint=bad.hint)
 
 
-def judged(p: Params, name: str):
+def judged(p: Params, name: str) -> Union[jax.Array, np.ndarray, np.bool_]:
     """The traced-argument rule of ``name``: holds unless ``p.faults[name]`` says its value
     is outside what it takes (True where the argument was concrete: judged before)."""
     fault = p.faults.get(name)
