@@ -57,41 +57,49 @@ import functools
 import inspect
 import math
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax import lax
+from jax.typing import ArrayLike, DTypeLike
 
 from . import batch_args, engine, mask as masks, numerics, registry
+from .argtypes import MaskLike
 from .chips import chip as get_chip
 from .constraints import Code, ConstraintError
 from .ub import Tensor, dtype_name, itemsize
 
 F16_MAX = 65504.0
 
+#: What a differentiable function returns (:func:`results`): its value fields (one array, the
+#: fields stacked on the last axis if several), its first index field (int32), or the tuple
+#: ``(value, index)`` where it has both; with ``return_info=True``, ``(that, status)``
+Values = Union[jax.Array, Tuple[jax.Array, ...]]
+
 
 # ------------------------------------------------------------------ the arithmetic ----------
 
-def _bits(x):
+def _bits(x: jax.Array) -> jax.Array:
     """Raw bits of a typed array (uint16 / uint32)."""
     return lax.bitcast_convert_type(x, jnp.dtype(f"uint{8 * jnp.dtype(x.dtype).itemsize}"))
 
 
-def _typed(bits, dtype):
+def _typed(bits: jax.Array, dtype: DTypeLike) -> jax.Array:
     return lax.bitcast_convert_type(bits, jnp.dtype(dtype))
 
 
 @jax.custom_jvp
-def saturated(r, on):
+def saturated(r: jax.Array, on: ArrayLike) -> jax.Array:
     """Half saturation of an add's result where ``on``: NaN → +0, ±inf → ±65504 (the bits of
     :func:`ascend_ref.numerics.saturated`); a clamped result is a constant (no gradient)."""
     return _typed(numerics.saturated(_bits(r), on), r.dtype)
 
 
 @saturated.defjvp
-def _saturated_jvp(primals, tangents):
+def _saturated_jvp(primals: Tuple[jax.Array, ArrayLike], tangents: Tuple[jax.Array, ArrayLike]
+                   ) -> Tuple[jax.Array, jax.Array]:
     r, on = primals
     b = _bits(r)
     out = numerics.saturated(b, on)
@@ -99,7 +107,7 @@ def _saturated_jvp(primals, tangents):
 
 
 @jax.custom_jvp
-def exact_add(a, b, default_nan, ftz):
+def exact_add(a: jax.Array, b: jax.Array, default_nan: ArrayLike, ftz: ArrayLike) -> jax.Array:
     """``a + b`` of typed half / float arrays, its bits :func:`ascend_ref.numerics.add`'s
     without saturation (the product's default NaN and float32 flush, maybe traced); its
     derivative is the exact sum's: the cotangent goes to both operands."""
@@ -108,7 +116,9 @@ def exact_add(a, b, default_nan, ftz):
 
 
 @exact_add.defjvp
-def _exact_add_jvp(primals, tangents):
+def _exact_add_jvp(primals: Tuple[jax.Array, jax.Array, ArrayLike, ArrayLike],
+                   tangents: Tuple[jax.Array, jax.Array, ArrayLike, ArrayLike]
+                   ) -> Tuple[jax.Array, jax.Array]:
     return exact_add(*primals), tangents[0] + tangents[1]
 
 
@@ -117,48 +127,54 @@ class Differentiable(numerics.Exact):
     are :class:`~ascend_ref.numerics.Exact`'s; adds pass their cotangent to both operands, the
     saturation clamp (:func:`saturated`) none where it clamps, min / max to the chosen lane."""
 
-    def __init__(self, dtype, chip, saturate=False, path: str = "fast"):
+    def __init__(self, dtype: numerics.DType, chip: numerics.ExactProfile,
+                 saturate: ArrayLike = False, path: str = "fast") -> None:
         super().__init__(dtype, chip, saturate, path)
         self.value_type = jnp.dtype(self.dtype)
 
-    def _typed(self, bits):
+    def _typed(self, bits: jax.Array) -> jax.Array:
         return _typed(bits, self.value_type)
 
     @property
-    def zero(self):
+    def zero(self) -> jax.Array:
         return jnp.zeros((), self.value_type)
 
-    def add(self, a, b):
+    def add(self, a: jax.Array, b: jax.Array) -> jax.Array:
         r = exact_add(a, b, self.chip.default_nan(self.dtype), self.chip.fp32_ftz)
         return saturated(r, self.saturate) if self.value_type.itemsize == 2 else r
 
     # the summation protocol of numerics.Summation: values enter as they are
-    def enter(self, x, active=None):
+    def enter(self, x: jax.Array, active: Optional[ArrayLike] = None) -> jax.Array:
         return x if active is None else jnp.where(active, x, self.zero)
 
-    def leave(self, v):
+    def leave(self, v: jax.Array) -> jax.Array:
         return v
 
-    def sums(self, compute):
+    # ``compute`` is handed this arithmetic itself (its enter / add / zero), not the
+    # numerics.Summation of Exact.sums' annotation: a callable of any argument
+    def sums(self, compute: Callable[..., Sequence[jax.Array]]
+             ) -> Tuple[Tuple[jax.Array, ...], jax.Array]:
         return tuple(compute(self)), jnp.bool_(True)
 
-    def extreme(self, x, active, kind: str):
+    def extreme(self, x: jax.Array, active: ArrayLike,
+                kind: str) -> Tuple[jax.Array, jax.Array, jax.Array]:
         _, index, found = super().extreme(_bits(lax.stop_gradient(x)), active, kind)
         return jnp.take_along_axis(x, index[..., None], axis=-1)[..., 0], index, found
 
-    def extreme_value(self, x, active, kind: str):
+    def extreme_value(self, x: jax.Array, active: ArrayLike,
+                      kind: str) -> Tuple[jax.Array, jax.Array]:
         value, _, found = self.extreme(x, active, kind)   # the derivative needs the index
         return value, found
 
-    def nan_result(self, value):
+    def nan_result(self, value: jax.Array) -> jax.Array:
         b = _bits(lax.stop_gradient(value))
         out = super().nan_result(b)
         return jnp.where(out == b, value, self._typed(out))
 
-    def word(self, n):
+    def word(self, n: jax.Array) -> jax.Array:
         return self._typed(super().word(n))
 
-    def const(self, bits):
+    def const(self, bits: ArrayLike) -> jax.Array:
         return self._typed(super().const(bits))
 
 
@@ -170,14 +186,14 @@ _GAP = 512                       # virtual tensors start on multiples of this (e
 
 
 @functools.lru_cache(maxsize=None)
-def _virtual_ub(nbytes: int):
+def _virtual_ub(nbytes: int) -> jax.Array:
     """The product's whole UB (only its length is read: the rules' UB bound); concrete even
     when first asked for inside a trace."""
     with jax.ensure_compile_time_eval():
         return jnp.zeros(nbytes, jnp.uint8)
 
 
-def _concrete_int(v) -> Optional[int]:
+def _concrete_int(v: object) -> Optional[int]:
     if isinstance(v, (bool, np.bool_)):
         return None
     if isinstance(v, (int, np.integer)):
@@ -195,7 +211,7 @@ def _up(n: int) -> int:
 _SRC = "a 1-D float16 / float32 array: the source tensor's elements"
 
 
-def _source(api: str, src: Any, chip_id: str) -> Any:
+def _source(api: str, src: Any, chip_id: str) -> jax.Array:
     """``src`` as a 1-D float16 / float32 JAX array, never converted: another float type
     (float64, bfloat16) is not rounded to float32 but refused like an integer type
     (DTYPE_UNSUPPORTED naming ``src.dtype``); what holds no numbers (objects, strings, a ragged
@@ -246,8 +262,9 @@ class Call:
     rows: int
 
 
-def prepare(ins: registry.Instruction, src, mask, params: Dict[str, Any], *, option: Any = None,
-            chip: Any, saturate: Any = None, max_repeat: Optional[int] = None) -> Call:
+def prepare(ins: registry.Instruction, src: ArrayLike, mask: MaskLike, params: Dict[str, Any], *,
+            option: Any = None, chip: Any, saturate: Any = None,
+            max_repeat: Optional[int] = None) -> Call:
     """The API call of ``ins`` over ``src`` (at UB address 0) with its results placed after
     it: every host-side check of the API (raises :class:`ConstraintError`)."""
     prof = get_chip(chip)
@@ -291,7 +308,8 @@ def prepare(ins: registry.Instruction, src, mask, params: Dict[str, Any], *, opt
     return Call(ins, prep, tensors, layout, rows)
 
 
-def _collect(writes: List[tuple], base: int, n: int, size: int, dtype) -> Tuple[Any, Any]:
+def _collect(writes: List[tuple], base: int, n: int, size: int,
+             dtype: DTypeLike) -> Tuple[Any, Any]:
     """The words written to a tensor of ``n`` elements at ``base``: ``(words, written)``."""
     fill = jnp.nan if jnp.issubdtype(dtype, jnp.floating) else 0
     buf = jnp.full((n,), fill, dtype)
@@ -325,7 +343,8 @@ def _tensor_arg(ins: registry.Instruction, tensor: Any) -> str:
     return tensor
 
 
-def results(call: Call, src, tensor: str = "dst", *, return_info: bool = False):
+def results(call: Call, src: ArrayLike, tensor: str = "dst", *, return_info: bool = False
+            ) -> Union[Values, Tuple[Values, jax.Array]]:
     """Run ``call`` over ``src`` in the :class:`Differentiable` arithmetic: the fields of
     ``tensor`` (``"dst"`` or ``"work_tensor"``) by the layout's roles -- the value fields
     (stacked on the last axis if several), the first index field (int32), ``(value, index)``
@@ -409,7 +428,7 @@ class Reduction:
                        option=None if opt is None else v[opt.key], chip=v["chip"],
                        saturate=v.get("saturate"), max_repeat=v["max_repeat"])
 
-    def __call__(self, *args: Any, **kw: Any):
+    def __call__(self, *args: Any, **kw: Any) -> Union[Values, Tuple[Values, jax.Array]]:
         a = self.__signature__.bind(*args, **kw)
         info = _return_info(self.ins.name, a.arguments.get("return_info", False))
         return results(self.prepare(*args, **kw), a.arguments["src"], self.tensor,
@@ -472,7 +491,7 @@ class Plan:
         return cnt
 
 
-def plan(api: str, src, mask, *args: Any, chip: Any, **kw: Any) -> Plan:
+def plan(api: str, src: ArrayLike, mask: MaskLike, *args: Any, chip: Any, **kw: Any) -> Plan:
     """The checked call of ``api``'s differentiable function (same arguments) and the source
     elements it reads, from the kernels' own tables (concrete parameters)."""
     call = function(api).prepare(src, mask, *args, chip=chip, **kw)
@@ -483,7 +502,7 @@ def plan(api: str, src, mask, *args: Any, chip: Any, **kw: Any) -> Plan:
                 np.asarray(active)[:call.rows])
 
 
-def gather(src, p: Plan):
+def gather(src: ArrayLike, p: Plan) -> jax.Array:
     """The lanes of every repeat, ``(repeat, L)``; masked lanes are +0."""
     v = jnp.take(jnp.asarray(src), jnp.asarray(np.clip(p.index, 0, None)))
     return jnp.where(jnp.asarray(p.active), v, jnp.zeros_like(v))
@@ -491,17 +510,19 @@ def gather(src, p: Plan):
 
 # ------------------------------------------------------------------ adds ---------------------
 
-def plain_add(a, b):
+def plain_add(a: jax.Array, b: jax.Array) -> jax.Array:
     """One add in the operand type (float16 adds are exact IEEE on every backend)."""
     return a + b
 
 
-def saturating_add(a, b):
+def saturating_add(a: jax.Array, b: jax.Array) -> jax.Array:
     """Half add with saturation: ±inf → ±65504, NaN → +0; a clamped result has no gradient."""
     return saturated(a + b, True)
 
 
-def tree_sum(values, *, saturate: bool = False):
+# ``values``: a numpy or JAX array (anything else is BAD_ARGUMENT, checked here); Any, since
+# numerics.tree_sum, which it is passed to, is annotated for a jax.Array only
+def tree_sum(values: Any, *, saturate: bool = False) -> jax.Array:
     """The hardware's pairwise tree over the last axis (a power of two), rounded per add.
     ``values``: an array (numpy / JAX) whose last axis has 1, 2, 4, ... elements; ``saturate``
     a bool (or 0 / 1)."""
@@ -523,7 +544,7 @@ def tree_sum(values, *, saturate: bool = False):
 # ------------------------------------------------------------------ worked use ---------------
 # Searching for inputs whose half tree sum is far from the exact sum (notebook 05).
 
-def exact_sum(x) -> float:
+def exact_sum(x: ArrayLike) -> float:
     """The exact sum of ``x`` (float16 / float32 values), correctly rounded to float64."""
     return math.fsum(np.asarray(x, np.float64).reshape(-1).tolist())
 
@@ -531,13 +552,13 @@ def exact_sum(x) -> float:
 _tree_jit = jax.jit(tree_sum, static_argnames=("saturate",))
 
 
-def tree_gap(x, *, saturate: bool = False) -> float:
+def tree_gap(x: ArrayLike, *, saturate: bool = False) -> float:
     """``tree_sum(x) − exact sum`` for one vector ``x`` (its dtype decides the rounding)."""
     x = jnp.asarray(x)
     return float(_tree_jit(x, saturate=saturate)) - exact_sum(np.asarray(x))
 
 
-def ulp16(v):
+def ulp16(v: ArrayLike) -> jax.Array:
     """Spacing of float16 at ``|v|`` (as float32, no gradient): one rounding step of a half."""
     a = jnp.abs(lax.stop_gradient(jnp.asarray(v))).astype(jnp.float16)
     nxt = jnp.nextafter(a, jnp.asarray(np.inf, jnp.float16))
@@ -547,7 +568,7 @@ def ulp16(v):
     return (nxt - a).astype(jnp.float32)
 
 
-def lattice_surrogate(x):
+def lattice_surrogate(x: ArrayLike) -> jax.Array:
     """A smooth model of ``tree_gap`` for a float16 vector ``x`` (given as float32).
 
     The gap of the tree is the sum of every add's rounding error ``round(s) − s``. Each is
@@ -585,7 +606,7 @@ class SearchResult:
 
 
 @jax.jit
-def _tree_batch(xs):
+def _tree_batch(xs: jax.Array) -> jax.Array:
     return jax.vmap(lambda v: tree_sum(v))(xs)
 
 

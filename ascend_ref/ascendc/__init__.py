@@ -1,5 +1,9 @@
 """Ascend C vector reductions (SPEC §4): one short file per instruction family."""
 
+from __future__ import annotations
+
+from typing import Optional, Union
+
 from ..enums import ReduceType, parse_enum
 from ..constraints import Code
 from ..docstrings import with_family_example
@@ -13,10 +17,18 @@ from .whole_reduce import whole_reduce_max, whole_reduce_min, whole_reduce_sum
 from ..spr import (get_acc_val, get_reduce_max_min_count, get_reduce_repeat_max_min_spr,
                    get_reduce_repeat_sum_spr)
 
+from ..enums import ReduceOrder
+from ..spr import ReduceSpr
+from ..ub import Tensor
+from ..argtypes import CallResult, ChipLike, IntLike, MaskLike, SaturateLike, UBLike
 
-def reduce_repeat(ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_stride,
-                  src_rep_stride, order="ORDER_VALUE_INDEX", *, reduce_type, chip,
-                  saturate=None, return_info=False, spr=None):
+
+def reduce_repeat(ub: UBLike, dst: Tensor, src: Tensor, mask: MaskLike, repeat_time: IntLike,
+                  dst_rep_stride: IntLike, src_blk_stride: IntLike, src_rep_stride: IntLike,
+                  order: Union[str, ReduceOrder] = "ORDER_VALUE_INDEX", *,
+                  reduce_type: Union[str, ReduceType], chip: ChipLike,
+                  saturate: SaturateLike = None, return_info: bool = False,
+                  spr: Optional[ReduceSpr] = None) -> CallResult:
     """The newer CANN name: ReduceRepeat<MIN|MAX|SUM> = WholeReduceMin / Max / Sum."""
     rt = parse_enum(ReduceType, reduce_type, api="reduce_repeat", param="reduce_type",
                     code=Code.REDUCE_TYPE, chip=chip)

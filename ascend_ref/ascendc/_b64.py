@@ -21,7 +21,7 @@ lanes a repeat, and these effects write each 8-byte result as two 4-byte words.
 
 from __future__ import annotations
 
-from typing import Any, Callable, List, Tuple
+from typing import TYPE_CHECKING, Callable, Dict, List, Tuple
 
 import jax
 import jax.numpy as jnp
@@ -30,6 +30,13 @@ from jax import lax
 
 from .. import registry
 from ..engine import Effects, Region, Write, gate
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+    from jax.typing import ArrayLike
+
+    from ..engine import Spec
+    from ..params import Params
 
 Pair = Tuple[jax.Array, jax.Array]
 
@@ -43,7 +50,7 @@ OVERFLOW = registry.ProfileField(
 IMPL_LANES = 64
 
 
-def _u32(x: Any) -> jax.Array:
+def _u32(x: ArrayLike) -> jax.Array:
     return jnp.asarray(x, jnp.uint32)
 
 
@@ -151,7 +158,8 @@ def extreme(bits: jax.Array, active: jax.Array, kind: str,
     return flat[index, 0], flat[index, 1], index
 
 
-def _result(spec: Any, p: Any, words: List[jax.Array], used: Any, diag: dict) -> Effects:
+def _result(spec: Spec, p: Params, words: List[jax.Array], used: jax.Array,
+            diag: Dict[str, jax.Array]) -> Effects:
     """The dst words (4 bytes each: 8-byte results as (lo, hi)) and sharedTmpBuffer
     undefined where ``used`` (but for the dst words)."""
     runs, undefined = gate(spec, p)
@@ -171,7 +179,8 @@ def _result(spec: Any, p: Any, words: List[jax.Array], used: Any, diag: dict) ->
     return Effects([write], undefined, diag)
 
 
-def sum_effects(spec: Any, p: Any, bits: jax.Array, active: jax.Array, used: Any) -> Effects:
+def sum_effects(spec: Spec, p: Params, bits: jax.Array, active: jax.Array,
+                used: jax.Array) -> Effects:
     """ReduceSum, count form, int64 / uint64: dst[0] the sum (module docstring)."""
     lo, hi = sum_wrap(bits, active)
     clo, chi = sum_clamped(bits, active, spec.dtype == "int64")
@@ -179,8 +188,8 @@ def sum_effects(spec: Any, p: Any, bits: jax.Array, active: jax.Array, used: Any
     return _result(spec, p, [jnp.where(sat, clo, lo), jnp.where(sat, chi, hi)], used, {})
 
 
-def minmax_effects(spec: Any, p: Any, bits: jax.Array, active: jax.Array, kind: str,
-                   used: Any) -> Effects:
+def minmax_effects(spec: Spec, p: Params, bits: jax.Array, active: jax.Array, kind: str,
+                   used: jax.Array) -> Effects:
     """ReduceMax / ReduceMin, count form, int64 / uint64: dst[0] the extreme; with
     calIndex dst[1] = its index (uint32, then 4 zero bytes)."""
     lo, hi, index = extreme(bits, active, kind, spec.dtype == "int64")
@@ -191,7 +200,7 @@ def minmax_effects(spec: Any, p: Any, bits: jax.Array, active: jax.Array, kind: 
     return _result(spec, p, words, used, {"index": jnp.where(runs, index, 0)})
 
 
-def to_pairs(values: Any) -> np.ndarray:
+def to_pairs(values: npt.ArrayLike) -> np.ndarray:
     """Host helper: int64 / uint64 values as ``(n, 2)`` uint32 (lo, hi) words."""
     v = np.ascontiguousarray(np.asarray(values)).reshape(-1)
     return v.view(np.uint32).reshape(-1, 2)

@@ -7,13 +7,24 @@ also the unit of ``dst_rep_stride`` and the alignment of ``dst`` (SPEC §4 table
 
 from __future__ import annotations
 
-from typing import Any, Callable, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Optional, Tuple, Union
 
 import jax.numpy as jnp
 
 from .. import addressing, mask as masks, registry
+from ..argtypes import IntLike
 from ..engine import Instruction, Region, Spec, Write, no_pair_src, option_value
 from ..params import Params
+
+if TYPE_CHECKING:
+    import jax
+
+    from .. import numerics
+    from ..engine import Effects
+
+    #: an instruction's effects (:attr:`ascend_ref.engine.Instruction.effects`): ``(spec, p,
+    #: bits, active, arith) -> Effects``
+    EffectsFn = Callable[[Spec, Params, jax.Array, jax.Array, numerics.Exact], Effects]
 
 MAX_REPEAT = 255
 #: Every Ascend C reduction's numeric parameters (Case keys), and its public signature
@@ -46,7 +57,9 @@ def counter_undefined(spec: Spec, p: Params) -> list:
     return [Region(dst.addr, dst.size * spec.tsize("dst"), when)]
 
 
-def slot_write(spec: Spec, p: Params, words, runs, keep=None, slot_words=None) -> Write:
+def slot_write(spec: Spec, p: Params, words: jax.Array, runs: jax.Array,
+               keep: Optional[jax.Array] = None,
+               slot_words: Optional[Union[int, jax.Array]] = None) -> Write:
     """The dst write of per-repeat slots. ``words``: ``(r_max, fields)`` bits; ``keep`` masks
     fields that are not written at all (same shape); ``slot_words``: words per slot when
     fewer than ``fields`` (may be traced: the dst stride unit)."""
@@ -84,7 +97,7 @@ def instruction(api: str, effects: Callable, layout: Callable[[str, Any], regist
     as data (``p.option``, :func:`ascend_ref.engine.option_value`): one kernel for all.
     ``spr``: the call's declared effect on a reduce special register
     (:class:`ascend_ref.spr.Sets`). ``pair_src``: :attr:`Instruction.pair_src`."""
-    def dst_align(spec: Spec) -> Any:
+    def dst_align(spec: Spec) -> Union[int, Callable[[Params], Any]]:
         if not traced_options:
             return layout(spec.dtype, spec.option).slot_bytes
         sizes = [layout(spec.dtype, o).slot_bytes for o in traced_options]
@@ -121,6 +134,7 @@ def declare(kernel: Instruction, *, kind: Callable[[Any], str],
         summary=summary))
 
 
-def params(repeat_time, dst_rep_stride, src_blk_stride, src_rep_stride) -> dict:
+def params(repeat_time: IntLike, dst_rep_stride: IntLike, src_blk_stride: IntLike,
+           src_rep_stride: IntLike) -> Dict[str, IntLike]:
     return {"repeat": repeat_time, "dst_rep_stride": dst_rep_stride,
             "src_blk_stride": src_blk_stride, "src_rep_stride": src_rep_stride}

@@ -4,11 +4,20 @@ files declare (``whole_reduce.py``, ``reduce.py``, ``reduce_data_block.py``)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import jax.numpy as jnp
 
 from ..engine import gate
 from ..registry import ProfileField
 from ..spr import MAX_MIN, SUM, TYPES, MaxMinWrite, Sets, SumWrite
+
+if TYPE_CHECKING:
+    import jax
+
+    from .. import numerics
+    from ..engine import Effects, Spec
+    from ..params import Params
 
 
 SPR_SUM = ProfileField(
@@ -47,11 +56,11 @@ FIELDS = (SPR_SUM, SPR_MAXMIN, SPR_MAXMIN_INDEX, SPR_UNWRITTEN, SPR_SUM_OTHER, S
 
 
 
-def _runs(spec, p):
+def _runs(spec: Spec, p: Params) -> jax.Array:
     return gate(spec, p)[0]
 
 
-def counter_mode(p):
+def counter_mode(p: Params) -> jax.Array:
     """The call runs in counter mask mode (SetMaskCount, ``Params.mask_counter``): the
     max/min register is then not readable ("不支持获取归约接口使用Mask Counter模式时的结果")."""
     return jnp.asarray(p.mask_counter, bool)
@@ -61,7 +70,8 @@ def whole_reduce_sets(kind: str) -> Sets:
     """ReduceRepeat<MAX|MIN>: the extreme over every repeat (first NaN, -0 < +0, ties to the
     first repeat, then the smallest lane: SEMANTICS §D) and its index (``spr_maxmin_index``:
     ``r * L + lane`` or the lane), defined in the contiguous case only."""
-    def update(spec, p, bits, active, arith, eff):
+    def update(spec: Spec, p: Params, bits: jax.Array, active: jax.Array,
+               arith: numerics.Exact, eff: Effects) -> MaxMinWrite:
         value_r, lane_r, live = arith.extreme(bits, active, kind)
         value, r_win, _ = arith.extreme(value_r, live, kind)
         value = arith.nan_result(value)
@@ -80,7 +90,8 @@ def whole_reduce_sets(kind: str) -> Sets:
 def level2_sets(kind: str) -> Sets:
     """Level-2 ReduceMax / ReduceMin: the register holds the exact result (dst[0]) and an
     index that is not accurate (undefined), in the contiguous case (srcRepStride 8)."""
-    def update(spec, p, bits, active, arith, eff):
+    def update(spec: Spec, p: Params, bits: jax.Array, active: jax.Array,
+               arith: numerics.Exact, eff: Effects) -> MaxMinWrite:
         value = eff.writes[0].bits[0]
         # the count form ("tensor前n个数据", no srcRepStride) is contiguous by construction
         contiguous = jnp.bool_(True) if p.src_rep_stride is None else p.src_rep_stride == 8
@@ -95,7 +106,8 @@ def level2_sets(kind: str) -> Sets:
 def count_sum_sets() -> Sets:
     """The count form of ReduceSum (half / float): the sum register holds its result dst[0]
     (A2/A3 ACC_VAL, written by the mode-1 vcadd; 950 the per-type global)."""
-    def update(spec, p, bits, active, arith, eff):
+    def update(spec: Spec, p: Params, bits: jax.Array, active: jax.Array,
+               arith: numerics.Exact, eff: Effects) -> SumWrite:
         value = eff.diag.get("sum", eff.writes[0].bits[0])
         return SumWrite(_runs(spec, p) & (spec.dtype in TYPES),
                         jnp.asarray(value).astype(jnp.uint32), jnp.bool_(True),
@@ -107,7 +119,8 @@ def count_sum_sets() -> Sets:
 def vcg_sets() -> Sets:
     """ReduceDataBlock MAX / MIN: the max/min register left undefined where the profile's
     ``spr_vcg_clobber`` is ``"undefined"`` (assumed), unchanged otherwise; SUM leaves it."""
-    def update(spec, p, bits, active, arith, eff):
+    def update(spec: Spec, p: Params, bits: jax.Array, active: jax.Array,
+               arith: numerics.Exact, eff: Effects) -> MaxMinWrite:
         kind = str(spec.option).upper()
         hit = _runs(spec, p) & SPR_VCG.holds(p, "undefined") & (kind in ("MAX", "MIN"))
         return MaxMinWrite(hit, jnp.uint32(0), jnp.uint32(0), jnp.bool_(False), jnp.bool_(False))

@@ -32,7 +32,7 @@ Example (ReducePairElem.md):
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Optional, Tuple, Union
 
 import jax.numpy as jnp
 
@@ -43,6 +43,13 @@ from ..enums import ReduceType, parse_enum
 from ..params import Params
 from ..ub import itemsize
 from ._slots import COUNTER_FIELDS, PARAMS, counter_undefined, params, repeat_range, slot_write
+
+from ..spr import ReduceSpr
+from ..ub import Tensor
+from ..argtypes import CallResult, ChipLike, IntLike, MaskLike, SaturateLike, UBLike
+
+if TYPE_CHECKING:
+    import jax
 
 SLOT_BYTES = registry.REPEAT_BYTES // 2      # one repeat's L/2 sums; dstRepStride's unit
 MASKED_PAIR = registry.ProfileField(
@@ -61,8 +68,9 @@ def layout(dtype: Any, option: Any = None) -> registry.Layout:
         per_repeat=True)
 
 
-def _effects(spec: Spec, p: Params, bits: Any, active: Any, arith: numerics.Exact) -> Effects:
-    def pair_sums(s: Any) -> tuple:               # a numerics.Summation (or the arithmetic)
+def _effects(spec: Spec, p: Params, bits: jax.Array, active: jax.Array,
+             arith: numerics.Exact) -> Effects:
+    def pair_sums(s: numerics.Summation) -> Tuple[jax.Array]:   # (or the arithmetic)
         x = s.enter(bits, active)                 # masked lanes: +0
         return (s.add(x[:, 0::2], x[:, 1::2]),)
 
@@ -113,8 +121,11 @@ _PRS = registry.register(registry.Instruction(
     summary="PairReduceSum (ReducePairElem<SUM>): adjacent pairs summed per repeat"))
 
 
-def pair_reduce_sum(ub, dst, src, repeat_time, mask, dst_rep_stride, src_blk_stride,
-                    src_rep_stride, *, chip, saturate=None, return_info=False, spr=None):
+def pair_reduce_sum(ub: UBLike, dst: Tensor, src: Tensor, repeat_time: IntLike, mask: MaskLike,
+                    dst_rep_stride: IntLike, src_blk_stride: IntLike, src_rep_stride: IntLike, *,
+                    chip: ChipLike, saturate: SaturateLike = None,
+                    return_info: bool = False,
+                    spr: Optional[ReduceSpr] = None) -> CallResult:
     """PairReduceSum: per repeat, ``lane[2j] + lane[2j+1]`` into its 128-byte dst slot.
 
     Ascend C argument order (repeat before mask). ``saturate`` (half only) defaults to the
@@ -125,9 +136,11 @@ def pair_reduce_sum(ub, dst, src, repeat_time, mask, dst_rep_stride, src_blk_str
                     chip=chip, saturate=saturate, return_info=return_info, spr=spr)
 
 
-def reduce_pair_elem(ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_stride,
-                     src_rep_stride, *, chip, reduce_type="SUM", saturate=None,
-                     return_info=False, spr=None):
+def reduce_pair_elem(ub: UBLike, dst: Tensor, src: Tensor, mask: MaskLike, repeat_time: IntLike,
+                     dst_rep_stride: IntLike, src_blk_stride: IntLike, src_rep_stride: IntLike, *,
+                     chip: ChipLike, reduce_type: Union[str, ReduceType] = "SUM",
+                     saturate: SaturateLike = None, return_info: bool = False,
+                     spr: Optional[ReduceSpr] = None) -> CallResult:
     """ReducePairElem<reduceType> (the newer name, CANN 9.1.0), in its documented order: mask
     before repeat. ``reduce_type``: only ``"SUM"`` / ``ReduceType.SUM`` ("当前仅支持求和操作")."""
     SUM_ONLY(reduce_type, chip)

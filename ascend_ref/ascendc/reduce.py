@@ -63,7 +63,7 @@ Example (ReduceMax.md, tensor高维切分 example, shortened): the maximum 0.998
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Dict, List, Tuple, Union
 
 import jax.numpy as jnp
 import numpy as np
@@ -74,6 +74,14 @@ from ..engine import Effects, Instruction as Kernel, Region, Write, gate
 from ..ub import itemsize
 from . import _spr_hooks as sprs
 from ._slots import COUNTER_MODE
+
+if TYPE_CHECKING:
+    import jax
+
+    from ..engine import Spec
+    from ..numerics import Summation
+    from ..params import Params
+    from ._slots import EffectsFn
 
 #: Numeric parameters (Case keys) and the public signature after ``ub``
 PARAMS = ("repeat", "src_rep_stride")
@@ -110,7 +118,7 @@ SUM_COUNTER = registry.ProfileField(
     "vector merge for 256 < n*size <= 1024 bytes and 方式二 otherwise (ReduceSum.md)")
 
 
-def _has(p: Any, field: registry.ProfileField, value: Any) -> Any:
+def _has(p: Params, field: registry.ProfileField, value: Any) -> Any:
     """``field.holds(p, value)`` where the call's instruction declares ``field`` (the count
     form shares these effects and declares none of the counter fields: False there)."""
     if field.name not in p.chip.fields:
@@ -118,18 +126,20 @@ def _has(p: Any, field: registry.ProfileField, value: Any) -> Any:
     return field.holds(p, value)
 
 
-def _counter_undefined(p: Any) -> Any:
+def _counter_undefined(p: Params) -> Any:
     """A counter-mode call on a product whose ``reduce_l2_counter`` is ``"undefined"``."""
     return jnp.asarray(p.mask_counter, bool) & _has(p, COUNTER, "undefined")
 
 
-def merged(spec: Any, p: Any, n: Any, field: registry.ProfileField, value: Any) -> Any:
+def merged(spec: Spec, p: Params, n: jax.Array, field: registry.ProfileField,
+           value: Any) -> Any:
     """方式三's range ``L < n <= 4L`` (256 < n*size <= 1024 bytes) on a product whose
     ``field`` is ``value``."""
     return _has(p, field, value) & (n > spec.lanes) & (n <= 4 * spec.lanes)
 
 
-def merge_sum(x: Any, n: Any, lanes: int, arith: Any) -> Any:
+def merge_sum(x: jax.Array, n: jax.Array, lanes: int,
+              arith: Union[Summation, numerics.Exact]) -> jax.Array:
     """方式三 (Ascend 950, dav_3510 ``ReduceSumCounterMode``): the rows ``x0..x3`` (``(rows,
     L)``, lanes past the count already +0) merged into one vector -- ``L < n <= 2L``: ``x0 +
     x1`` on lanes ``< n - L`` (``x0`` elsewhere); ``<= 3L``: ``(x0 + x1) + x2`` on lanes ``< n
@@ -138,7 +148,7 @@ def merge_sum(x: Any, n: Any, lanes: int, arith: Any) -> Any:
     add, zero = arith.add, arith.zero
     rows = x.shape[0]
 
-    def row(k):
+    def row(k: int) -> jax.Array:
         return x[k] if rows > k else jnp.broadcast_to(zero, (lanes,))
 
     lane = jnp.arange(lanes, dtype=jnp.int32)
@@ -194,7 +204,7 @@ def layout(dtype: Any, cal_index: Any) -> registry.Layout:
                            work=registry.fields(("value", "value"), ("lane", "index"), nbytes=s))
 
 
-def _rules(spec):
+def _rules(spec: Spec) -> List[Rule]:
     index = spec.option == "index"
     out = [Rule(Code.WORK_SIZE, "work_tensor.size",
                 lambda p: (p.tensor("work_tensor").size >= tmp_need(p.repeat, index, spec.dtype))
@@ -212,8 +222,9 @@ def _rules(spec):
     return out
 
 
-def _effects(kind: str):
-    def effects(spec, p, bits, active, arith):
+def _effects(kind: str) -> EffectsFn:
+    def effects(spec: Spec, p: Params, bits: jax.Array, active: jax.Array,
+                arith: numerics.Exact) -> Effects:
         s = spec.size
         value_r, lane_r, live = arith.extreme(bits, active, kind)       # per repeat
         value, _, _ = arith.extreme(value_r, live, kind)                # the extreme
@@ -252,13 +263,13 @@ def sum_layout(dtype: Any, option: Any = None) -> registry.Layout:
     return registry.Layout(word, per_repeat=False, work=word)
 
 
-def _merge_call(spec, p):
+def _merge_call(spec: Spec, p: Params) -> jax.Array:
     """A counter-mode ReduceSum on 950's 方式三 range (the buffer is not used there)."""
     n = masks.counter_count(p.mask, spec.lanes * spec.r_max)
     return jnp.asarray(p.mask_counter, bool) & merged(spec, p, n, SUM_COUNTER, "merge")
 
 
-def _sum_rules(spec):
+def _sum_rules(spec: Spec) -> List[Rule]:
     return [Rule(Code.WORK_SIZE, "work_tensor.size",
                  lambda p: (p.tensor("work_tensor").size
                             >= sum_tmp_need(p.repeat, None, spec.dtype)) | _merge_call(spec, p),
@@ -267,7 +278,8 @@ def _sum_rules(spec):
                            f"repeatTime {int(p.repeat)} (sharedTmpBuffer, 方式二)")]
 
 
-def _sum_effects(spec, p, bits, active, arith):
+def _sum_effects(spec: Spec, p: Params, bits: jax.Array, active: jax.Array,
+                 arith: numerics.Exact) -> Effects:
     """方式二: a tree inside each repeat (masked lanes +0), the repeat sums tree-summed in
     chunks of L (zero-padded), the chunk sums tree-summed again when R > L; one repeat: its
     own sum (assumption ``reduce_sum_tree_chunking``). On the summation of the path
@@ -279,7 +291,7 @@ def _sum_effects(spec, p, bits, active, arith):
     n = jnp.sum(jnp.asarray(active, jnp.int32))
     merge = counter & merged(spec, p, n, SUM_COUNTER, "merge")
 
-    def compute(s):                                  # in the summation's domain (fast / exact)
+    def compute(s: Summation) -> Tuple[jax.Array]:   # in the summation's domain (fast / exact)
         add, zero = s.add, s.zero
         stage1 = numerics.row_tree(s, bits, active)
         chunks = numerics.padded_tree_sum(jnp.where(live, stage1, zero), spec.lanes, add, zero)
@@ -294,7 +306,8 @@ def _sum_effects(spec, p, bits, active, arith):
     return _result(spec, p, [total], ~merge, {"exact_ok": ok})
 
 
-def _result(spec, p, words, used, diag):
+def _result(spec: Spec, p: Params, words: List[jax.Array], used: jax.Array,
+            diag: Dict[str, jax.Array]) -> Effects:
     """The dst words, and sharedTmpBuffer undefined (where ``used``) but for them."""
     s = spec.size
     runs, undefined = gate(spec, p)

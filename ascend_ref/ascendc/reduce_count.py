@@ -61,7 +61,7 @@ Example (ReduceSum.md 调用示例, tensor前n个数据计算: 288 ones):
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, List, Optional, Tuple, Union
 
 import jax
 import jax.numpy as jnp
@@ -72,6 +72,18 @@ from ..constraints import Code, ConstraintError, Rule
 from ..engine import Instruction as Kernel
 from ..ub import itemsize
 from . import _b64, _spr_hooks as sprs, reduce as high
+
+from ..spr import ReduceSpr
+from ..ub import Tensor
+from ..argtypes import CallResult, ChipLike, FlagLike, IntLike, MaskLike, SaturateLike, UBLike
+
+if TYPE_CHECKING:
+    from jax.typing import ArrayLike
+
+    from ..engine import Effects, Spec
+    from ..numerics import Summation
+    from ..params import Params
+    from ._slots import EffectsFn
 
 #: the count form's public signature after ``ub`` (``"repeat"`` is ``count``: the engine's
 #: repeat parameter, public name ``kernel.repeat_param``)
@@ -123,12 +135,12 @@ def sum_need(count: Any, option: Any = None, dtype: str = "float16") -> Any:
     return high.sum_tmp_need(_first(count, 256 // itemsize(dtype), True), None, dtype)
 
 
-def _merged(spec, p) -> Any:
+def _merged(spec: Spec, p: Params) -> Any:
     """950's 方式三 paths: ``L < count <= 4L`` (256 < count*size <= 1024 bytes)."""
     return SUM_MODE.holds(p, "merge") & (p.repeat > spec.lanes) & (p.repeat <= 4 * spec.lanes)
 
 
-def _sum_uses_tmp(spec, p) -> Any:
+def _sum_uses_tmp(spec: Spec, p: Params) -> Any:
     """The 方式二 paths: every call on a "tree" product, 950 outside 方式三 (8-byte types:
     always 方式三 on 950, "int64_t、uint64_t采用方式三")."""
     if spec.size == 8:
@@ -136,7 +148,7 @@ def _sum_uses_tmp(spec, p) -> Any:
     return SUM_MODE.holds(p, "tree") | (SUM_MODE.holds(p, "merge") & ~_merged(spec, p))
 
 
-def _count_rule(spec):
+def _count_rule(spec: Spec) -> Rule:
     return Rule(Code.REPEAT_RANGE, "count",
                 lambda p: p.repeat <= p.chip_ub // spec.size,
                 lambda p: int(p.repeat),
@@ -145,7 +157,7 @@ def _count_rule(spec):
                 doc="count <= the product's UB bytes / sizeof(T)")
 
 
-def _minmax_rules(spec):
+def _minmax_rules(spec: Spec) -> List[Rule]:
     index = spec.option == "index"
     out = [_count_rule(spec),
            Rule(Code.WORK_SIZE, "work_tensor.size",
@@ -168,7 +180,7 @@ def _minmax_rules(spec):
     return out
 
 
-def _sum_rules(spec):
+def _sum_rules(spec: Spec) -> List[Rule]:
     return [_count_rule(spec),
             Rule(Code.WORK_SIZE, "work_tensor.size",
                  lambda p: (p.tensor("work_tensor").size >= sum_need(p.repeat, None, spec.dtype))
@@ -181,10 +193,11 @@ def _sum_rules(spec):
                      "any size)")]
 
 
-def _minmax_effects(kind: str):
+def _minmax_effects(kind: str) -> EffectsFn:
     high_effects = high._effects(kind)          # srcRepStride 8: index = r * L + lane
 
-    def effects(spec, p, bits, active, arith):
+    def effects(spec: Spec, p: Params, bits: jax.Array, active: jax.Array,
+                arith: numerics.Exact) -> Effects:
         if spec.size == 8:                       # int64 / uint64: (lo, hi) words
             return _b64.minmax_effects(spec, p, bits, active, kind, high.TMP.holds(p, "used"))
         return high_effects(spec, p, bits, active, arith)
@@ -192,18 +205,19 @@ def _minmax_effects(kind: str):
     return effects
 
 
-def _tree_of(v, arith, lanes):
+def _tree_of(v: jax.Array, arith: Union[Summation, numerics.Exact], lanes: int) -> jax.Array:
     """One tree of L lanes over ``v`` (zero-padded to L)."""
     return numerics.padded_tree_sum(v, lanes, arith.add, arith.zero)[0]
 
 
-def _sum_effects(spec, p, bits, active, arith):
+def _sum_effects(spec: Spec, p: Params, bits: jax.Array, active: jax.Array,
+                 arith: numerics.Exact) -> Effects:
     """方式一 / 方式二 / 方式三 by the product's profile, computed on the path's summation
     (``arith.sums``: the fast tree with its guard, the exact adder where it fails)."""
     if spec.size == 8:                           # int64 / uint64: (lo, hi) words, 方式三
         return _b64.sum_effects(spec, p, bits, active, _sum_uses_tmp(spec, p))
 
-    def compute(s):                              # in the summation's domain (fast / exact)
+    def compute(s: Summation) -> Tuple[jax.Array]:   # in the summation's domain (fast / exact)
         return (_sum_total(spec, p, s.enter(bits, active), s, arith.saturate),)
 
     (total,), ok = arith.sums(compute)
@@ -211,7 +225,8 @@ def _sum_effects(spec, p, bits, active, arith):
                                                                    "exact_ok": ok})
 
 
-def _sum_total(spec, p, x, s, saturate):
+def _sum_total(spec: Spec, p: Params, x: jax.Array, s: Summation,
+               saturate: ArrayLike) -> jax.Array:
     """The count form's sum of ``x`` (``(rows, L)`` values of the summation ``s``, lanes past
     the count +0) in the product's order (``saturate``: the call's flag)."""
     add, zero, L = s.add, s.zero, spec.lanes
@@ -224,7 +239,7 @@ def _sum_total(spec, p, x, s, saturate):
     # 方式一: t_0 (+0 first under seed "zero"), then + t_1, + t_2, ... in order
     seed = jnp.where(SEQ_SEED.holds(p, "zero"), add(zero, t[0]), t[0])
 
-    def step(acc, k):
+    def step(acc: jax.Array, k: jax.Array) -> Tuple[jax.Array, None]:
         return jnp.where(k < nrep, add(acc, t[k]), acc), None
 
     sequential = jax.lax.scan(step, seed, r[1:])[0] if rows > 1 else seed
@@ -237,7 +252,7 @@ def _sum_total(spec, p, x, s, saturate):
             jax.lax.bitcast_convert_type(t, jnp.float16).astype(jnp.float32)
         acc = jnp.where(SEQ_SEED.holds(p, "zero"), jnp.float32(0) + wide[0], wide[0])
 
-        def wstep(a, k):
+        def wstep(a: jax.Array, k: jax.Array) -> Tuple[jax.Array, None]:
             return jnp.where(k < nrep, a + wide[k], a), None
 
         acc = jax.lax.scan(wstep, acc, r[1:])[0] if rows > 1 else acc
@@ -248,7 +263,7 @@ def _sum_total(spec, p, x, s, saturate):
             half = numerics.saturated(half, saturate)
         sequential = jnp.where(SEQ_ROUNDING.holds(p, "wide"), half, sequential)
 
-    def trees(values, live):
+    def trees(values: jax.Array, live: jax.Array) -> jax.Array:
         """方式二 over ``values`` (live ones): one value its own sum, up to L one tree, past L
         chunks of L then a tree of the chunk sums."""
         chunks = numerics.padded_tree_sum(jnp.where(live, values, zero), L, add, zero)
@@ -320,8 +335,10 @@ MAX = _declare_extreme("max")
 MIN = _declare_extreme("min")
 
 
-def reduce_sum_count(ub, dst, src, shared_tmp_buffer, count, *, chip, saturate=None,
-                     return_info=False, spr=None):
+def reduce_sum_count(ub: UBLike, dst: Tensor, src: Tensor, shared_tmp_buffer: Tensor,
+                     count: IntLike, *, chip: ChipLike, saturate: SaturateLike = None,
+                     return_info: bool = False,
+                     spr: Optional[ReduceSpr] = None) -> CallResult:
     """ReduceSum (level 2), count form: the sum of the first ``count`` elements into
     ``dst[0]`` (the product's 方式一 / 二 / 三). Same as ``reduce_sum(ub, dst, src, tmp,
     count)``."""
@@ -330,16 +347,20 @@ def reduce_sum_count(ub, dst, src, shared_tmp_buffer, count, *, chip, saturate=N
                    spr=spr)
 
 
-def reduce_max_count(ub, dst, src, shared_tmp_buffer, count, cal_index=False, *, chip,
-                     return_info=False, spr=None):
+def reduce_max_count(ub: UBLike, dst: Tensor, src: Tensor, shared_tmp_buffer: Tensor,
+                     count: IntLike, cal_index: FlagLike = False, *, chip: ChipLike,
+                     return_info: bool = False,
+                     spr: Optional[ReduceSpr] = None) -> CallResult:
     """ReduceMax (level 2), count form (``reduce_max(ub, dst, src, tmp, count, cal_index)``)."""
     return MAX.run(ub, {"dst": dst, "src": src, "work_tensor": shared_tmp_buffer}, None,
                    {"repeat": count}, chip=chip, option=cal_index, return_info=return_info,
                    spr=spr)
 
 
-def reduce_min_count(ub, dst, src, shared_tmp_buffer, count, cal_index=False, *, chip,
-                     return_info=False, spr=None):
+def reduce_min_count(ub: UBLike, dst: Tensor, src: Tensor, shared_tmp_buffer: Tensor,
+                     count: IntLike, cal_index: FlagLike = False, *, chip: ChipLike,
+                     return_info: bool = False,
+                     spr: Optional[ReduceSpr] = None) -> CallResult:
     """ReduceMin (level 2), count form (``reduce_min(ub, dst, src, tmp, count, cal_index)``)."""
     return MIN.run(ub, {"dst": dst, "src": src, "work_tensor": shared_tmp_buffer}, None,
                    {"repeat": count}, chip=chip, option=cal_index, return_info=return_info,
@@ -349,7 +370,10 @@ def reduce_min_count(ub, dst, src, shared_tmp_buffer, count, cal_index=False, *,
 # ------------------------------------------------------------------ the public calls --------
 # (both documented overloads of each name: the high-dimensional form is ascendc/reduce.py's)
 
-def _form(ins, mask, repeat_time, src_rep_stride, cal_index, count, bool_second):
+def _form(ins: registry.Instruction, mask: Optional[MaskLike], repeat_time: Optional[IntLike],
+          src_rep_stride: Optional[IntLike], cal_index: Optional[FlagLike],
+          count: Optional[IntLike], bool_second: bool
+          ) -> Tuple[str, Optional[MaskLike], Optional[FlagLike]]:
     """Which documented overload a call is: ``("count", count, cal_index)`` or ``("high",
     mask, cal_index)``. The count form is the call with ``count=`` or with exactly one
     numeric argument after shared_tmp_buffer (for ReduceMax / ReduceMin optionally followed
@@ -383,8 +407,12 @@ def _form(ins, mask, repeat_time, src_rep_stride, cal_index, count, bool_second)
     return "high", mask, cal_index
 
 
-def _run(ins, count_ins, ub, dst, src, shared_tmp_buffer, mask, repeat_time, src_rep_stride,
-         cal_index, count, chip, return_info, saturate=None, spr=None):
+def _run(ins: registry.Instruction, count_ins: registry.Instruction, ub: UBLike, dst: Tensor,
+         src: Tensor, shared_tmp_buffer: Tensor, mask: Optional[MaskLike],
+         repeat_time: Optional[IntLike], src_rep_stride: Optional[IntLike],
+         cal_index: Optional[FlagLike], count: Optional[IntLike], chip: ChipLike,
+         return_info: bool, saturate: SaturateLike = None,
+         spr: Optional[ReduceSpr] = None) -> CallResult:
     form, first, ci = _form(ins, mask, repeat_time, src_rep_stride, cal_index, count,
                             ins.option is not None)
     tensors = {"dst": dst, "src": src, "work_tensor": shared_tmp_buffer}
@@ -396,8 +424,11 @@ def _run(ins, count_ins, ub, dst, src, shared_tmp_buffer, mask, repeat_time, src
                    chip=chip, option=ci, saturate=saturate, return_info=return_info, spr=spr)
 
 
-def reduce_sum(ub, dst, src, shared_tmp_buffer, mask=None, repeat_time=None, src_rep_stride=None,
-               *, count=None, chip, saturate=None, return_info=False, spr=None):
+def reduce_sum(ub: UBLike, dst: Tensor, src: Tensor, shared_tmp_buffer: Tensor,
+               mask: Optional[MaskLike] = None, repeat_time: Optional[IntLike] = None,
+               src_rep_stride: Optional[IntLike] = None, *, count: Optional[IntLike] = None,
+               chip: ChipLike, saturate: SaturateLike = None, return_info: bool = False,
+               spr: Optional[ReduceSpr] = None) -> CallResult:
     """ReduceSum (level 2), both documented overloads:
 
     * ``reduce_sum(ub, dst, src, tmp, count)`` (or ``count=``): the count form, the first
@@ -411,8 +442,11 @@ def reduce_sum(ub, dst, src, shared_tmp_buffer, mask=None, repeat_time=None, src
                 src_rep_stride, None, count, chip, return_info, saturate, spr)
 
 
-def reduce_max(ub, dst, src, shared_tmp_buffer, mask=None, repeat_time=None, src_rep_stride=None,
-               cal_index=False, *, count=None, chip, return_info=False, spr=None):
+def reduce_max(ub: UBLike, dst: Tensor, src: Tensor, shared_tmp_buffer: Tensor,
+               mask: Optional[MaskLike] = None, repeat_time: Optional[IntLike] = None,
+               src_rep_stride: Optional[IntLike] = None, cal_index: FlagLike = False, *,
+               count: Optional[IntLike] = None, chip: ChipLike, return_info: bool = False,
+               spr: Optional[ReduceSpr] = None) -> CallResult:
     """ReduceMax (level 2): the maximum into ``dst[0]`` (its smallest index into ``dst[1]``
     with ``cal_index``). Both documented overloads:
 
@@ -425,8 +459,11 @@ def reduce_max(ub, dst, src, shared_tmp_buffer, mask=None, repeat_time=None, src
                 src_rep_stride, cal_index, count, chip, return_info, spr=spr)
 
 
-def reduce_min(ub, dst, src, shared_tmp_buffer, mask=None, repeat_time=None, src_rep_stride=None,
-               cal_index=False, *, count=None, chip, return_info=False, spr=None):
+def reduce_min(ub: UBLike, dst: Tensor, src: Tensor, shared_tmp_buffer: Tensor,
+               mask: Optional[MaskLike] = None, repeat_time: Optional[IntLike] = None,
+               src_rep_stride: Optional[IntLike] = None, cal_index: FlagLike = False, *,
+               count: Optional[IntLike] = None, chip: ChipLike, return_info: bool = False,
+               spr: Optional[ReduceSpr] = None) -> CallResult:
     """ReduceMin (level 2): the minimum into ``dst[0]`` (its smallest index into ``dst[1]``
     with ``cal_index``); the two overloads as :func:`reduce_max`."""
     return _run(high._MIN, MIN, ub, dst, src, shared_tmp_buffer, mask, repeat_time,

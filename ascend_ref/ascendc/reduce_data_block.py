@@ -26,7 +26,7 @@ import dataclasses
 
 import jax.numpy as jnp
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 from .. import numerics, registry
 from ..engine import Effects, Product, UndefinedWords, gate
@@ -34,6 +34,28 @@ from ..enums import ReduceType
 from ..ub import itemsize
 from . import _spr_hooks as sprs
 from ._slots import counter_undefined, declare, instruction, params, slot_write
+
+from ..spr import ReduceSpr
+from ..ub import Tensor
+from ..argtypes import CallResult, ChipLike, IntLike, MaskLike, SaturateLike, UBLike
+
+if TYPE_CHECKING:
+    from typing import Protocol
+
+    import jax
+
+    from ..engine import Spec
+    from ..params import Params
+
+    class BlockReduce(Protocol):
+        """What :func:`block_reduce` makes: ``block_reduce_sum / max / min`` (repeat before
+        mask)."""
+
+        def __call__(self, ub: UBLike, dst: Tensor, src: Tensor, repeat_time: IntLike,
+                     mask: MaskLike, dst_rep_stride: IntLike, src_blk_stride: IntLike,
+                     src_rep_stride: IntLike, *, chip: ChipLike,
+                     saturate: SaturateLike = None, return_info: bool = False,
+                     spr: Optional[ReduceSpr] = None) -> CallResult: ...
 
 BLOCKS = 8
 
@@ -45,7 +67,8 @@ def layout(dtype: Any, option: Any = None) -> registry.Layout:
         per_repeat=True)
 
 
-def _effects(spec, p, bits, active, arith):
+def _effects(spec: Spec, p: Params, bits: jax.Array, active: jax.Array,
+             arith: numerics.Exact) -> Effects:
     rt = ReduceType(spec.option)
     blocks = bits.reshape(spec.r_max, BLOCKS, -1)      # under pair_src: words of 2 lanes
     live = active.reshape(spec.r_max, BLOCKS, -1)
@@ -87,8 +110,11 @@ _RDB = declare(instruction("reduce_data_block", _effects, layout, saturating=Tru
                summary="ReduceDataBlock<SUM|MAX|MIN> (BlockReduceSum / Max / Min)")
 
 
-def reduce_data_block(ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_stride,
-                      src_rep_stride, *, reduce_type, chip, saturate=None, return_info=False, spr=None):
+def reduce_data_block(ub: UBLike, dst: Tensor, src: Tensor, mask: MaskLike, repeat_time: IntLike,
+                      dst_rep_stride: IntLike, src_blk_stride: IntLike, src_rep_stride: IntLike, *,
+                      reduce_type: Union[str, ReduceType], chip: ChipLike,
+                      saturate: SaturateLike = None, return_info: bool = False,
+                      spr: Optional[ReduceSpr] = None) -> CallResult:
     """ReduceDataBlock: per DataBlock of each repeat, SUM / MAX / MIN of its active lanes.
 
     ``reduce_type``: ``"SUM"``, ``"MAX"``, ``"MIN"`` or an :class:`ascend_ref.ReduceType`.
@@ -100,14 +126,16 @@ def reduce_data_block(ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_s
                     chip=chip, option=reduce_type, saturate=saturate, return_info=return_info, spr=spr)
 
 
-def block_reduce(reduce_type: str):
+def block_reduce(reduce_type: str) -> BlockReduce:
     """The older names BlockReduceSum / BlockReduceMax / BlockReduceMin, in *their*
     documented argument order: ``(dst, src, repeat, mask, dstRepStride, srcBlkStride,
     srcRepStride)`` — repeat before mask, unlike ReduceDataBlock / WholeReduce* (CANN 8.0
     Ascend C API reference, BlockReduceSum / Max / Min prototypes)."""
 
-    def fn(ub, dst, src, repeat_time, mask, dst_rep_stride, src_blk_stride, src_rep_stride,
-           *, chip, saturate=None, return_info=False, spr=None):
+    def fn(ub: UBLike, dst: Tensor, src: Tensor, repeat_time: IntLike, mask: MaskLike,
+           dst_rep_stride: IntLike, src_blk_stride: IntLike, src_rep_stride: IntLike, *,
+           chip: ChipLike, saturate: SaturateLike = None, return_info: bool = False,
+           spr: Optional[ReduceSpr] = None) -> CallResult:
         return reduce_data_block(ub, dst, src, mask, repeat_time, dst_rep_stride,
                                  src_blk_stride, src_rep_stride, reduce_type=reduce_type,
                                  chip=chip, saturate=saturate, return_info=return_info, spr=spr)

@@ -32,11 +32,18 @@ ones, twos, (anything), threes give ``[128, 256, ..., 384]``.
 
 from __future__ import annotations
 
+from typing import Optional, Union
+
 import numpy as np
 
 from ..constraints import Code, ConstraintError
 from ._slots import declare, instruction, params
 from .whole_reduce import INT_OVERFLOW, _sum_effects, sum_layout_of
+
+from ..mask import CounterMask
+from ..spr import ReduceSpr
+from ..ub import Tensor
+from ..argtypes import CallResult, ChipLike, IntLike, SaturateLike, UBLike
 
 API = "repeat_reduce_sum"
 layout = sum_layout_of(API)
@@ -48,8 +55,12 @@ _RRS = declare(_KERNEL, kind=lambda o: "sum", layout=layout, profile_fields=(INT
                summary="RepeatReduceSum (deprecated): ReduceRepeat<SUM>, continuous mask")
 
 
-def repeat_reduce_sum(ub, dst, src, repeat_time, mask, dst_blk_stride, src_blk_stride,
-                      dst_rep_stride, src_rep_stride, *, chip, saturate=None, return_info=False, spr=None):
+def repeat_reduce_sum(ub: UBLike, dst: Tensor, src: Tensor, repeat_time: IntLike,
+                      mask: Union[IntLike, CounterMask], dst_blk_stride: IntLike,
+                      src_blk_stride: IntLike, dst_rep_stride: IntLike, src_rep_stride: IntLike, *,
+                      chip: ChipLike, saturate: SaturateLike = None,
+                      return_info: bool = False,
+                      spr: Optional[ReduceSpr] = None) -> CallResult:
     """RepeatReduceSum: per repeat, the pairwise-tree sum of the first ``mask`` lanes.
 
     The deprecated API's own argument order (repeat before mask, ``dst_blk_stride`` before

@@ -35,7 +35,7 @@ Example (seed 000): 512 halves, repeat 0 all 10 except 1 at lane 52.
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Tuple, Union
 
 import jax.numpy as jnp
 from jax import lax
@@ -48,6 +48,17 @@ from ..ub import itemsize
 from . import _spr_hooks as sprs
 from ._slots import counter_undefined, declare, instruction, params, slot_write
 
+from ..spr import ReduceSpr
+from ..ub import Tensor
+from ..argtypes import CallResult, ChipLike, IntLike, MaskLike, SaturateLike, UBLike
+
+if TYPE_CHECKING:
+    import jax
+
+    from ..engine import Spec
+    from ..params import Params
+    from ._slots import EffectsFn
+
 #: Slot layout per order: the words of one result slot, in memory order.
 SLOTS = {
     ReduceOrder.ORDER_VALUE_INDEX: ("value", "index"),
@@ -57,12 +68,12 @@ SLOTS = {
 }
 
 
-def _slot_words(order: ReduceOrder, size: int) -> tuple:
+def _slot_words(order: ReduceOrder, size: int) -> Tuple[str, ...]:
     """Slot words of ``size`` bytes; a uint32 index in a 16-bit slot is two words [lo, hi]."""
     return tuple(f.name for f in minmax_layout(size, order).dst)
 
 
-def minmax_layout(dtype: Any, order: Any) -> registry.Layout:
+def minmax_layout(dtype: Union[int, str], order: Union[str, ReduceOrder]) -> registry.Layout:
     """The result slot of WholeReduceMin / Max for ``order`` (table above): value and index
     words of the element size; ORDER_ONLY_INDEX holds a uint32 index (two words ``[index,
     zero]`` for a 16-bit type)."""
@@ -74,7 +85,7 @@ def minmax_layout(dtype: Any, order: Any) -> registry.Layout:
     return registry.Layout(registry.fields(*words, nbytes=s), per_repeat=True)
 
 
-def sum_layout_of(api: str):
+def sum_layout_of(api: str) -> Callable[[str, Any], registry.Layout]:
     """The result slot of a ReduceRepeat<SUM> API: one word of dst's type -- the source's,
     or the type the products pair with it (:func:`ascend_ref.registry.dst_dtype`: on Ascend
     950 an int16 / uint16 source sums into int32 / uint32, a 4-byte slot, the dst unit and
@@ -96,9 +107,9 @@ INT_OVERFLOW = registry.ProfileField(
     "clamped to the type's range at every add of the tree")
 
 
-def _sat_add(signed: bool):
+def _sat_add(signed: bool) -> numerics.Add2:
     """A two's-complement add clamped to int32 (``signed``) or uint32, on uint32 words."""
-    def add2(a, b):
+    def add2(a: jax.Array, b: jax.Array) -> jax.Array:
         r = a + b                                                       # modulo 2^32
         if not signed:
             return jnp.where(r < a, jnp.uint32(0xFFFFFFFF), r)
@@ -110,7 +121,7 @@ def _sat_add(signed: bool):
     return add2
 
 
-def int_sums(spec, p, bits, active):
+def int_sums(spec: Spec, p: Params, bits: jax.Array, active: jax.Array) -> jax.Array:
     """Integer ReduceRepeat<SUM> of each repeat (uint32 words of the dst type): int16 lanes
     sign-extended, uint16 zero-extended to 32 bits (``Reg::ReduceSum<int32, int16>``), masked
     lanes 0 (Reg Reduce.md: "不参与计算的元素，被当作0"), the sum modulo 2^32 -- the same in
@@ -134,8 +145,9 @@ def int_sums(spec, p, bits, active):
 ORDERS = tuple(o.value for o in SLOTS)
 
 
-def _minmax(kind: str):
-    def effects(spec, p, bits, active, arith):
+def _minmax(kind: str) -> EffectsFn:
+    def effects(spec: Spec, p: Params, bits: jax.Array, active: jax.Array,
+                arith: numerics.Exact) -> Effects:
         value, index, _ = arith.extreme(bits, active, kind)
         value = arith.nan_result(value)
         parts = {"value": value, "index": arith.word(index), "zero": jnp.zeros_like(value)}
@@ -153,7 +165,8 @@ def _minmax(kind: str):
     return effects
 
 
-def _sum_effects(spec, p, bits, active, arith):
+def _sum_effects(spec: Spec, p: Params, bits: jax.Array, active: jax.Array,
+                 arith: numerics.Exact) -> Effects:
     if not numerics.is_float(spec.dtype):    # Ascend 950 integer sums (exact, no arithmetic)
         total, ok = int_sums(spec, p, bits, active), jnp.bool_(True)
     else:
@@ -194,9 +207,11 @@ _WR_SUM = declare(instruction("whole_reduce_sum", _sum_effects, sum_layout, satu
                   summary="WholeReduceSum (ReduceRepeat<SUM>)")
 
 
-def whole_reduce_min(ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_stride,
-                     src_rep_stride, order=ReduceOrder.ORDER_VALUE_INDEX, *, chip,
-                     return_info=False, spr=None):
+def whole_reduce_min(ub: UBLike, dst: Tensor, src: Tensor, mask: MaskLike, repeat_time: IntLike,
+                     dst_rep_stride: IntLike, src_blk_stride: IntLike, src_rep_stride: IntLike,
+                     order: Union[str, ReduceOrder] = ReduceOrder.ORDER_VALUE_INDEX, *,
+                     chip: ChipLike, return_info: bool = False,
+                     spr: Optional[ReduceSpr] = None) -> CallResult:
     """WholeReduceMin: per repeat, the minimum of the active lanes and its lane index.
 
     ``ub`` → new ``ub`` (pure). ``return_info=True`` → ``(ub, CallInfo)`` with byte masks
@@ -207,17 +222,22 @@ def whole_reduce_min(ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_st
                        chip=chip, option=order, return_info=return_info, spr=spr)
 
 
-def whole_reduce_max(ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_stride,
-                     src_rep_stride, order=ReduceOrder.ORDER_VALUE_INDEX, *, chip,
-                     return_info=False, spr=None):
+def whole_reduce_max(ub: UBLike, dst: Tensor, src: Tensor, mask: MaskLike, repeat_time: IntLike,
+                     dst_rep_stride: IntLike, src_blk_stride: IntLike, src_rep_stride: IntLike,
+                     order: Union[str, ReduceOrder] = ReduceOrder.ORDER_VALUE_INDEX, *,
+                     chip: ChipLike, return_info: bool = False,
+                     spr: Optional[ReduceSpr] = None) -> CallResult:
     """WholeReduceMax: per repeat, the maximum of the active lanes and its lane index."""
     return _WR_MAX.run(ub, {"dst": dst, "src": src}, mask,
                        params(repeat_time, dst_rep_stride, src_blk_stride, src_rep_stride),
                        chip=chip, option=order, return_info=return_info, spr=spr)
 
 
-def whole_reduce_sum(ub, dst, src, mask, repeat_time, dst_rep_stride, src_blk_stride,
-                     src_rep_stride, *, chip, saturate=None, return_info=False, spr=None):
+def whole_reduce_sum(ub: UBLike, dst: Tensor, src: Tensor, mask: MaskLike, repeat_time: IntLike,
+                     dst_rep_stride: IntLike, src_blk_stride: IntLike, src_rep_stride: IntLike, *,
+                     chip: ChipLike, saturate: SaturateLike = None,
+                     return_info: bool = False,
+                     spr: Optional[ReduceSpr] = None) -> CallResult:
     """WholeReduceSum: per repeat, the pairwise-tree sum of all lanes (masked lanes +0).
 
     ``saturate`` (half only) defaults to the product profile's ``saturate_default``.

@@ -7,11 +7,14 @@ at all, and a ``work_tensor`` whose first entries hold the per-repeat (stage-1) 
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Optional
+from typing import Any, Callable, Dict, Mapping, Optional, Union
 
+import jax
 import jax.numpy as jnp
+from jax.typing import ArrayLike
 
 from .. import addressing, registry
+from ..argtypes import IntLike
 from ..constraints import Code
 from ..engine import Instruction, Spec, Write
 from ..params import Params
@@ -61,7 +64,8 @@ def declare(kernel: Instruction, *, kind: Callable[[Any], str],
         profile_rules=profile_rules, codes=(Code.WORK_SIZE,) + tuple(codes), summary=summary))
 
 
-def element_write(tensor: str, spec: Spec, p: Params, words, valid) -> Write:
+def element_write(tensor: str, spec: Spec, p: Params, words: jax.Array,
+                  valid: ArrayLike) -> Write:
     """Write ``words`` (shape (n,)) to elements 0..n-1 of ``tensor`` where ``valid``."""
     n = words.shape[0]
     addr = p.tensor(tensor).addr + jnp.arange(n, dtype=jnp.int32) * spec.size
@@ -69,7 +73,7 @@ def element_write(tensor: str, spec: Spec, p: Params, words, valid) -> Write:
     return Write(tensor, addr, words, spec.size, valid, valid)
 
 
-def stage1_write(spec: Spec, p: Params, words, runs=True) -> Write:
+def stage1_write(spec: Spec, p: Params, words: jax.Array, runs: ArrayLike = True) -> Write:
     """Stage-1 results: repeat r's ``k`` words at ``work_tensor[k*r : k*r + k]`` (none when
     ``runs`` is False: a mask-0 NOP, SEMANTICS §C)."""
     k = words.shape[-1]
@@ -79,9 +83,9 @@ def stage1_write(spec: Spec, p: Params, words, runs=True) -> Write:
     return Write("work_tensor", addr, words, spec.size, issued, issued)
 
 
-def params(repeat_times, src_rep_stride) -> dict:
+def params(repeat_times: IntLike, src_rep_stride: IntLike) -> Dict[str, IntLike]:
     return {"repeat": repeat_times, "src_rep_stride": src_rep_stride}
 
 
-def ceil_div(a, b):
+def ceil_div(a: Union[int, jax.Array], b: int) -> Union[int, jax.Array]:
     return (a + b - 1) // b

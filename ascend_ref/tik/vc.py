@@ -42,7 +42,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from .. import registry
+from ..argtypes import CallResult, ChipLike, FlagLike, IntLike, MaskLike, SaturateLike, UBLike
+from .. import numerics, registry
 from ..batch_args import held_int
 from ..ascendc import whole_reduce as _wr
 from ..ascendc.pair_reduce_sum import (MASKED_LANE, MASKED_PAIR, _effects as _pair_effects,
@@ -51,8 +52,11 @@ from ..ascendc.reduce_data_block import (_effects as _block_effects, layout as _
                                          pair_src as _block_pair_src)
 from ..ascendc._slots import COUNTER_FIELDS, PARAMS, params
 from ..constraints import Code, ConstraintError, HostCheck, Rule
-from ..engine import Instruction as Kernel, judged, no_pair_src
+from ..engine import Effects, Instruction as Kernel, Spec, judged, no_pair_src
 from ..enums import ReduceOrder
+from ..params import Params
+from ..spr import ReduceSpr
+from ..ub import Tensor
 from ._common import GENERAL_ALIGN
 
 #: TIK repeat_times: [0, 255], an immediate 0 rejected ("当repeat_times为立即数时，不支持0",
@@ -133,7 +137,8 @@ STRIDE_UNIT = HostCheck(Code.STRIDE_RANGE, "stride_unit",
 def _here(effects: Callable) -> Callable:
     """The twin's effects as this module's (the registry lists instructions in the order of
     their effects' modules, :data:`ascend_ref.registry.MODULES`: the TIK vc* last)."""
-    def run(spec, p, bits, active, arith):
+    def run(spec: Spec, p: Params, bits: jax.Array, active: jax.Array,
+            arith: numerics.Exact) -> Effects:
         return effects(spec, p, bits, active, arith)
 
     return run
@@ -142,7 +147,8 @@ def _here(effects: Callable) -> Callable:
 def _index_low(effects: Callable) -> Callable:
     """WholeReduceMax / Min's effects with the order index_low selects, where the product's
     ``tik_index_low`` is ``"index_value"`` (else VALUE_INDEX: the flag ignored)."""
-    def chosen(spec, p, bits, active, arith):
+    def chosen(spec: Spec, p: Params, bits: jax.Array, active: jax.Array,
+               arith: numerics.Exact) -> Effects:
         order = jnp.where(INDEX_LOW.holds(p, "ignored"), 0, p.option)
         q = dataclasses.replace(p, option=order)
         if spec.dtype != "int16":
@@ -229,9 +235,12 @@ _VCPADD = _declare("vcpadd", "PairReduceSum", _here(_pair_effects), _pair_layout
                    saturating=True, fields=(MASKED_PAIR, MASKED_LANE))
 
 
-def _run(ins: registry.Instruction, ub, mask, dst, src, repeat_times, dst_rep_stride,
-         src_blk_stride, src_rep_stride, stride_unit, chip, *, option=None, saturate=None,
-         return_info=False, spr=None):
+def _run(ins: registry.Instruction, ub: UBLike, mask: MaskLike, dst: Tensor, src: Tensor,
+         repeat_times: IntLike, dst_rep_stride: IntLike, src_blk_stride: IntLike,
+         src_rep_stride: IntLike, stride_unit: IntLike, chip: ChipLike, *,
+         option: Optional[FlagLike] = None, saturate: SaturateLike = None,
+         return_info: bool = False, spr: Optional[ReduceSpr] = None
+         ) -> CallResult:
     faults = _traced_stride_unit(stride_unit)
     if faults is None:
         STRIDE_UNIT(stride_unit, chip, ins.name)
@@ -241,52 +250,71 @@ def _run(ins: registry.Instruction, ub, mask, dst, src, repeat_times, dst_rep_st
                    spr=spr, faults=faults)
 
 
-def vcadd(ub, mask, dst, src, repeat_times, dst_rep_stride, src_blk_stride, src_rep_stride,
-          stride_unit=0, *, chip, saturate=None, return_info=False, spr=None):
+def vcadd(ub: UBLike, mask: MaskLike, dst: Tensor, src: Tensor, repeat_times: IntLike,
+          dst_rep_stride: IntLike, src_blk_stride: IntLike, src_rep_stride: IntLike,
+          stride_unit: IntLike = 0, *, chip: ChipLike, saturate: SaturateLike = None,
+          return_info: bool = False, spr: Optional[ReduceSpr] = None
+          ) -> CallResult:
     """TIK vcadd: per repeat, the pairwise-tree sum of the active lanes (WholeReduceSum)."""
     return _run(_VCADD, ub, mask, dst, src, repeat_times, dst_rep_stride, src_blk_stride,
                 src_rep_stride, stride_unit, chip, saturate=saturate, return_info=return_info, spr=spr)
 
 
-def vcmax(ub, mask, dst, src, repeat_times, dst_rep_stride, src_blk_stride, src_rep_stride,
-          stride_unit=0, index_low=False, *, chip, return_info=False, spr=None):
+def vcmax(ub: UBLike, mask: MaskLike, dst: Tensor, src: Tensor, repeat_times: IntLike,
+          dst_rep_stride: IntLike, src_blk_stride: IntLike, src_rep_stride: IntLike,
+          stride_unit: IntLike = 0, index_low: FlagLike = False, *, chip: ChipLike,
+          return_info: bool = False, spr: Optional[ReduceSpr] = None
+          ) -> CallResult:
     """TIK vcmax: per repeat, the maximum and its lane (WholeReduceMax; ``index_low=True``:
     [index, value])."""
     return _run(_VCMAX, ub, mask, dst, src, repeat_times, dst_rep_stride, src_blk_stride,
                 src_rep_stride, stride_unit, chip, option=index_low, return_info=return_info, spr=spr)
 
 
-def vcmin(ub, mask, dst, src, repeat_times, dst_rep_stride, src_blk_stride, src_rep_stride,
-          stride_unit=0, index_low=False, *, chip, return_info=False, spr=None):
+def vcmin(ub: UBLike, mask: MaskLike, dst: Tensor, src: Tensor, repeat_times: IntLike,
+          dst_rep_stride: IntLike, src_blk_stride: IntLike, src_rep_stride: IntLike,
+          stride_unit: IntLike = 0, index_low: FlagLike = False, *, chip: ChipLike,
+          return_info: bool = False, spr: Optional[ReduceSpr] = None
+          ) -> CallResult:
     """TIK vcmin: per repeat, the minimum and its lane (WholeReduceMin; ``index_low=True``:
     [index, value])."""
     return _run(_VCMIN, ub, mask, dst, src, repeat_times, dst_rep_stride, src_blk_stride,
                 src_rep_stride, stride_unit, chip, option=index_low, return_info=return_info, spr=spr)
 
 
-def vcgadd(ub, mask, dst, src, repeat_times, dst_rep_stride, src_blk_stride, src_rep_stride,
-           stride_unit=0, *, chip, saturate=None, return_info=False, spr=None):
+def vcgadd(ub: UBLike, mask: MaskLike, dst: Tensor, src: Tensor, repeat_times: IntLike,
+           dst_rep_stride: IntLike, src_blk_stride: IntLike, src_rep_stride: IntLike,
+           stride_unit: IntLike = 0, *, chip: ChipLike, saturate: SaturateLike = None,
+           return_info: bool = False, spr: Optional[ReduceSpr] = None
+           ) -> CallResult:
     """TIK vcgadd: per repeat, the sum of each DataBlock (ReduceDataBlock<SUM>)."""
     return _run(_VCG["SUM"], ub, mask, dst, src, repeat_times, dst_rep_stride, src_blk_stride,
                 src_rep_stride, stride_unit, chip, saturate=saturate, return_info=return_info, spr=spr)
 
 
-def vcgmax(ub, mask, dst, src, repeat_times, dst_rep_stride, src_blk_stride, src_rep_stride,
-           stride_unit=0, *, chip, return_info=False, spr=None):
+def vcgmax(ub: UBLike, mask: MaskLike, dst: Tensor, src: Tensor, repeat_times: IntLike,
+           dst_rep_stride: IntLike, src_blk_stride: IntLike, src_rep_stride: IntLike,
+           stride_unit: IntLike = 0, *, chip: ChipLike, return_info: bool = False,
+           spr: Optional[ReduceSpr] = None) -> CallResult:
     """TIK vcgmax: per repeat, the maximum of each DataBlock (ReduceDataBlock<MAX>)."""
     return _run(_VCG["MAX"], ub, mask, dst, src, repeat_times, dst_rep_stride, src_blk_stride,
                 src_rep_stride, stride_unit, chip, return_info=return_info, spr=spr)
 
 
-def vcgmin(ub, mask, dst, src, repeat_times, dst_rep_stride, src_blk_stride, src_rep_stride,
-           stride_unit=0, *, chip, return_info=False, spr=None):
+def vcgmin(ub: UBLike, mask: MaskLike, dst: Tensor, src: Tensor, repeat_times: IntLike,
+           dst_rep_stride: IntLike, src_blk_stride: IntLike, src_rep_stride: IntLike,
+           stride_unit: IntLike = 0, *, chip: ChipLike, return_info: bool = False,
+           spr: Optional[ReduceSpr] = None) -> CallResult:
     """TIK vcgmin: per repeat, the minimum of each DataBlock (ReduceDataBlock<MIN>)."""
     return _run(_VCG["MIN"], ub, mask, dst, src, repeat_times, dst_rep_stride, src_blk_stride,
                 src_rep_stride, stride_unit, chip, return_info=return_info, spr=spr)
 
 
-def vcpadd(ub, mask, dst, src, repeat_times, dst_rep_stride, src_blk_stride, src_rep_stride,
-           stride_unit=0, *, chip, saturate=None, return_info=False, spr=None):
+def vcpadd(ub: UBLike, mask: MaskLike, dst: Tensor, src: Tensor, repeat_times: IntLike,
+           dst_rep_stride: IntLike, src_blk_stride: IntLike, src_rep_stride: IntLike,
+           stride_unit: IntLike = 0, *, chip: ChipLike, saturate: SaturateLike = None,
+           return_info: bool = False, spr: Optional[ReduceSpr] = None
+           ) -> CallResult:
     """TIK vcpadd: per repeat, ``lane[2j] + lane[2j+1]`` into a 128-byte slot
     (PairReduceSum)."""
     return _run(_VCPADD, ub, mask, dst, src, repeat_times, dst_rep_stride, src_blk_stride,

@@ -30,15 +30,19 @@ Example (seed 003, example 2): mask 34, 6 repeats 3 blocks apart over rows of 1,
 
 from __future__ import annotations
 
+import jax
 import jax.numpy as jnp
 from jax import lax
 
-from typing import Any
+from typing import Any, List, Optional, Tuple
 
+from ..argtypes import CallResult, ChipLike, IntLike, MaskLike, SaturateLike, UBLike
 from .. import numerics, registry
 from ..constraints import Code, Rule
-from ..engine import Effects, Product, Region, gate
-from ..ub import itemsize
+from ..engine import Effects, Product, Region, Spec, gate
+from ..params import Params
+from ..spr import ReduceSpr
+from ..ub import Tensor, itemsize
 from ._common import (GENERAL_ALIGN, MAX_REPEAT, declare, element_write, instruction, params,
                       stage1_write)
 
@@ -46,17 +50,18 @@ from ._common import (GENERAL_ALIGN, MAX_REPEAT, declare, element_write, instruc
 GROUP = 255          # Atlas A2 page: repeat results accumulated in order, 255 at a time
 
 
-def _sequential(x, live, add):
+def _sequential(x: jax.Array, live: jax.Array, add: numerics.Add2) -> jax.Array:
     """``((x0 + x1) + x2) + …`` over axis 0, taking only the ``live`` entries (the first
     entry is the start value itself, so a lone ``-0`` stays ``-0``)."""
-    def step(acc, xs):
+    def step(acc: jax.Array, xs: Tuple[jax.Array, jax.Array]) -> Tuple[jax.Array, None]:
         v, ok = xs
         return jnp.where(ok, add(acc, v), acc), None
     out, _ = lax.scan(step, x[0], (x[1:], live[1:]))
     return out
 
 
-def _tree_order(spec, p, stage1, add, zero):
+def _tree_order(spec: Spec, p: Params, stage1: jax.Array, add: numerics.Add2,
+                zero: jax.Array) -> jax.Array:
     """Seed 003 (every product without a documented variant): stage-1 sums tree-summed in
     chunks of L (zero-padded), the chunk sums tree-summed again when R > L."""
     live = jnp.arange(spec.r_max) < p.repeat
@@ -65,7 +70,8 @@ def _tree_order(spec, p, stage1, add, zero):
     return jnp.where(many, numerics.padded_tree_sum(chunks, spec.lanes, add, zero)[0], chunks[0])
 
 
-def _group255_order(spec, p, stage1, add, zero):
+def _group255_order(spec: Spec, p: Params, stage1: jax.Array, add: numerics.Add2,
+                    zero: jax.Array) -> jax.Array:
     """Atlas A2 page: each group of 255 consecutive repeat results summed in order
     ``((r0 + r1) + r2) + …``; with more than one group the group sums are added pairwise (a
     tree over the group sums, zero-padded to L lanes: assumption ``add_order_group_combine``)."""
@@ -79,7 +85,8 @@ def _group255_order(spec, p, stage1, add, zero):
     return jnp.where(p.repeat > GROUP, combined, sums[0])
 
 
-def _odd_even_order(spec, p, vectors, add, zero):
+def _odd_even_order(spec: Spec, p: Params, vectors: jax.Array, add: numerics.Add2,
+                    zero: jax.Array) -> jax.Array:
     """Atlas 200I/500 A2 page: repeats taken in pairs; A = r0 + r2 + r4 + … and B = r1 + r3 +
     … element-wise in order (one accumulator per lane), C = the last repeat when R is odd;
     D = (A + B) + C; the result is the pairwise tree over D's L lanes (assumption
@@ -101,11 +108,13 @@ def _odd_even_order(spec, p, vectors, add, zero):
     return numerics.tree_sum(d, add)
 
 
-def _effects(spec, p, bits, active, arith):
+def _effects(spec: Spec, p: Params, bits: jax.Array, active: jax.Array,
+             arith: numerics.Exact) -> Effects:
     chip = Product(p)        # the order is data: every one a traced profile may take is computed
     tree = chip.add_order_is("tree")
 
-    def compute(s):                                  # in the summation's domain (fast / exact)
+    def compute(s: numerics.Summation
+                ) -> Tuple[jax.Array, jax.Array]:    # in the summation's domain (fast / exact)
         add, zero = s.add, s.zero
         stage1 = numerics.row_tree(s, bits, active)          # masked lanes +0
         total = chip.add_order_choose((
@@ -132,7 +141,7 @@ def _effects(spec, p, bits, active, arith):
                    undefined + gated, {"exact_ok": ok})
 
 
-def _rules(spec):
+def _rules(spec: Spec) -> List[Rule]:
     return [Rule(Code.WORK_SIZE, "work_tensor.size",
                  lambda p: p.tensor("work_tensor").size >= work_need(p.repeat),
                  lambda p: int(p.tensor("work_tensor").size),
@@ -168,8 +177,11 @@ _ADD = declare(instruction("vec_reduce_add", _effects, lambda spec: repeat_range
                work_need=work_need, profile_rules=("add_order",), summary="TIK vec_reduce_add")
 
 
-def vec_reduce_add(ub, mask, dst, src, work_tensor, repeat_times, src_rep_stride, *, chip,
-                   saturate=None, return_info=False, spr=None):
+def vec_reduce_add(ub: UBLike, mask: MaskLike, dst: Tensor, src: Tensor, work_tensor: Tensor,
+                   repeat_times: IntLike, src_rep_stride: IntLike, *, chip: ChipLike,
+                   saturate: SaturateLike = None, return_info: bool = False,
+                   spr: Optional[ReduceSpr] = None
+                   ) -> CallResult:
     """TIK vec_reduce_add: the tree sum of every active lane of every repeat into ``dst[0]``.
 
     ``saturate`` (half only) defaults to the product profile's ``saturate_default``.

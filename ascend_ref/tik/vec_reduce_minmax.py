@@ -30,14 +30,18 @@ Example (seed 002): 256 halves, min −9.97 at offset 43.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable, List, Optional, Tuple, Union
 
+import jax
 import jax.numpy as jnp
 
-from .. import registry
+from ..argtypes import CallResult, ChipLike, FlagLike, IntLike, MaskLike, UBLike
+from .. import numerics, registry
 from ..constraints import Code, Rule
-from ..engine import Effects, Region, gate
-from ..ub import itemsize
+from ..engine import Effects, Region, Spec, gate
+from ..params import Params
+from ..spr import ReduceSpr
+from ..ub import Tensor, itemsize
 from ._common import (GENERAL_ALIGN, MAX_REPEAT, ceil_div, declare, element_write, instruction,
                       params, stage1_write)
 
@@ -53,7 +57,7 @@ def index_limit(size: int) -> int:
     return (1 << (8 * size)) - 1
 
 
-def cascade_need(r, epb: int = 16, lanes: int = 128):
+def cascade_need(r: Union[int, jax.Array], epb: int = 16, lanes: int = 128) -> jax.Array:
     """Exact work_tensor elements for ``cal_index`` (SPEC §5.1, seed 002's cascade stopped at
     the stage that outputs one pair): from n = 2R add ceil(n/epb)*epb per stage until a stage
     outputs 2 elements, then + 2. ``r`` may be traced: the loop is unrolled over the at most
@@ -68,7 +72,8 @@ def cascade_need(r, epb: int = 16, lanes: int = 128):
     return need + 2
 
 
-def formula_need(r, epb: int = 16, lanes: int = 128):
+def formula_need(r: Union[int, jax.Array], epb: int = 16,
+                 lanes: int = 128) -> Union[int, jax.Array]:
     """Seed 002's four-term bound (what TIK itself asks when repeat_times is a TIK Scalar).
     Not used for checking: a traced JAX repeat count is a concrete number on the device, so
     the exact :func:`cascade_need` applies (docs/SEMANTICS.md §F)."""
@@ -88,16 +93,16 @@ def need(r: Any, cal_index: Any, dtype: str) -> Any:
     return cascade_need(r, 32 // s, 256 // s)
 
 
-def work_need(spec, r):
+def work_need(spec: Spec, r: Union[int, jax.Array]) -> Union[int, jax.Array]:
     return need(r, spec.option == "index", spec.dtype)
 
 
-def _index(p):
+def _index(p: Params) -> jax.Array:
     """The winning lane's source offset, as the effects report it (``Effects.diag``)."""
     return p.diagnostics.values["index"]
 
 
-def _rules(spec):
+def _rules(spec: Spec) -> List[Rule]:
     out = [Rule(Code.WORK_SIZE, "work_tensor.size",
                 lambda p: p.tensor("work_tensor").size >= work_need(spec, p.repeat),
                 lambda p: int(p.tensor("work_tensor").size),
@@ -116,8 +121,10 @@ def _rules(spec):
     return out
 
 
-def _effects(kind):
-    def effects(spec, p, bits, active, arith):
+def _effects(kind: str
+             ) -> Callable[[Spec, Params, jax.Array, jax.Array, numerics.Exact], Effects]:
+    def effects(spec: Spec, p: Params, bits: jax.Array, active: jax.Array,
+                arith: numerics.Exact) -> Effects:
         value_r, lane_r, _ = arith.extreme(bits, active, kind)
         stage1 = jnp.stack([value_r, arith.word(lane_r)], axis=-1)
         live = jnp.arange(spec.r_max) < p.repeat
@@ -149,7 +156,7 @@ def repeat_range(cal_index: Any, dtype: str) -> tuple:
     return (1, MAX_REPEAT_INDEX.get(dtype, 511) if cal_index is True else MAX_REPEAT)
 
 
-def _repeat_range(spec):
+def _repeat_range(spec: Spec) -> Tuple[int, int]:
     return repeat_range(spec.option == "index", spec.dtype)
 
 
@@ -182,22 +189,30 @@ _MIN = _declare("vec_reduce_min", "min")
 _MAX = _declare("vec_reduce_max", "max")
 
 
-def _run(ins, ub, mask, dst, src, work_tensor, repeat_times, src_rep_stride, cal_index, chip,
-         return_info, spr=None):
+def _run(ins: registry.Instruction, ub: UBLike, mask: MaskLike, dst: Tensor, src: Tensor,
+         work_tensor: Tensor, repeat_times: IntLike, src_rep_stride: IntLike,
+         cal_index: FlagLike, chip: ChipLike, return_info: bool,
+         spr: Optional[ReduceSpr] = None) -> CallResult:
     return ins.run(ub, {"dst": dst, "src": src, "work_tensor": work_tensor}, mask,
                    params(repeat_times, src_rep_stride), chip=chip, option=cal_index,
                    return_info=return_info, spr=spr)
 
 
-def vec_reduce_min(ub, mask, dst, src, work_tensor, repeat_times, src_rep_stride,
-                   cal_index=False, *, chip, return_info=False, spr=None):
+def vec_reduce_min(ub: UBLike, mask: MaskLike, dst: Tensor, src: Tensor, work_tensor: Tensor,
+                   repeat_times: IntLike, src_rep_stride: IntLike, cal_index: FlagLike = False,
+                   *, chip: ChipLike, return_info: bool = False,
+                   spr: Optional[ReduceSpr] = None
+                   ) -> CallResult:
     """TIK vec_reduce_min: the minimum over all repeats (and its source offset)."""
     return _run(_MIN, ub, mask, dst, src, work_tensor, repeat_times, src_rep_stride,
                 cal_index, chip, return_info, spr)
 
 
-def vec_reduce_max(ub, mask, dst, src, work_tensor, repeat_times, src_rep_stride,
-                   cal_index=False, *, chip, return_info=False, spr=None):
+def vec_reduce_max(ub: UBLike, mask: MaskLike, dst: Tensor, src: Tensor, work_tensor: Tensor,
+                   repeat_times: IntLike, src_rep_stride: IntLike, cal_index: FlagLike = False,
+                   *, chip: ChipLike, return_info: bool = False,
+                   spr: Optional[ReduceSpr] = None
+                   ) -> CallResult:
     """TIK vec_reduce_max: the maximum over all repeats (and its source offset)."""
     return _run(_MAX, ub, mask, dst, src, work_tensor, repeat_times, src_rep_stride,
                 cal_index, chip, return_info, spr)
