@@ -30,12 +30,13 @@ from typing import List, Optional, Sequence
 from .format import (FORMAT, VERSION, DumpCase, DumpError, DumpFile, case_meta,
                      iter_dump_cases, iter_paths, open_dump, tensor_regions, write_dump,
                      write_dumps)
-from .meta import case_fields
+from .meta import PathLike, Regions, case_fields
 from .run import Group, Report, explain, repro_command, verify
 
 
-def dumps_from_cases(cases: Sequence, out_dir, *, per_file: int = 1, regions=None,
-                     prefix: str = "dump", outcomes: Optional[Sequence] = None,
+def dumps_from_cases(cases: Sequence, out_dir: PathLike, *, per_file: int = 1,
+                     regions: Regions = None, prefix: str = "dump",
+                     outcomes: Optional[Sequence] = None,
                      stacked: bool = False, compress: bool = True,
                      spr: bool = False) -> List[str]:
     """Run ``cases`` on the reference and write what it left as dumps — a perfect "device".

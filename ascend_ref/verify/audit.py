@@ -25,7 +25,7 @@ import copy
 import dataclasses
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence, Set, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
 import jax.numpy as jnp
 import numpy as np
@@ -36,6 +36,9 @@ from ..chips import chip as get_chip, chips as all_chips
 from ..constraints import Code
 from .format import DumpCase
 from .outcomes import device_outcome, repro_command, run_reference
+
+if TYPE_CHECKING:
+    from ..chips import ChipProfile
 
 #: what exercises each assumption (printed in the report and in docs/verify.md)
 DESCRIPTIONS = {
@@ -124,7 +127,7 @@ def _fmt_word(bits: int, dtype: str) -> str:
 class Auditor:
     """Accumulates audit rows over verified cases (used by :func:`ascend_ref.verify.verify`)."""
 
-    def __init__(self, max_examples: int = 3):
+    def __init__(self, max_examples: int = 3) -> None:
         self.rows: Dict[Tuple[str, str], Row] = {}
         self.max_examples = max_examples
         self._seen_chips: Set[str] = set()
@@ -136,7 +139,7 @@ class Auditor:
             self.rows[key] = Row(chip, assumption, kind)
         return self.rows[key]
 
-    def _record(self, row: Row, d, D: np.ndarray, ref: np.ndarray, dev: np.ndarray,
+    def _record(self, row: Row, d: DumpCase, D: np.ndarray, ref: np.ndarray, dev: np.ndarray,
                 cf: Optional[np.ndarray] = None) -> None:
         row.exercised += 1
         if np.array_equal(dev[D], ref[D]):
@@ -261,18 +264,20 @@ class Auditor:
                                  cf.ub)
 
     # -- issue 12: the named open choices (docs/SEMANTICS.md §J), by data inspection
-    def _check(self, prof, name: str, d, D: np.ndarray, ref: Outcome, dev: np.ndarray) -> None:
+    def _check(self, prof: ChipProfile, name: str, d: DumpCase, D: np.ndarray, ref: Outcome,
+               dev: np.ndarray) -> None:
         if D.any():
             assert ref.ub is not None
             self._record(self.row(prof.id, name), d, D, ref.ub, dev)
 
-    def _tally(self, row: Row, d, what: str) -> None:
+    def _tally(self, row: Row, d: DumpCase, what: str) -> None:
         row.exercised += 1
         row.observed[what] += 1
         if len(row.examples) < self.max_examples:
             row.examples.append((d.file, d.index))
 
-    def _audit_errors(self, prof, assumed: set, d, ref: Outcome) -> None:
+    def _audit_errors(self, prof: ChipProfile, assumed: set, d: DumpCase,
+                      ref: Outcome) -> None:
         """Assumptions about documented-or-not errors: the device either rejected the call
         with the same code (agreed) or ran it (refuted)."""
         c = d.case
@@ -310,8 +315,8 @@ class Auditor:
             row.other += 1
             row.observed[f"device error {d.error.name} for index {index}"] += 1
 
-    def _audit_choices(self, prof, assumed: set, d, ref: Outcome, dev: np.ndarray,
-                       valid: np.ndarray) -> None:
+    def _audit_choices(self, prof: ChipProfile, assumed: set, d: DumpCase, ref: Outcome,
+                       dev: np.ndarray, valid: np.ndarray) -> None:
         c = d.case
         assert ref.ub is not None and ref.written is not None     # the call ran
         n = ref.ub.size
@@ -389,7 +394,8 @@ class Auditor:
                 self._check(prof, "block_fill", d, D & valid, ref, dev)
         self._observe_zero(prof, assumed, d, dev)
 
-    def _observe_zero(self, prof, assumed: set, d, dev: np.ndarray) -> None:
+    def _observe_zero(self, prof: ChipProfile, assumed: set, d: DumpCase,
+                      dev: np.ndarray) -> None:
         """What dst holds after a zero mask (a counter count of 0 included) or repeat 0 (not
         in counter mode, which ignores the repeat parameter) where the product leaves it
         undefined."""
@@ -405,13 +411,15 @@ class Auditor:
                                 "dst kept" if same else "dst changed")
 
     # -- the reduce special registers (docs/verify.md §1c): counterfactual readings
-    def _audit_spr(self, prof, assumed: set, d) -> None:
+    def _audit_spr(self, prof: ChipProfile, assumed: set, d: Any) -> None:
         """The assumed ``spr_*`` fields (state_only: no UB byte depends on them), settled by
         the registers the dump recorded: the case rerun with each other choice; the readings
         where the two reference states differ are the ones the field decides. Where the
         reference's choice leaves them undefined (``spr_unwritten``, ``spr_sum_other_type``
         = ``"undefined"``) the row observes: it tallies whether the device read what the
         alternative defines."""
+        # d: a DumpCase whose ``spr`` is set (the caller checks it; typed Any: DumpCase.spr
+        # is Optional, and mypy cannot see that check here)
         from .registers import compare
 
         names = [n for n in SPR_FIELDS if n in assumed and n in prof.facts
@@ -462,7 +470,7 @@ class Auditor:
                 if len(row.examples) < self.max_examples:
                     row.examples.append((d.file, d.index))
 
-    def _observe_fill(self, chip_id: str, d, ref: Outcome, dev: np.ndarray) -> None:
+    def _observe_fill(self, chip_id: str, d: DumpCase, ref: Outcome, dev: np.ndarray) -> None:
         c = d.case
         s = np.dtype(c.dtype).itemsize
         R = c.params["repeat"]
@@ -553,8 +561,8 @@ def describe(assumption: str) -> str:
 SPR_FIELDS = ("spr_maxmin_index", "spr_unwritten", "spr_sum_other_type", "spr_vcg_clobber")
 
 
-def _field_counterfactuals(prof, assumed: set, d, ref: Outcome, dev: np.ndarray,
-                           valid: np.ndarray) -> list:
+def _field_counterfactuals(prof: ChipProfile, assumed: set, d: DumpCase, ref: Outcome,
+                           dev: np.ndarray, valid: np.ndarray) -> list:
     """Pending counterfactual cases for every assumed field the case's instruction declares
     (:class:`~ascend_ref.registry.ProfileField`): the case rerun with each other choice; the
     bytes where the results differ are the bytes the field decides."""
@@ -575,16 +583,17 @@ def _field_counterfactuals(prof, assumed: set, d, ref: Outcome, dev: np.ndarray,
 
 # ------------------------------------------------------------------ case analysis -----------
 
-def _relevant(prof, assumption: str) -> bool:
+def _relevant(prof: ChipProfile, assumption: str) -> bool:
     """Whether any API of the product can exercise ``assumption`` (for "not exercised" rows)."""
-    def has(pred, dtype=None):
+    def has(pred: Callable[[registry.Instruction], bool], dtype: Optional[str] = None
+            ) -> bool:
         return any(prof.dtypes(i.name) and (dtype is None or dtype in prof.dtypes(i.name))
                    for i in registry.all() if pred(i))
 
     if assumption in registry.declared_fields():
         return has(lambda i: any(f.name == assumption for f in i.profile_fields))
 
-    def kinds(i):
+    def kinds(i: registry.Instruction) -> Set[str]:
         return {i.kind(o) for o in i.options()}
 
     if assumption == "minmax_rules":
@@ -653,7 +662,7 @@ def _is_minmax(c: Case) -> bool:
     return c.instruction.kind(c.option) in ("min", "max")
 
 
-def _top_threshold(prof) -> int:
+def _top_threshold(prof: ChipProfile) -> int:
     """Bytes above which an access proves a UB larger than every smaller documented UB."""
     smaller = [get_chip(p).ub_bytes for p in all_chips() if get_chip(p).ub_bytes < prof.ub_bytes]
     return max(smaller) if smaller else prof.ub_bytes // 2
@@ -706,7 +715,8 @@ def _src_bits(c: Case) -> np.ndarray:
     return np.where(active, bits, np.uint64(0))
 
 
-def _keys(bits: np.ndarray, dtype: str):
+def _keys(bits: np.ndarray, dtype: str
+          ) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Monotone integer keys (-0 < +0, numerics.order_key), NaN, zero and sign masks."""
     s = np.dtype(dtype).itemsize
     typed = jnp.asarray(bits.astype(f"uint{8 * s}"))
@@ -721,7 +731,8 @@ def _keys(bits: np.ndarray, dtype: str):
     return key, nan, zero, neg
 
 
-def _decide(bits, act, dtype: str, want_max: bool):
+def _decide(bits: np.ndarray, act: np.ndarray, dtype: str, want_max: bool
+            ) -> Tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per group (last axis = lanes): (nan, signed_zero, ties, winner_bits)."""
     key, nan, zero, neg = _keys(bits, dtype)
     ok = act & ~nan
@@ -755,7 +766,7 @@ def _minmax_masks(c: Case, n: int) -> Dict[str, np.ndarray]:
     has_index = any(f.role == "index" for f in lay.dst)
     dst = c.tensors["dst"][0]
 
-    def mark(name, a, nbytes):
+    def mark(name: str, a: int, nbytes: int) -> None:
         out[name][a:a + nbytes] = True
 
     if lay.per_repeat:

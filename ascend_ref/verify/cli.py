@@ -16,7 +16,7 @@ from ..cli_args import at_least
 positive_int = at_least(1)
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser(
         "verify", help="verify device/simulator dumps (.npz) against the reference",
         description="Stream dump files (directories are searched for *.npz), compare every byte "

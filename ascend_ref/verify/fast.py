@@ -123,7 +123,8 @@ def _valid_rows(f: DumpFile, g: Group, rows: np.ndarray, itemsize: int, ub_max: 
     return ok
 
 
-def _mask_words(rep_mask: Any, g: Group, rows: np.ndarray, lanes: int, word_order: str):
+def _mask_words(rep_mask: Any, g: Group, rows: np.ndarray, lanes: int, word_order: str
+                ) -> Optional[np.ndarray]:
     """``uint32[m, 4]`` mask words of ``rows`` as :func:`batch_prep._mask_words` gives each,
     or None when the group's form is not one it takes."""
     first = batch_prep._mask_words(rep_mask, lanes, word_order)
@@ -282,7 +283,8 @@ def _device_errors(v: "Verifier", g: Group, rows: np.ndarray, status: np.ndarray
 
 
 def _compare(out: np.ndarray, undef: np.ndarray, touched: "UndefinedSpans", base: np.ndarray,
-             length: np.ndarray, g: Group, grow: np.ndarray, ran: np.ndarray):
+             length: np.ndarray, g: Group, grow: np.ndarray, ran: np.ndarray
+             ) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(differ, undefined, fits)`` per row: a recorded after byte differs from the
     reference's where it is defined; the number of recorded bytes the reference leaves
     undefined; every after region lies inside the row's window (else the row is not

@@ -42,8 +42,8 @@ import json
 import os
 from collections import abc
 from dataclasses import dataclass, field
-from typing import (TYPE_CHECKING, Any, Dict, Iterable, Iterator, List, Mapping, NamedTuple,
-                    Optional, Sequence, Tuple, Union)
+from typing import (TYPE_CHECKING, Any, Callable, Dict, Iterable, Iterator, List, Mapping,
+                    NamedTuple, Optional, Sequence, Tuple, Type, Union, overload)
 
 import numpy as np
 
@@ -59,6 +59,7 @@ from .crc import crc32_split
 from .parallel import SPLIT_MIN as _SPLIT_MIN
 
 if TYPE_CHECKING:
+    from ..chips import ChipProfile
     from .stacked import Stacked
 
 FORMAT = "ascend_ref.dump"
@@ -67,8 +68,8 @@ SUPPORTED_VERSIONS = (1, 2)       # 2: the stacked layout (stacked.py)
 
 _META_KEYS = {"api", "chip", "dtype", "option", "mask", "params", "tensors", "saturate",
               "layout", "regions", "error", "tags", "source", "ub_bytes", "spr"}
-from .meta import (DumpError, PathLike, _jsonable_mask, case_fields, case_meta,  # noqa: F401
-                   tensor_regions)
+from .meta import (DumpError, PathLike, Regions, _jsonable_mask, case_fields,  # noqa: F401
+                   case_meta, tensor_regions)
 
 
 @dataclass
@@ -205,8 +206,9 @@ def _int64_columns(k: int, fields: dict) -> None:
 
 
 def write_dumps(path: PathLike, cases: Sequence[Case], ub_afters: Optional[Sequence] = None, *,
-                regions=None, errors: Optional[Sequence] = None, compress: bool = True,
-                stacked: bool = False, sprs: Optional[Sequence] = None) -> None:
+                regions: Regions = None, errors: Optional[Sequence] = None,
+                compress: bool = True, stacked: bool = False,
+                sprs: Optional[Sequence] = None) -> None:
     """Write several cases into one dump file.
 
     ``ub_afters[i]`` — the whole UB after case ``i`` (a 1-D uint8 array of
@@ -325,7 +327,8 @@ def _savez(fh: Any, arrays: Dict[str, Any], compress: bool) -> None:
             buf.close()
 
 
-def write_dump(path: PathLike, case: Case, ub_after=None, *, regions=None, error=None,
+def write_dump(path: PathLike, case: Case, ub_after: Optional[np.ndarray] = None, *,
+               regions: Regions = None, error: Union[None, Code, str, int] = None,
                compress: bool = True) -> None:
     """Write one case (see :func:`write_dumps`)."""
     write_dumps(path, [case], None if ub_after is None else [ub_after], regions=regions,
@@ -372,7 +375,8 @@ def iter_paths(paths: Union[PathLike, Iterable[Union[PathLike, "DumpError"]]]
 
     seen = set()                          # (st_dev, st_ino) of directories already walked
 
-    def walk(d: str, ancestors: tuple):
+    def walk(d: str, ancestors: Tuple[Tuple[int, int], ...]
+             ) -> Iterator[Union[str, DumpError]]:
         try:
             st = os.stat(d)
         except OSError as e:
@@ -430,7 +434,7 @@ def iter_paths(paths: Union[PathLike, Iterable[Union[PathLike, "DumpError"]]]
 class DumpFile:
     """An open dump file: ``count`` cases, read one at a time with :meth:`case` (lazy)."""
 
-    def __init__(self, path: PathLike):
+    def __init__(self, path: PathLike) -> None:
         import stat as _stat
 
         if not isinstance(path, (str, bytes, os.PathLike)):
@@ -545,7 +549,13 @@ class DumpFile:
             raise DumpError(self.path, key, f"unreadable (corrupt or truncated): "
                                             f"{type(e).__name__}: {e}", case) from None
 
-    def _scalar(self, key: str, kind):
+    @overload
+    def _scalar(self, key: str, kind: Type[str]) -> str: ...
+
+    @overload
+    def _scalar(self, key: str, kind: Type[int]) -> int: ...
+
+    def _scalar(self, key: str, kind: Union[Type[str], Type[int]]) -> Union[str, int]:
         a = self._get(key)
         if a.shape != ():
             raise DumpError(self.path, key, f"expected a scalar, got shape {a.shape}")
@@ -588,10 +598,10 @@ class DumpFile:
             npz.close()
             self._npz_file = None
 
-    def __enter__(self):
+    def __enter__(self) -> DumpFile:
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     # -- one case
@@ -663,7 +673,7 @@ class Directory(Mapping[str, _Entry]):
     built when asked for; :meth:`rows` finds many at once, for the many-member reader."""
 
     def __init__(self, names: List[str], cols: np.ndarray, keys: Optional[set] = None,
-                 top_case: Optional[int] = None):
+                 top_case: Optional[int] = None) -> None:
         self.cols = cols
         self.row: Dict[str, int] = dict(zip(names, range(len(names))))
         #: the member names without ``.npy`` and the largest case number among their heads
@@ -1050,9 +1060,11 @@ def open_dump(path: PathLike) -> DumpFile:
     return DumpFile(path)
 
 
-def iter_dump_cases(paths: Iterable[Union[PathLike, DumpError]], on_file=None,
+def iter_dump_cases(paths: Iterable[Union[PathLike, DumpError]],
+                    on_file: Optional[Callable[[str], object]] = None,
                     share: Tuple[int, int] = (0, 1),
-                    stacked=None) -> Iterator[Union[DumpCase, DumpError]]:
+                    stacked: Optional[Callable[[DumpFile, np.ndarray], Sequence[int]]] = None
+                    ) -> Iterator[Union[DumpCase, DumpError]]:
     """Every case of every dump file under ``paths``, one at a time (never all in memory).
 
     Yields a :class:`DumpCase` for each valid case and a :class:`DumpError` (not raised) for
@@ -1107,13 +1119,13 @@ def iter_dump_cases(paths: Iterable[Union[PathLike, DumpError]], on_file=None,
 class _V:
     """Validation helpers bound to one file and case."""
 
-    def __init__(self, f: DumpFile, i: int):
+    def __init__(self, f: DumpFile, i: int) -> None:
         self.f, self.i = f, i
 
     def err(self, fld: str, reason: str) -> DumpError:
         return DumpError(self.f.path, fld, reason, self.i)
 
-    def int_(self, v, fld: str, lo: int = 0, hi: int = 2**31 - 1) -> int:
+    def int_(self, v: object, fld: str, lo: int = 0, hi: int = 2**31 - 1) -> int:
         if isinstance(v, bool) or not isinstance(v, int):
             raise self.err(fld, f"{v!r} is not an integer")
         if not lo <= v <= hi:
@@ -1135,7 +1147,7 @@ class _V:
         return obj
 
 
-def _word(v: _V, w, fld: str) -> int:
+def _word(v: _V, w: object, fld: str) -> int:
     if isinstance(w, str):
         try:
             w = int(w, 0)
@@ -1144,7 +1156,7 @@ def _word(v: _V, w, fld: str) -> int:
     return v.int_(w, fld, 0, 2**64 - 1)
 
 
-def _option(v: _V, ins: registry.Instruction, opt):
+def _option(v: _V, ins: registry.Instruction, opt: object) -> Union[None, str, bool]:
     try:
         return ins.normalise_option(opt)
     except ValueError as e:
@@ -1261,7 +1273,9 @@ def _covered(mask: np.ndarray, a: int, n: int) -> bool:
     return bool(mask[a:a + n].all())
 
 
-def _regions(v: _V, meta: dict, tens: dict, s: int, prof, growable: bool, error, api: str):
+def _regions(v: _V, meta: dict, tens: dict, s: int, prof: ChipProfile, growable: bool,
+             error: Optional[Code], api: str
+             ) -> Tuple[np.ndarray, Optional[np.ndarray], np.ndarray]:
     regions = meta.get("regions")
     if not isinstance(regions, dict) or not regions:
         raise v.err("meta.regions", "layout \"regions\" needs {name: [addr, nbytes], ...}")

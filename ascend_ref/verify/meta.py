@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from typing import Any, Dict, List, Optional, Sequence, Union
+from typing import Any, Dict, List, Literal, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -19,17 +19,21 @@ from ..mask import U64, CounterMask, api_words
 from ..ub import ALIASES_TEXT, DTYPES, dtype_from_text
 
 PathLike = Union[str, "os.PathLike[str]"]
+#: the ``regions`` argument of the writers: None (the whole UB), ``"tensors"`` (each
+#: tensor's declared extent) or ``{name: (addr, nbytes)}``
+Regions = Union[None, Literal["tensors"], Mapping[str, Sequence[int]]]
 
 
 class DumpError(ValueError):
     """A dump file (or one case in it) cannot be verified: ``file``, ``case``, ``field``, ``reason``."""
 
-    def __init__(self, file: PathLike, field: str, reason: str, case: Optional[int] = None):
+    def __init__(self, file: PathLike, field: str, reason: str, case: Optional[int] = None) -> None:
         self.file, self.field, self.reason, self.case = str(file), field, reason, case
         where = f"{self.file}" + (f": case {case}" if case is not None else "")
         super().__init__(f"{where}: {field}: {reason}")
 
-    def __reduce__(self):                # picklable (gathered between processes)
+    def __reduce__(self) -> Tuple[type, Tuple[str, str, str, Optional[int]]]:
+        # picklable (gathered between processes)
         return (DumpError, (self.file, self.field, self.reason, self.case))
 
 
@@ -44,7 +48,7 @@ class _Fields:
     """Checks of one case's fields for a writer: ``where`` (``cases[3]``) and ``api`` name
     it in a BAD_ARGUMENT; ``strict``: also the readers' ranges (see :func:`case_fields`)."""
 
-    def __init__(self, where: str, api: str, strict: bool):
+    def __init__(self, where: str, api: str, strict: bool) -> None:
         self.where, self.api, self.strict = where, api, strict
 
     def bad(self, fld: str, value: Any, allowed: str) -> ConstraintError:

@@ -21,7 +21,7 @@ the one the cases give verified one at a time.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, Iterator, List, Optional, Sequence
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -180,7 +180,7 @@ class _Rows:
                      self.extra if any(self.extra) else None)
 
 
-def _meta_row(meta: dict):
+def _meta_row(meta: dict) -> Optional[Tuple[tuple, tuple]]:
     """``(key, values)`` of a case's ``meta`` for its group, or None when it is not
     stacked (the region members are read after)."""
     if meta.get("layout") != "regions" or not _META_KEYS.issuperset(meta) \
@@ -238,7 +238,8 @@ def _meta_row(meta: dict):
 
 
 def _members(f: DumpFile, i: int, names: list, keys: List[str],
-             read: List[Optional[np.ndarray]]):
+             read: List[Optional[np.ndarray]]
+             ) -> Optional[Tuple[List[np.ndarray], Optional[List[np.ndarray]]]]:
     """The before and after bytes of case ``i``'s regions (after: None when not recorded),
     or None when they are not all well-formed. ``keys``: the member names, before and after
     for each region in turn; ``read``: what :func:`.members.read_members` gave for them (a

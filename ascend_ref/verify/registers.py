@@ -25,7 +25,7 @@ known (undefined); without ``before`` no register is known before the call.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
@@ -54,7 +54,7 @@ class SprDump:
 class SprFormatError(ValueError):
     """A malformed ``spr`` object: ``field`` (``meta.spr...``) and ``reason``."""
 
-    def __init__(self, fld: str, reason: str):
+    def __init__(self, fld: str, reason: str) -> None:
         self.field, self.reason = fld, reason
         super().__init__(f"{fld}: {reason}")
 
@@ -81,7 +81,7 @@ def _type(v: Any, fld: str) -> str:
     return str(t)
 
 
-def _others(chip_id: str, fact: str, ok) -> List[str]:
+def _others(chip_id: str, fact: str, ok: Callable[[str], bool]) -> List[str]:
     return [c for c in all_chips() if ok(sprs._fact(get_chip(c), fact))]
 
 

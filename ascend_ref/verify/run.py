@@ -15,8 +15,8 @@ import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import (TYPE_CHECKING, Callable, Dict, Iterable, List, Optional, Sequence, Set,
-                    Tuple, Union)
+from typing import (TYPE_CHECKING, Callable, Dict, Iterable, Iterator, List, Literal, Optional,
+                    Sequence, Set, Tuple, Union)
 
 import numpy as np
 
@@ -30,6 +30,7 @@ from .outcomes import device_outcome, repro_command, run_reference
 
 if TYPE_CHECKING:                      # the verifier creates an Auditor only on request
     from .audit import Auditor
+    from .format import DumpFile
 
 DEFAULT_BATCH = 256
 
@@ -241,7 +242,7 @@ class Verifier:
     """Accumulates a :class:`Report` chunk by chunk (see :func:`verify`)."""
 
     def __init__(self, *, audit: bool = False, max_examples: int = 3,
-                 on_case: Optional[Callable] = None):
+                 on_case: Optional[Callable] = None) -> None:
         from ..batch_args import flag, is_int
 
         audit = flag("Verifier", "audit", audit)
@@ -287,7 +288,7 @@ class Verifier:
         if self.auditor is not None and audit_items:
             self.auditor.add(audit_items)
 
-    def _compare(self, d: DumpCase, ref: Outcome):
+    def _compare(self, d: DumpCase, ref: Outcome) -> Union[str, None, Literal[False]]:
         """Count one case; returns its signature (None: agrees) or False (bad case)."""
         rep = self.report
         spr_sig = self._registers(d, ref)
@@ -369,7 +370,8 @@ class Verifier:
         return self.report
 
 
-def _chunks(it, n: int):
+def _chunks(it: Iterable[Union[DumpCase, DumpError]], n: int
+            ) -> Iterator[List[Union[DumpCase, DumpError]]]:
     buf = []
     for x in it:
         buf.append(x)
@@ -433,7 +435,7 @@ def verify(paths: Union[PathLike, Iterable[PathLike]], *, batch_size: int = DEFA
     if vectorised and not audit and on_case is None:
         from .fast import check_stacked
 
-        def fast(f, mine):
+        def fast(f: DumpFile, mine: np.ndarray) -> List[int]:
             return check_stacked(v, f, mine)
     try:
         for chunk in _chunks(iter_dump_cases(found, on_file=on_file, share=share,
@@ -467,7 +469,7 @@ def merge_reports(parts: Sequence[Tuple[Report, set]], paths: Sequence[Union[str
         pos.setdefault(str(p.file if isinstance(p, DumpError) else p), i)
     far = len(pos)
 
-    def at(file, index) -> tuple:
+    def at(file: str, index: Optional[int]) -> Tuple[int, int]:
         return (pos.get(str(file), far), -1 if index is None else index)
 
     def canon(counter: Counter) -> Counter:

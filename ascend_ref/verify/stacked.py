@@ -58,14 +58,16 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from ..case import Case
-from .meta import DumpError, case_meta, tensor_regions
+from .meta import DumpError, Regions, case_meta, tensor_regions
 
 if TYPE_CHECKING:
+    from numpy.typing import DTypeLike
+
     from .format import DumpFile
 
 VERSION = 2
@@ -76,8 +78,8 @@ _GROUP_KEYS = {"api", "chip", "dtype", "option", "saturate", "mask_words", "para
 
 # ------------------------------------------------------------------ writing -----------------
 
-def stacked_arrays(cases: Sequence[Case], ub_afters: Sequence, regions, errors: Sequence,
-                   sprs: Optional[Sequence] = None) -> dict:
+def stacked_arrays(cases: Sequence[Case], ub_afters: Sequence, regions: Regions,
+                   errors: Sequence, sprs: Optional[Sequence] = None) -> dict:
     """The archive members of ``cases`` in the stacked layout (see :func:`write_dumps`;
     ``regions`` None stores each whole UB as one region ``"ub"``; ``sprs[i]`` case ``i``'s
     ``meta.spr``, kept in the group's ``extra``)."""
@@ -214,7 +216,7 @@ class Stacked:
     :class:`~ascend_ref.verify.format.DumpError` for the file: the columns cannot be read,
     so no case of the file can be."""
 
-    def __init__(self, f: "DumpFile"):
+    def __init__(self, f: "DumpFile") -> None:
         self.f = f
         path = f.path
         layout = f._scalar("layout", str)
@@ -244,7 +246,7 @@ class Stacked:
             raise DumpError(path, "count", f"{count}, but no group holds case "
                                            f"{int(missing[0])}")
 
-    def _array(self, key: str, dtype, ndim: int) -> np.ndarray:
+    def _array(self, key: str, dtype: DTypeLike, ndim: int) -> np.ndarray:
         a = self.f._get(key, view=True)      # the columns are only read: no copy
         if a.dtype != np.dtype(dtype) or a.ndim != ndim:
             raise DumpError(self.f.path, key, f"expected {np.dtype(dtype)} with {ndim} "
@@ -323,7 +325,7 @@ class Stacked:
                      cols["regions"], err, has, before, after, b_at, a_at, extra)
 
     # -- one case, as version 1 would hold it
-    def locate(self, i: int):
+    def locate(self, i: int) -> Tuple[Group, int]:
         return self.groups[int(self.where_g[i])], int(self.where_r[i])
 
     def meta(self, i: int) -> dict:
@@ -376,7 +378,7 @@ class Keys:
     """The member names of a stacked file as version 1 would have them, plus its real ones
     (``in`` only: what :func:`~ascend_ref.verify.format._build` asks)."""
 
-    def __init__(self, real: set, stacked: Optional[Stacked] = None):
+    def __init__(self, real: set, stacked: Optional[Stacked] = None) -> None:
         self.real, self.stacked = real, stacked
 
     def __contains__(self, key: object) -> bool:
@@ -387,7 +389,7 @@ class Keys:
         return self.stacked is not None and self.stacked.has(key)
 
 
-def _json(f: "DumpFile", key: str):
+def _json(f: "DumpFile", key: str) -> Any:
     a = f._get(key)
     if a.shape == () and isinstance(a[()], (str, bytes)):
         text = a[()] if isinstance(a[()], str) else a[()].decode("utf-8", "replace")
