@@ -7,6 +7,10 @@ crash-safe campaign results, replay — ``ascend-ref fuzz`` (see ``docs/fuzz.md`
 True
 """
 
+from __future__ import annotations
+
+from typing import Any
+
 from .compare import Outcome, diff, run_jax, run_oracle
 from ..case import Case
 from .generate import (Distributions, HypothesisDraw, RngDraw, Template, draw_campaign_case,
@@ -19,14 +23,14 @@ __all__ = ["Case", "RngDraw", "HypothesisDraw", "draw_case", "Outcome", "diff", 
            "signature", "run_campaign", "replay"]
 
 
-def run_campaign(*args, **kwargs):
+def run_campaign(*args: Any, **kwargs: Any) -> dict:
     """:func:`ascend_ref.fuzz.runner.run_campaign` (imported on first use)."""
     from .runner import run_campaign as run
 
     return run(*args, **kwargs)
 
 
-def replay(*args, **kwargs):
+def replay(*args: Any, **kwargs: Any) -> int:
     """:func:`ascend_ref.fuzz.replay.replay` (imported on first use)."""
     from .replay import replay as rp
 

@@ -304,21 +304,21 @@ INT_KEYS = {"seed": (0, 2**63 - 1), "cases": (0, 2**40), "static_configs": (0, 1
 
 def _check_values(c: dict, cmp_raw: dict, sh_raw: dict, where: str) -> None:
     """Type and range of every numeric key; the error names the file and the key."""
-    def integer(table: str, key: str, v, lo: int, hi: int) -> None:
+    def integer(table: str, key: str, v: Any, lo: int, hi: int) -> None:
         if isinstance(v, bool) or not isinstance(v, int):
             raise ValueError(f"{where}: [{table}] {key} = {v!r}: must be an integer in "
                              f"[{lo}, {hi}]")
         if not lo <= v <= hi:
             raise ValueError(f"{where}: [{table}] {key} = {v}: must be in [{lo}, {hi}]")
 
-    def number(table: str, key: str, v, lo: float, hi: float = float("inf"),
+    def number(table: str, key: str, v: Any, lo: float, hi: float = float("inf"),
                inf_ok: bool = False) -> None:
         ok = isinstance(v, (int, float)) and not isinstance(v, bool) and v == v
         if not ok or not lo <= v <= hi or (v == float("inf") and not inf_ok):
             raise ValueError(f"{where}: [{table}] {key} = {v!r}: must be a number in "
                              f"[{lo}, {hi}]")
 
-    def flag(table: str, key: str, v) -> None:
+    def flag(table: str, key: str, v: Any) -> None:
         if not isinstance(v, bool):
             raise ValueError(f"{where}: [{table}] {key} = {v!r}: must be true or false")
 
@@ -344,7 +344,7 @@ def _check_values(c: dict, cmp_raw: dict, sh_raw: dict, where: str) -> None:
             flag("shrink", k, sh_raw[k])
 
 
-def _static_configs(v, where: str) -> Union[int, str]:
+def _static_configs(v: Any, where: str) -> Union[int, str]:
     """An int (pool size: the cover is cut there; 0: every template) or ``"cover"`` (the whole
     covering pool, nothing more)."""
     if v == "cover":
@@ -354,7 +354,7 @@ def _static_configs(v, where: str) -> Union[int, str]:
     raise ValueError(f"{where}: static_configs = {v!r}: 'cover' or an int >= 0")
 
 
-def _workers(v, where: str) -> int:
+def _workers(v: Any, where: str) -> int:
     """``"auto"``: one oracle worker process when there are at least 2 CPUs, else none."""
     if v == "auto":
         import os

@@ -37,7 +37,7 @@ _MODE_FLAGS = {"original": ("--original", ("replay",)), "save": ("--save", ("rep
                "seed": ("--seed", ("run", "report")), "path": ("--path", ("run", "report"))}
 
 
-def _mode_error(args) -> Optional[str]:
+def _mode_error(args: argparse.Namespace) -> Optional[str]:
     """Why the flags given cannot go together (a flag of another mode, two modes), or None."""
     modes = [m for m in ("list", "replay", "report") if getattr(args, m, None)]
     if len(modes) > 1:
@@ -51,7 +51,7 @@ def _mode_error(args) -> Optional[str]:
     return None
 
 
-def register(sub) -> None:
+def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "fuzz", help="run a fuzz campaign (default: the main job) or replay one case",
         description="Fuzz campaigns over the parameter space, JAX reference vs a comparator "
@@ -97,7 +97,7 @@ def register(sub) -> None:
     p.set_defaults(func=main)
 
 
-def main(args) -> int:
+def main(args: argparse.Namespace) -> int:
     from .campaign import Campaign
     from .exchange import DeviceCommandError
     from .runner import DEFAULT_DB
@@ -164,7 +164,7 @@ def main(args) -> int:
         return 130
 
 
-def _results_error(e: BaseException, args) -> "str | None":
+def _results_error(e: BaseException, args: argparse.Namespace) -> "str | None":
     """The one-line message for an unusable results file (None: not such an error)."""
     import sqlite3
 
@@ -199,7 +199,7 @@ def compile_cache() -> Optional[str]:
     return where
 
 
-def _list(args) -> int:
+def _list(args: argparse.Namespace) -> int:
     from .campaign import Campaign, campaigns_dir
     from .runner import DEFAULT_DB
     from .store import Store

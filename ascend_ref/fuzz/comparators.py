@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
-from typing import Callable, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Callable, List, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -21,6 +21,9 @@ from . import exchange
 from .compare import Crash, Skip, safe as _safe, spr_diff
 from .worker import Workers, oracle_many
 from .signature import signature as bit_signature
+
+if TYPE_CHECKING:
+    from .campaign import Campaign
 
 
 def run_jax_batch(cases: Sequence[Case], spr: bool = False, path: str = "fast") -> List[Outcome]:
@@ -76,7 +79,8 @@ class Comparator(abc.ABC):
     path = "fast"
 
     @abc.abstractmethod
-    def run(self, cases: Sequence[Case], progress: Callable[[int], None] = lambda n: None):
+    def run(self, cases: Sequence[Case], progress: Callable[[int], None] = lambda n: None
+            ) -> Tuple[List[Outcome], List[Outcome]]:
         """Both sides' outcomes for ``cases``; call ``progress(n)`` as cases finish."""
 
     def close(self) -> None:
@@ -92,7 +96,7 @@ class OracleComparator(Comparator):
 
     expected_label, actual_label = "oracle", "jax"
 
-    def __init__(self, workers: int = 0):
+    def __init__(self, workers: int = 0) -> None:
         self.workers = int(workers)
         self.pool: Optional[Workers] = None
 
@@ -101,7 +105,8 @@ class OracleComparator(Comparator):
             self.pool = Workers(self.workers)
         return self.pool
 
-    def run(self, cases, progress=lambda n: None):
+    def run(self, cases: Sequence[Case], progress: Callable[[int], None] = lambda n: None
+            ) -> Tuple[List[Outcome], List[Outcome]]:
         if self.workers <= 0 or len(cases) < 8:
             actual = run_jax_batch(cases, spr=True, path=self.path)
             expected = []
@@ -133,11 +138,12 @@ def _oracle_spr(c: Case) -> Outcome:
 
 
 class ProductComparator(Comparator):
-    def __init__(self, product: str):
+    def __init__(self, product: str) -> None:
         self.product = product
         self.expected_label, self.actual_label = "jax@case product", f"jax@{product}"
 
-    def run(self, cases, progress=lambda n: None):
+    def run(self, cases: Sequence[Case], progress: Callable[[int], None] = lambda n: None
+            ) -> Tuple[List[Outcome], List[Outcome]]:
         expected = run_jax_batch(cases, path=self.path)
         other = [dataclasses.replace(c, chip=self.product, tags=dict(c.tags)) for c in cases]
         actual = run_jax_batch(other, path=self.path)
@@ -148,10 +154,12 @@ class ProductComparator(Comparator):
 class CommandComparator(Comparator):
     expected_label, actual_label = "jax", "device"
 
-    def __init__(self, command: str, timeout_s: float = 600.0, keep_dirs: bool = False):
+    def __init__(self, command: str, timeout_s: float = 600.0,
+                 keep_dirs: bool = False) -> None:
         self.command, self.timeout_s, self.keep = command, timeout_s, keep_dirs
 
-    def run(self, cases, progress=lambda n: None):
+    def run(self, cases: Sequence[Case], progress: Callable[[int], None] = lambda n: None
+            ) -> Tuple[List[Outcome], List[Outcome]]:
         expected = run_jax_batch(cases, path=self.path)
         names = exchange.names_for(c.tags.get("case_id", f"x{i:07d}") if "case_id" in c.tags
                                    else f"x{i:07d}" for i, c in enumerate(cases))
@@ -169,15 +177,16 @@ class CommandComparator(Comparator):
         return expected, actual
 
 
-def make(camp) -> Comparator:
+def make(camp: Campaign) -> Comparator:
     k = camp.compare.kind
     c: Comparator
     if k == "oracle":
         c = OracleComparator(camp.workers)
-    elif k == "product":
-        c = ProductComparator(camp.compare.product)
+    elif k == "product":        # product / command: set for their kind (Campaign.from_dict)
+        c = ProductComparator(camp.compare.product)  # type: ignore[arg-type]
     else:
-        c = CommandComparator(camp.compare.command, camp.compare.timeout_s)
+        c = CommandComparator(camp.compare.command,  # type: ignore[arg-type]
+                              camp.compare.timeout_s)
     c.path = camp.compare.path
     return c
 

@@ -27,7 +27,7 @@ from ..constraints import Code, ConstraintError
 class Crash(Outcome):
     """A side raised something other than a constraint error."""
 
-    def __init__(self, side: str, exc: BaseException):
+    def __init__(self, side: str, exc: BaseException) -> None:
         super().__init__(None)
         self.side = side
         self.error = f"{type(exc).__name__}: {exc}"
@@ -40,7 +40,7 @@ class Crash(Outcome):
 class Skip(Outcome):
     """The device under test did not run the case (or gave no usable answer)."""
 
-    def __init__(self, verdict: str, note: str):
+    def __init__(self, verdict: str, note: str) -> None:
         super().__init__(None)
         self.verdict, self.note = verdict, note
 

@@ -14,13 +14,19 @@ campaign's covering pool (:func:`~ascend_ref.fuzz.generate.build_pool`,
 
 from __future__ import annotations
 
-from typing import Dict, List, Optional
+from typing import TYPE_CHECKING, Dict, List, Optional, Union
 
 from .. import registry
 from ..case import Case
 from .generate import (MASK_BITS_KINDS, MASK_COUNT_KINDS, MASK_COUNTER_KINDS, MASK_MODES,
                        REPEAT_CLASSES,
                        STRIDE_REGIMES, _TABLE_VALUES, breakable_rules)
+
+if TYPE_CHECKING:
+    from ..case import Outcome
+    from ..chips import ChipProfile
+    from .campaign import Campaign
+    from .generate import Template
 
 #: bin groups, in table order
 GROUPS = ["api", "product", "api x product", "combination", "api x rule", "api x repeat",
@@ -34,14 +40,14 @@ _GETTER = {"sum": ("get_reduce_repeat_sum_spr", "spr_sum"),
 _SPR_TYPES = ("float16", "float32")
 
 
-def _has_getter(chip, register: str) -> bool:
+def _has_getter(chip: Union[str, ChipProfile], register: str) -> bool:
     from .. import spr as sprs
     from ..chips import chip as get_chip
 
     return sprs._fact(get_chip(chip), _GETTER[register][1]) != "unsupported"
 
 
-def spr_bins(case: Case, expected) -> dict:
+def spr_bins(case: Case, expected: Outcome) -> dict:
     """The reduce special register bins of one case: ``spr set`` = ``api/register`` for a
     setter that ran (half / float) on a product with the register's getter, its registers
     compared; ``spr read`` = ``getter:defined`` / ``getter:undefined``, what the expected
@@ -64,7 +70,7 @@ def spr_bins(case: Case, expected) -> dict:
     return b
 
 
-def _opt(case_or_t) -> Optional[str]:
+def _opt(case_or_t: Union[Case, Template]) -> Optional[str]:
     o = case_or_t.option
     if o is None:
         return None
@@ -96,7 +102,7 @@ def case_bins(case: Case, expected_code: str) -> dict:
     return b
 
 
-def model(camp) -> dict:
+def model(camp: Campaign) -> dict:
     """``{group: set of reachable values}`` (no entry: the group is counted, not bounded)."""
     uni = [t for t, _ in camp.universe()]
     dist = camp.dist

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import Optional, Sequence
 
 import numpy as np
 
@@ -22,7 +23,7 @@ from ..case import run_oracle
 from .exchange import read_exchange_cases, save_result
 
 
-def main(argv=None) -> int:
+def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m ascend_ref.fuzz.example_dut",
                                  description=__doc__.split("\n\n")[0])
     ap.add_argument("dir", help="exchange directory written by ascend-ref fuzz")

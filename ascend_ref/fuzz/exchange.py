@@ -25,7 +25,7 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Sequence
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
 
 import numpy as np
 
@@ -56,7 +56,7 @@ def case_from_meta(meta: dict, ub: np.ndarray) -> Case:
                 np.asarray(ub, np.uint8), meta.get("saturate"), dict(meta.get("tags", {})))
 
 
-def _jsonable(v) -> bool:
+def _jsonable(v: object) -> bool:
     try:
         json.dumps(v)
         return True
@@ -76,15 +76,16 @@ def case_from_bytes(data: bytes) -> Case:
         return case_from_meta(json.loads(str(z["meta"])), z["ub"])
 
 
-def save_case(case: Case, path) -> None:
+def save_case(case: Case, path: Union[str, "os.PathLike[str]"]) -> None:
     Path(path).write_bytes(case_to_bytes(case))
 
 
-def load_case(path) -> Case:
+def load_case(path: Union[str, "os.PathLike[str]"]) -> Case:
     return case_from_bytes(Path(path).read_bytes())
 
 
-def save_result(path, status: str, ub: Optional[np.ndarray] = None) -> None:
+def save_result(path: Union[str, "os.PathLike[str]"], status: str,
+                ub: Optional[np.ndarray] = None) -> None:
     """What a device under test writes for one case (``status`` "ok" needs ``ub``)."""
     arrays: Dict[str, Any] = {"status": np.array(status)}
     if ub is not None:
@@ -112,7 +113,7 @@ def write_exchange(folder: Path, cases: Sequence[Case], names: Sequence[str],
     (folder / "manifest.json").write_text(json.dumps({"format": FORMAT, "cases": entries}))
 
 
-def read_exchange_cases(folder) -> List[tuple]:
+def read_exchange_cases(folder: Union[str, "os.PathLike[str]"]) -> List[tuple]:
     """``[(name, Case, meta)]`` of an exchange directory (what a device harness reads)."""
     folder = Path(folder)
     man = json.loads((folder / "manifest.json").read_text())
@@ -126,7 +127,7 @@ def read_exchange_cases(folder) -> List[tuple]:
     return out
 
 
-def read_result(path, expected: Outcome) -> tuple:
+def read_result(path: Union[str, "os.PathLike[str]"], expected: Outcome) -> tuple:
     """``(verdict, Outcome or None, note)`` for one result file; verdict is ``"ok"``,
     ``"skip"``, ``"missing"`` or ``"bad"``. A device cannot know which bytes the reference
     calls written / undefined, so the actual outcome borrows the expected masks."""
@@ -193,14 +194,14 @@ def run_command(command: str, folder: Path, timeout_s: float) -> None:
 class ExchangeDir:
     """A temporary exchange folder, removed afterwards (kept with ``keep=True``)."""
 
-    def __init__(self, keep: bool = False, parent: Optional[str] = None):
+    def __init__(self, keep: bool = False, parent: Optional[str] = None) -> None:
         self.keep, self.parent = keep, parent
 
     def __enter__(self) -> Path:
         self.path = Path(tempfile.mkdtemp(prefix="ascend-ref-dut-", dir=self.parent))
         return self.path
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if not self.keep:
             shutil.rmtree(self.path, ignore_errors=True)
 

@@ -29,7 +29,8 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Optional, Sequence, Tuple, Union
+from typing import (TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional, Sequence, Tuple,
+                    TypeVar, Union)
 
 import numpy as np
 
@@ -38,6 +39,13 @@ from ..case import Case
 from ..chips import ChipProfile, chip as get_chip, chips as all_chips
 from ..batch_args import is_int
 from ..constraints import Code, ConstraintError
+
+if TYPE_CHECKING:
+    from hypothesis.strategies import DataObject
+
+_T = TypeVar("_T")
+#: a call's mask argument: a lane count, bit-mask words, or a counter-mode count
+Mask = Union[int, List[int], masks.CounterMask]
 
 #: the option values of the registry's option kinds (for tests and campaign files)
 ORDERS = registry.ORDER.values()
@@ -51,7 +59,7 @@ DATA_KINDS = ["random_bits", "ties", "specials", "subnormal", "saturating", "mix
 class RngDraw:
     """Draws from numpy's PCG64 seeded by ``(seed, case_id)``: any case replays exactly."""
 
-    def __init__(self, seed: int, case_id: int, stream: int = 0):
+    def __init__(self, seed: int, case_id: int, stream: int = 0) -> None:
         for name, v in (("seed", seed), ("case_id", case_id), ("stream", stream)):
             if not is_int(v) or v < 0:               # numpy: a raw ValueError / TypeError
                 raise ConstraintError(Code.BAD_ARGUMENT, api="RngDraw", param=name, value=v,
@@ -64,7 +72,7 @@ class RngDraw:
             return lo + (int(self.rng.integers(0, 2**32)) << 32 | int(self.rng.integers(0, 2**32))) % (hi - lo + 1)
         return int(self.rng.integers(lo, hi + 1))
 
-    def choice(self, seq: Sequence, weights: Optional[Sequence[float]] = None):
+    def choice(self, seq: Sequence[_T], weights: Optional[Sequence[float]] = None) -> _T:
         p = None if weights is None else np.asarray(weights, float) / np.sum(weights)
         return seq[int(self.rng.choice(len(seq), p=p))]
 
@@ -78,7 +86,7 @@ class RngDraw:
 class HypothesisDraw:
     """The same interface over ``hypothesis.strategies.data()``: shrinks towards simple calls."""
 
-    def __init__(self, data):
+    def __init__(self, data: DataObject) -> None:
         from hypothesis import strategies as st
 
         self.data, self.st = data, st
@@ -86,7 +94,7 @@ class HypothesisDraw:
     def integers(self, lo: int, hi: int) -> int:
         return self.data.draw(self.st.integers(lo, hi))
 
-    def choice(self, seq: Sequence, weights=None):
+    def choice(self, seq: Sequence[_T], weights: Optional[Sequence[float]] = None) -> _T:
         return seq[self.data.draw(self.st.integers(0, len(seq) - 1))]
 
     def chance(self, p: float) -> bool:
@@ -96,6 +104,8 @@ class HypothesisDraw:
         return self.data.draw(self.st.integers(0, 2**32 - 1))
 
 
+#: a draw (what every drawing function takes): replayable or shrinkable
+Draw = Union[RngDraw, HypothesisDraw]
 
 
 # ------------------------------------------------------------------ data -------------------
@@ -234,7 +244,8 @@ class Distributions:
     rule), ``in_place_rate`` (Ascend C dst inside src), ``offset_rate`` (src not at UB 0).
     """
 
-    def __init__(self, weights: Optional[dict] = None, **rates):
+    def __init__(self, weights: Optional[Mapping[str, Mapping[str, float]]] = None,
+                 **rates: float) -> None:
         self.weights = {t: {k: float(w) for k, w in v.items()} for t, v in DEFAULT_WEIGHTS.items()}
         for table, vals in (weights or {}).items():
             if table not in self.weights:
@@ -260,10 +271,10 @@ class Distributions:
         self.in_place_rate = float(r["in_place_rate"])
         self.offset_rate = float(r["offset_rate"])
 
-    def weight(self, table: str, value) -> float:
+    def weight(self, table: str, value: str) -> float:
         return self.weights[table].get(value, 0.0)
 
-    def pick(self, d, table: str, values: Optional[Sequence] = None):
+    def pick(self, d: Draw, table: str, values: Optional[Sequence[str]] = None) -> str:
         """Weighted choice among ``values`` (default: all of ``table``) with weight > 0."""
         values = list(_TABLE_VALUES[table] if values is None else values)
         live = [v for v in values if self.weight(table, v) > 0] or values
@@ -274,7 +285,7 @@ class Distributions:
                 "in_place_rate": self.in_place_rate, "offset_rate": self.offset_rate}
 
 
-def api_repeat_range(api: str, option, dtype: str = "float16") -> tuple:
+def api_repeat_range(api: str, option: Any, dtype: str = "float16") -> tuple:
     """Documented repeat range of ``api`` for ``option`` and ``dtype`` (the instruction's
     declaration: TIK min/max with cal_index is int16 255, float16 511, float32 4095)."""
     return tuple(_ins(api).repeat_range(option, dtype))
@@ -299,7 +310,7 @@ def repeat_buckets(lo: int, hi: int) -> list:
     return out
 
 
-def repeat_class(r: int, api: str, option, dtype: str = "float16") -> str:
+def repeat_class(r: int, api: str, option: Any, dtype: str = "float16") -> str:
     lo, hi = api_repeat_range(api, option, dtype)
     if r == 0:
         return "zero"
@@ -310,7 +321,7 @@ def repeat_class(r: int, api: str, option, dtype: str = "float16") -> str:
     return "small" if r <= 8 else "mid"
 
 
-def _bucket_classes(b: tuple, api: str, option, dtype: str = "float16") -> list:
+def _bucket_classes(b: tuple, api: str, option: Any, dtype: str = "float16") -> List[str]:
     lo, hi = api_repeat_range(api, option, dtype)
     out = []
     if b[0] <= 0 <= b[1]:
@@ -326,11 +337,11 @@ def _bucket_classes(b: tuple, api: str, option, dtype: str = "float16") -> list:
     return out
 
 
-def api_options(api: str, prof) -> list:
+def api_options(api: str, prof: ChipProfile) -> list:
     return _ins(api).options(prof)
 
 
-def _supports(prof, api: str, dtype: str, option) -> bool:
+def _supports(prof: ChipProfile, api: str, dtype: str, option: Any) -> bool:
     return _ins(api).supports(prof, dtype, option)
 
 
@@ -353,7 +364,7 @@ def _groups() -> dict:
     return out
 
 
-def option_name(option) -> str:
+def option_name(option: Any) -> str:
     if option is None:
         return "-"
     if isinstance(option, bool):
@@ -361,7 +372,7 @@ def option_name(option) -> str:
     return str(getattr(option, "value", option))
 
 
-def combo_name(api: str, group: str, dtype: str, option, mask_mode: str) -> str:
+def combo_name(api: str, group: str, dtype: str, option: Any, mask_mode: str) -> str:
     return f"{api}/{group}/{dtype}/{option_name(option)}/{mask_mode}"
 
 
@@ -380,7 +391,7 @@ class Template:
     ub_bytes: int
 
     @property
-    def classes(self) -> list:
+    def classes(self) -> List[str]:
         return _bucket_classes((self.r_lo, self.r_hi), self.api, self.option, self.dtype)
 
     @property
@@ -417,7 +428,8 @@ class Template:
 
 
 def template_universe(apis: Sequence[str], chips: Sequence[str], dtypes: Optional[Sequence[str]],
-                      ub_bytes, dist: Distributions, also_on: Optional[str] = None) -> list:
+                      ub_bytes: Union[int, str], dist: Distributions,
+                      also_on: Optional[str] = None) -> list:
     """Every template of a campaign with its draw weight: ``[(Template, w)]``.
 
     ``ub_bytes``: an int, or ``"product"`` (each product's own UB size). ``also_on``: a second
@@ -476,7 +488,8 @@ def counter_supported(chip_id: Union[str, ChipProfile]) -> bool:
     return get_chip(chip_id).facts.get(masks.COUNTER_FACT) == "supported"
 
 
-def counter_mask(d, dist: Distributions, dtype: str, r: int):
+def counter_mask(d: Draw, dist: Distributions, dtype: str,
+                 r: int) -> Tuple[masks.CounterMask, str]:
     """A counter-mode mask for ``r`` repeats: ``(r - 1)`` full ones and a last repeat of the
     kind drawn (L, 1 or 2..L-1 lanes); count 0 for ``r`` 0."""
     lanes = masks.lanes_per_repeat(dtype)
@@ -496,7 +509,8 @@ def breakable_rules(t: "Template", chip_id: Union[str, ChipProfile, None] = None
     return {b.name for b in BREAKERS.values() if b.can(t, ins, prof)}
 
 
-def build_pool(universe: list, size: int, seed: int, extra_facets=None) -> list:
+def build_pool(universe: list, size: int, seed: int,
+               extra_facets: Optional[Callable[[Template], set]] = None) -> list:
     """A covering pool: greedily cover every facet of the universe first (``extra_facets(t)``:
     more facets of a template), then draw templates by weight until ``size``. ``size`` -1:
     the whole cover and nothing more; 0 or larger than the universe: every template; else
@@ -542,14 +556,14 @@ def cover_plan(pool: Sequence[Template], dist: "Distributions", rounds: int = 2)
                   if dist.weight("invalid", r) > 0} if want_rules else set())
     plan: list = []
 
-    def pick_class(t, prefer):
+    def pick_class(t: Template, prefer: Callable[[List[str]], str]) -> str:
         live = [k for k in t.classes if dist.weight("repeat", k) > 0] or t.classes
         for k in live:
             if (t.api, k) in todo_cls:
                 return k
         return prefer(live)
 
-    def pick_chip(t, rule=None):
+    def pick_chip(t: Template, rule: Optional[str] = None) -> str:
         hosts = [c for c in t.chips if rule is None or rule in breakable_rules(t, c)]
         for c in hosts:
             if (t.api, c) in todo_chip:
@@ -564,10 +578,11 @@ def cover_plan(pool: Sequence[Template], dist: "Distributions", rounds: int = 2)
                     if (t.api, r) in todo_rule:
                         rule = r
                         break
-            cls = pick_class(t, (lambda live: live[-1]) if rnd == 0 else (lambda live: live[0]))
+            cls: Optional[str] = pick_class(
+                t, (lambda live: live[-1]) if rnd == 0 else (lambda live: live[0]))
             if rule == "index_overflow" and cls in ("zero", "one"):
                 cls = next((x for x in ("max", "mid", "small") if x in t.classes), cls)
-            chip = pick_chip(t, rule if rule not in (None, "valid") else None)
+            chip: Optional[str] = pick_chip(t, rule if rule not in (None, "valid") else None)
             plan.append((k, cls, chip, rule))
             todo_cls.discard((t.api, cls))
             todo_chip.discard((t.api, chip))
@@ -599,7 +614,8 @@ def pool_weights(pool: Sequence[Template], cost_balance: float) -> list:
     return [t.cost() ** -float(cost_balance) for t in pool]
 
 
-def _campaign_mask(d, dist: Distributions, mode: str, dtype: str, word_order: str):
+def _campaign_mask(d: Draw, dist: Distributions, mode: str, dtype: str,
+                   word_order: str) -> Tuple[Optional[Mask], str]:
     lanes = masks.lanes_per_repeat(dtype)
     if mode == "counter":                # drawn with the repeat count (counter_mask)
         return None, ""
@@ -634,11 +650,11 @@ def _campaign_mask(d, dist: Distributions, mode: str, dtype: str, word_order: st
     return (words if lanes == 128 else [words[0]]), kind
 
 
-def _named_stride(d, name: str) -> int:
+def _named_stride(d: Draw, name: str) -> int:
     return {"unit": 1, "zero": 0, "double": 2}[name] if name != "gapped" else d.integers(3, 16)
 
 
-def _stride(d, regime: str, hi: int) -> int:
+def _stride(d: Draw, regime: str, hi: int) -> int:
     if regime == "zero":
         return 0
     if regime == "overlap":
@@ -650,7 +666,7 @@ def _stride(d, regime: str, hi: int) -> int:
     return d.integers(25, hi)
 
 
-def draw_campaign_case(d, template: Template, dist: Distributions,
+def draw_campaign_case(d: Draw, template: Template, dist: Distributions,
                        prefer_repeat: Optional[str] = None, prefer_chip: Optional[str] = None,
                        force_rule: Optional[str] = None) -> Case:
     """One case of ``template``: every dynamic parameter drawn from ``d`` by ``dist`` (the
@@ -833,7 +849,7 @@ def _space_args(d: Any, apis: Any, chips: Any, max_ub: Any, tik_max_repeat: Any
     return apis, chips
 
 
-def space_template(d, apis: Optional[Sequence[str]] = None,
+def space_template(d: Draw, apis: Optional[Sequence[str]] = None,
                    chips: Optional[Sequence[str]] = None, *, max_ub: int = 1 << 17,
                    tik_max_repeat: int = 4095, mask_modes: Sequence[str] = MASK_MODES) -> Template:
     """A one-product template drawn from ``d`` over the whole parameter space: an API of
@@ -871,7 +887,8 @@ def space_distributions(invalid_rate: float = 0.0, special_rate: float = 0.6) ->
     return Distributions({"data": data}, invalid_rate=float(invalid_rate))
 
 
-def draw_case(d, *, apis: Optional[Sequence[str]] = None, chips: Optional[Sequence[str]] = None,
+def draw_case(d: Draw, *, apis: Optional[Sequence[str]] = None,
+              chips: Optional[Sequence[str]] = None,
               invalid_rate: float = 0.0, max_ub: int = 1 << 17, tik_max_repeat: int = 4095,
               special_rate: float = 0.6) -> Case:
     """Draw one call over the whole parameter space: :func:`draw_campaign_case` of a
@@ -1114,7 +1131,7 @@ _BY_NAME = {b.name: b for b in BREAKERS.values()}
 assert [b.name for b in BREAKERS.values()] == INVALID_RULES
 
 
-def break_rule(d, case: Case, t: Template, dist: Distributions, ub_len: int,
+def break_rule(d: Draw, case: Case, t: Template, dist: Distributions, ub_len: int,
                force: Optional[str] = None) -> None:
     """Break one documented rule (a :data:`BREAKERS` entry) without leaving the template's
     compiled shape (``force``: that rule, when this case can break it); tag ``validity``.

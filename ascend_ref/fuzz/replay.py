@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import List, Optional, TextIO
+from typing import TYPE_CHECKING, List, Optional, TextIO, Tuple
 
 import numpy as np
 
@@ -20,6 +20,9 @@ from ..cli_args import is_path
 from . import comparators, exchange
 from .campaign import Campaign
 from .signature import _roles
+
+if TYPE_CHECKING:
+    from .store import Store
 
 MAX_ROWS = 24
 
@@ -180,8 +183,9 @@ def python_snippet(case: Case, saved: Optional[str] = None) -> List[str]:
     return lines
 
 
-def explain(case: Case, expected: Outcome, actual: Outcome, labels=("expected", "actual"),
-            title: str = "", saved: Optional[str] = None) -> str:
+def explain(case: Case, expected: Outcome, actual: Outcome,
+            labels: Tuple[str, str] = ("expected", "actual"), title: str = "",
+            saved: Optional[str] = None) -> str:
     verdict, sig = comparators.compare(case, expected, actual)
     lines = [title] if title else []
     lines.append(f"case: {case.describe()}")
@@ -221,7 +225,7 @@ def _outcome_text(o: Outcome) -> str:
 
 # ---------------------------------------------------------------------- resolve -----------
 
-def resolve(store, ref: str, camp_arg: Optional[str]):
+def resolve(store: Optional[Store], ref: str, camp_arg: Optional[str]) -> Tuple[Campaign, int]:
     """``(Campaign, case_id)`` for ``--replay [NAME:]ID``: NAME is a campaign id of the
     results file (``tie_rule-0bd1145a9a``: that campaign) or a campaign name (its most
     recently run campaign of that name); no NAME: the most recently run campaign."""

@@ -14,7 +14,7 @@ import os
 import sys
 import time
 from collections import Counter, defaultdict
-from typing import Any, Optional, TextIO
+from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, TextIO
 
 from . import comparators, coverage, exchange
 from .campaign import Campaign
@@ -22,10 +22,13 @@ from .compare import diff, spr_detail
 from .shrink import shrink
 from .store import Store, StoreError
 
+if TYPE_CHECKING:
+    from ..case import Case, Outcome
+
 DEFAULT_DB = "ascend-ref-fuzz.sqlite"
 
 
-def _code(o) -> str:
+def _code(o: Outcome) -> str:
     if isinstance(o, comparators.Crash):
         return "crash"
     if isinstance(o, comparators.Skip):
@@ -33,7 +36,7 @@ def _code(o) -> str:
     return "ok" if o.code is None else o.code.name
 
 
-def _detail(e, a, case=None) -> str:
+def _detail(e: Outcome, a: Outcome, case: Optional[Case] = None) -> str:
     for o in (e, a):
         if isinstance(o, comparators.Crash):
             return f"{o.side} crashed: {o.error}\n{o.trace}"
@@ -48,7 +51,7 @@ def _detail(e, a, case=None) -> str:
 class _Progress:
     """tqdm on a terminal; a line per chunk on stderr otherwise; nothing with ``quiet``."""
 
-    def __init__(self, total: int, initial: int, quiet: bool, desc: str):
+    def __init__(self, total: int, initial: int, quiet: bool, desc: str) -> None:
         self.bar = None
         self.quiet, self.total, self.n, self.desc = quiet, total, initial, desc
         self.t0, self.start = time.time(), initial
@@ -202,7 +205,8 @@ def run_campaign(camp: Campaign, db: Optional[str] = None, *, fresh: bool = Fals
     return summary
 
 
-def _judge(camp: Campaign, cmp, ids, progress) -> list:
+def _judge(camp: Campaign, cmp: comparators.Comparator, ids: Sequence[int],
+           progress: Callable[[int], None]) -> list:
     """Draw, run and judge the cases ``ids``: one store row each."""
     cases = [camp.case(i) for i in ids]
     if not cases:
@@ -224,7 +228,7 @@ def _judge(camp: Campaign, cmp, ids, progress) -> list:
     return rows
 
 
-def _spr_bins(c, e) -> dict:
+def _spr_bins(c: Case, e: Outcome) -> dict:
     """The register bins (:func:`~ascend_ref.fuzz.coverage.spr_bins`) of an outcome that
     carries registers (a crash or skip carries none)."""
     if isinstance(e, (comparators.Crash, comparators.Skip)):
@@ -232,8 +236,8 @@ def _spr_bins(c, e) -> dict:
     return coverage.spr_bins(c, e)
 
 
-def shrink_pending(camp: Campaign, store: Store, cmp=None, *, quiet: bool = False,
-                   budget_s: Optional[float] = None) -> str:
+def shrink_pending(camp: Campaign, store: Store, cmp: Optional[comparators.Comparator] = None,
+                   *, quiet: bool = False, budget_s: Optional[float] = None) -> str:
     """Shrink every mismatch of ``camp`` not shrunk yet, within the time budget."""
     pending = store.pending_shrinks(camp.id)
     if not pending:
@@ -257,7 +261,7 @@ def shrink_pending(camp: Campaign, store: Store, cmp=None, *, quiet: bool = Fals
     deadline = None if budget == float("inf") else time.time() + budget
     prog = _Progress(len(pending), 0, quiet, "shrunk")
 
-    def evaluate(cases):
+    def evaluate(cases: List[Case]) -> List[Optional[str]]:
         return comparators.evaluate(cmp, cases)
 
     done = 0

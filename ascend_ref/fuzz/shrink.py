@@ -50,7 +50,7 @@ class Result:
     log: List[str] = field(default_factory=list)
 
 
-def clone(c: Case, **kw) -> Case:
+def clone(c: Case, **kw: Any) -> Case:
     d = dict(api=c.api, chip=c.chip, dtype=c.dtype, option=c.option,
              mask=c.mask if isinstance(c.mask, (int, masks.CounterMask)) else list(c.mask),
              params=dict(c.params),
@@ -167,7 +167,7 @@ def _mask_lanes(c: Case) -> Optional[List[int]]:
     return [i for i in range(128) if bits >> i & 1]
 
 
-def _mask_from_lanes(c: Case, lanes: Sequence[int]):
+def _mask_from_lanes(c: Case, lanes: Sequence[int]) -> List[int]:
     bits = 0
     for i in lanes:
         bits |= 1 << i
@@ -187,7 +187,8 @@ def _shown(v: Any) -> str:
 
 class Shrinker:
     def __init__(self, evaluate: Callable[[List[Case]], List[Optional[str]]], signature: str, *,
-                 max_evals: int = 3000, deadline: Optional[float] = None, cut_ub: bool = True):
+                 max_evals: int = 3000, deadline: Optional[float] = None,
+                 cut_ub: bool = True) -> None:
         def bad(name: str, value: Any, allowed: str) -> ConstraintError:
             return ConstraintError(Code.BAD_ARGUMENT, api="shrink", param=name, value=value,
                                    allowed=allowed)

@@ -14,7 +14,7 @@ use it, so one root cause shows up as one group.
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, Union
 
 import numpy as np
 
@@ -38,7 +38,8 @@ def _ulp_distance(a: int, b: int, size: int) -> int:
     return abs(key(a) - key(b))
 
 
-def classify_values(expected_bits, actual_bits, dtype: str) -> str:
+def classify_values(expected_bits: Union[int, np.integer], actual_bits: Union[int, np.integer],
+                    dtype: str) -> str:
     """The kind of difference between two element bit patterns of ``dtype``."""
     e, a = int(expected_bits), int(actual_bits)
     size = np.dtype(dtype).itemsize

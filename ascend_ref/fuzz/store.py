@@ -15,10 +15,14 @@ import os
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Union
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Literal, Optional, Type, Union
 
 from ..batch_args import is_int
 from ..constraints import Code, ConstraintError
+
+if TYPE_CHECKING:
+    from .campaign import Campaign
 
 SCHEMA_VERSION = 1
 
@@ -155,7 +159,7 @@ def _opened(path: str) -> sqlite3.Connection:
 
 
 class Store:
-    def __init__(self, path: Union[str, "os.PathLike[str]"]):
+    def __init__(self, path: Union[str, "os.PathLike[str]"]) -> None:
         if not ((isinstance(path, str) and path) or isinstance(path, os.PathLike)):
             # str(None) / str(5) was a database named "None" / "5" in the working directory
             raise StoreError(f"results file {path!r}: expected a file name (a non-empty str "
@@ -184,7 +188,7 @@ class Store:
                              f"writes {SCHEMA_VERSION}; use another --db FILE")
 
     # ------------------------------------------------------------------ transactions ------
-    def tx(self):
+    def tx(self) -> _Tx:
         return _Tx(self.db)
 
     def close(self) -> None:
@@ -223,7 +227,7 @@ class Store:
             self._locks = {}
         self._locks[campaign] = fd
 
-    def register(self, camp) -> None:
+    def register(self, camp: Campaign) -> None:
         """Record (or update) ``camp`` and :meth:`claim` it for this run."""
         self.claim(camp.id)
         now = time.time()
@@ -372,13 +376,14 @@ def _check_key(method: str, campaign: Any, case_id: Any) -> None:
 
 
 class _Tx:
-    def __init__(self, db):
+    def __init__(self, db: sqlite3.Connection) -> None:
         self.db = db
 
-    def __enter__(self):
+    def __enter__(self) -> sqlite3.Connection:
         self.db.execute("BEGIN IMMEDIATE")
         return self.db
 
-    def __exit__(self, et, ev, tb):
+    def __exit__(self, et: Optional[Type[BaseException]], ev: Optional[BaseException],
+                 tb: Optional[TracebackType]) -> Literal[False]:
         self.db.execute("COMMIT" if et is None else "ROLLBACK")
         return False

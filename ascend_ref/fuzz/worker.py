@@ -14,7 +14,7 @@ import subprocess
 import sys
 import threading
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import List, Sequence
+from typing import IO, Any, List, Optional, Sequence
 
 from ..case import Case, Outcome, run_oracle
 from .compare import safe
@@ -36,7 +36,7 @@ def oracle_many(cases: Sequence[Case]) -> List[Outcome]:
     return [safe(_with_registers, "oracle", c) for c in cases]
 
 
-def _read_exact(f, n: int) -> bytes:
+def _read_exact(f: IO[bytes], n: int) -> bytes:
     chunks, got = [], 0
     while got < n:
         b = f.read(n - got)
@@ -47,18 +47,18 @@ def _read_exact(f, n: int) -> bytes:
     return b"".join(chunks)
 
 
-def _send(f, obj) -> None:
+def _send(f: IO[bytes], obj: object) -> None:
     data = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
     f.write(len(data).to_bytes(_HDR, "little"))
     f.write(data)
     f.flush()
 
 
-def _recv(f):
+def _recv(f: IO[bytes]) -> Any:
     return pickle.loads(_read_exact(f, int.from_bytes(_read_exact(f, _HDR), "little")))
 
 
-def serve(inp=None, out=None) -> int:
+def serve(inp: Optional[IO[bytes]] = None, out: Optional[IO[bytes]] = None) -> int:
     import signal
 
     signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the parent's; EOF ends us
@@ -92,14 +92,14 @@ def _silence_stdout() -> None:
 class Workers:
     """``n`` worker processes; :meth:`submit` returns a Future of the outcomes of a batch."""
 
-    def __init__(self, n: int):
+    def __init__(self, n: int) -> None:
         self.n = n
         self.idle: "queue.Queue" = queue.Queue()
         self.procs: List[subprocess.Popen] = []
         self.lock = threading.Lock()
         self.threads = ThreadPoolExecutor(n, thread_name_prefix="oracle-io")
 
-    def _proc(self):
+    def _proc(self) -> subprocess.Popen[bytes]:
         try:
             return self.idle.get_nowait()
         except queue.Empty:
@@ -115,8 +115,8 @@ class Workers:
     def _run(self, cases: Sequence) -> List:
         p = self._proc()
         try:
-            _send(p.stdin, list(cases))
-            out = _recv(p.stdout)
+            _send(p.stdin, list(cases))     # type: ignore[arg-type]  # (started with pipes)
+            out = _recv(p.stdout)           # type: ignore[arg-type]  # (started with pipes)
         except (EOFError, BrokenPipeError, OSError):
             with self.lock:
                 if p in self.procs:
