@@ -24,6 +24,8 @@ assert cfg == pkg / "configs", f"configs not read from the wheel's package data:
 for sub, least in (("chips", 10), ("campaigns", 4), ("kernels", 7)):
     n = len(list((cfg / sub).glob("*.toml")))
     assert n >= least, f"wheel ships {n} {sub}/*.toml (expected >= {least})"
+# PEP 561: a user's type checker reads the package's annotations only with this marker
+assert (pkg / "py.typed").is_file(), "the wheel does not ship ascend_ref/py.typed"
 assert len(ar.chips()) >= 10 and ar.new_ub("atlas_a2").shape == (ar.chip("atlas_a2").ub_bytes,)
 
 rng = np.random.default_rng(0)

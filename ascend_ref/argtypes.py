@@ -10,7 +10,7 @@ True
 
 from __future__ import annotations
 
-from typing import Optional, Sequence, Tuple, Union
+from typing import Any, Optional, Sequence, Tuple, Union
 
 import jax
 import numpy as np
@@ -38,8 +38,12 @@ SaturateLike = Optional[Union[FlagLike, jax.Array]]
 #: ``chip``: a product id (``"atlas_a2"``) or its :class:`~ascend_ref.chips.ChipProfile`
 ChipLike = Union[str, ChipProfile]
 #: what an instruction function returns: the new ``ub`` (a JAX array), or ``(ub, CallInfo)``
-#: with ``return_info=True``
-CallResult = Union[jax.Array, Tuple[jax.Array, CallInfo]]
+#: with ``return_info=True`` (:data:`CallWithInfo`). Typed ``Any``: which of the two depends on
+#: the flag, and as a Union every plain call (``ub = f(...)``; ``ar.load(ub, ...)``) would
+#: need narrowing in a caller's type-checked code
+CallResult = Any
+#: the ``return_info=True`` form of :data:`CallResult`
+CallWithInfo = Tuple[jax.Array, CallInfo]
 
 __all__ = ["UBLike", "IntLike", "MaskLike", "FlagLike", "SaturateLike", "ChipLike",
-           "CallResult"]
+           "CallResult", "CallWithInfo"]

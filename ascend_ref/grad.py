@@ -57,7 +57,8 @@ import functools
 import inspect
 import math
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import (TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, Tuple,
+                    Union)
 
 import jax
 import jax.numpy as jnp
@@ -428,7 +429,9 @@ class Reduction:
                        option=None if opt is None else v[opt.key], chip=v["chip"],
                        saturate=v.get("saturate"), max_repeat=v["max_repeat"])
 
-    def __call__(self, *args: Any, **kw: Any) -> Union[Values, Tuple[Values, jax.Array]]:
+    def __call__(self, *args: Any, **kw: Any) -> Any:
+        # Values, or (Values, status) with return_info=True: Any, so that a caller's checked
+        # code uses either form without narrowing (results() names them)
         a = self.__signature__.bind(*args, **kw)
         info = _return_info(self.ins.name, a.arguments.get("return_info", False))
         return results(self.prepare(*args, **kw), a.arguments["src"], self.tensor,
@@ -454,6 +457,11 @@ for _ins in registry.all():
     if _ins.work_need is not None:
         globals()[_ins.name + "_stage1"] = function(_ins.name, "work_tensor")
         _GENERATED.append(_ins.name + "_stage1")
+
+if TYPE_CHECKING:
+    # the generated functions above, as a type checker sees them (``grad.whole_reduce_sum``
+    # is a Reduction); nothing is defined at run time, where the names are module globals
+    def __getattr__(name: str) -> Reduction: ...
 
 
 # ------------------------------------------------------------------ which elements ----------
