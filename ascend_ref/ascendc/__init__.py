@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Optional, Union
 
-from ..enums import ReduceType, parse_enum
+from ..argtypes import CallResult, ChipLike, IntLike, MaskLike, SaturateLike, UBLike
+from ..enums import ReduceOrder, ReduceType, parse_enum
 from ..constraints import Code
 from ..docstrings import with_family_example
 from .reduce_data_block import (block_reduce_max, block_reduce_min, block_reduce_sum,
@@ -14,13 +15,9 @@ from .repeat_reduce_sum import repeat_reduce_sum
 from .reduce_count import (reduce_max, reduce_max_count, reduce_min, reduce_min_count,
                            reduce_sum, reduce_sum_count)
 from .whole_reduce import whole_reduce_max, whole_reduce_min, whole_reduce_sum
-from ..spr import (get_acc_val, get_reduce_max_min_count, get_reduce_repeat_max_min_spr,
-                   get_reduce_repeat_sum_spr)
-
-from ..enums import ReduceOrder
-from ..spr import ReduceSpr
+from ..spr import (ReduceSpr, get_acc_val, get_reduce_max_min_count,
+                   get_reduce_repeat_max_min_spr, get_reduce_repeat_sum_spr)
 from ..ub import Tensor
-from ..argtypes import CallResult, ChipLike, IntLike, MaskLike, SaturateLike, UBLike
 
 
 def reduce_repeat(ub: UBLike, dst: Tensor, src: Tensor, mask: MaskLike, repeat_time: IntLike,

@@ -37,16 +37,14 @@ from typing import TYPE_CHECKING, Any, Optional, Tuple, Union
 import jax.numpy as jnp
 
 from .. import numerics, registry
+from ..argtypes import CallResult, ChipLike, IntLike, MaskLike, SaturateLike, UBLike
 from ..constraints import Code, ConstraintError, HostCheck
 from ..engine import Effects, Instruction as Kernel, Spec, gate
 from ..enums import ReduceType, parse_enum
 from ..params import Params
-from ..ub import itemsize
-from ._slots import COUNTER_FIELDS, PARAMS, counter_undefined, params, repeat_range, slot_write
-
 from ..spr import ReduceSpr
-from ..ub import Tensor
-from ..argtypes import CallResult, ChipLike, IntLike, MaskLike, SaturateLike, UBLike
+from ..ub import Tensor, itemsize
+from ._slots import COUNTER_FIELDS, PARAMS, counter_undefined, params, repeat_range, slot_write
 
 if TYPE_CHECKING:
     import jax

@@ -68,14 +68,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from .. import numerics, registry
+from ..argtypes import CallResult, ChipLike, FlagLike, IntLike, MaskLike, SaturateLike, UBLike
 from ..constraints import Code, ConstraintError, Rule
 from ..engine import Instruction as Kernel
-from ..ub import itemsize
-from . import _b64, _spr_hooks as sprs, reduce as high
-
 from ..spr import ReduceSpr
-from ..ub import Tensor
-from ..argtypes import CallResult, ChipLike, FlagLike, IntLike, MaskLike, SaturateLike, UBLike
+from ..ub import Tensor, itemsize
+from . import _b64, _spr_hooks as sprs, reduce as high
 
 if TYPE_CHECKING:
     from jax.typing import ArrayLike

@@ -29,15 +29,13 @@ import jax.numpy as jnp
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 from .. import numerics, registry
+from ..argtypes import CallResult, ChipLike, IntLike, MaskLike, SaturateLike, UBLike
 from ..engine import Effects, Product, UndefinedWords, gate
 from ..enums import ReduceType
-from ..ub import itemsize
+from ..spr import ReduceSpr
+from ..ub import Tensor, itemsize
 from . import _spr_hooks as sprs
 from ._slots import counter_undefined, declare, instruction, params, slot_write
-
-from ..spr import ReduceSpr
-from ..ub import Tensor
-from ..argtypes import CallResult, ChipLike, IntLike, MaskLike, SaturateLike, UBLike
 
 if TYPE_CHECKING:
     from typing import Protocol

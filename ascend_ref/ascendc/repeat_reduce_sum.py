@@ -36,14 +36,13 @@ from typing import Optional, Union
 
 import numpy as np
 
+from ..argtypes import CallResult, ChipLike, IntLike, SaturateLike, UBLike
 from ..constraints import Code, ConstraintError
-from ._slots import declare, instruction, params
-from .whole_reduce import INT_OVERFLOW, _sum_effects, sum_layout_of
-
 from ..mask import CounterMask
 from ..spr import ReduceSpr
 from ..ub import Tensor
-from ..argtypes import CallResult, ChipLike, IntLike, SaturateLike, UBLike
+from ._slots import declare, instruction, params
+from .whole_reduce import INT_OVERFLOW, _sum_effects, sum_layout_of
 
 API = "repeat_reduce_sum"
 layout = sum_layout_of(API)

@@ -41,16 +41,14 @@ import jax.numpy as jnp
 from jax import lax
 
 from .. import numerics, registry
+from ..argtypes import CallResult, ChipLike, IntLike, MaskLike, SaturateLike, UBLike
 from ..constraints import Code, ConstraintError, HostCheck
 from ..engine import Effects, gate, option_value
 from ..enums import ReduceOrder
-from ..ub import itemsize
+from ..spr import ReduceSpr
+from ..ub import Tensor, itemsize
 from . import _spr_hooks as sprs
 from ._slots import counter_undefined, declare, instruction, params, slot_write
-
-from ..spr import ReduceSpr
-from ..ub import Tensor
-from ..argtypes import CallResult, ChipLike, IntLike, MaskLike, SaturateLike, UBLike
 
 if TYPE_CHECKING:
     import jax
