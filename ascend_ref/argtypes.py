@@ -1,6 +1,6 @@
-"""The types the public instruction functions take and return: their annotations, defined
-once for the Ascend C and TIK families (``docs/arguments.md`` says what each form accepts and
-what it rejects, with which code). Real names at run time, so ``typing.get_type_hints``
+"""The types the public functions take and return: their annotations, defined once for the
+Ascend C and TIK families and the tools (``docs/arguments.md`` says what each form accepts
+and what it rejects, with which code). Real names at run time, so ``typing.get_type_hints``
 resolves every public signature.
 
 >>> import typing, ascend_ref as ar
@@ -10,6 +10,7 @@ True
 
 from __future__ import annotations
 
+import os
 from typing import Any, Optional, Sequence, Tuple, Union
 
 import jax
@@ -44,6 +45,8 @@ ChipLike = Union[str, ChipProfile]
 CallResult = Any
 #: the ``return_info=True`` form of :data:`CallResult`
 CallWithInfo = Tuple[jax.Array, CallInfo]
+#: a file or folder the tools read or write (dumps, kernels, campaign stores)
+PathLike = Union[str, "os.PathLike[str]"]
 
 __all__ = ["UBLike", "IntLike", "MaskLike", "FlagLike", "SaturateLike", "ChipLike",
-           "CallResult", "CallWithInfo"]
+           "CallResult", "CallWithInfo", "PathLike"]

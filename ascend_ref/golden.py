@@ -34,6 +34,7 @@ except ModuleNotFoundError:  # pragma: no cover
     import tomli as tomllib  # type: ignore[no-redef]
 
 from . import mask as masks, registry, spr as sprs
+from .argtypes import PathLike
 from .case import Case, Outcome
 from .cli_args import is_path
 from .chips import chip as get_chip, chips as all_chips, config_dir
@@ -73,14 +74,12 @@ def _only_for() -> dict:
 
 
 ALIGN = 32
-#: a kernel file's path as the messages name it
-_PathLike = Union[str, os.PathLike]
 
 
 class GoldenError(ValueError):
     """A kernel description that cannot produce golden data: ``file``, ``field``, ``reason``."""
 
-    def __init__(self, file: Union[str, os.PathLike], field: str, reason: str) -> None:
+    def __init__(self, file: PathLike, field: str, reason: str) -> None:
         self.file, self.field, self.reason = str(file), field, reason
         super().__init__(f"{self.file}: {field}: {reason}")
 
@@ -148,7 +147,7 @@ def _round_up(x: int, a: int) -> int:
     return -(-x // a) * a
 
 
-def find_kernel(name_or_path: Union[str, os.PathLike]) -> Path:
+def find_kernel(name_or_path: PathLike) -> Path:
     """A kernel file: a path, or the name of one in ``configs/kernels/`` (``.toml`` optional)."""
     if not is_path(name_or_path, allow_bytes=True):
         raise GoldenError(repr(name_or_path), "file", "expected a kernel name (ascend-ref "
@@ -166,7 +165,7 @@ def find_kernel(name_or_path: Union[str, os.PathLike]) -> Path:
     raise GoldenError(p, "file", f"no such kernel description (files, or one of {known})")
 
 
-def _int(path: _PathLike, fld: str, v: Any, lo: int = 0, hi: int = 2**31 - 1) -> int:
+def _int(path: PathLike, fld: str, v: Any, lo: int = 0, hi: int = 2**31 - 1) -> int:
     if isinstance(v, bool) or not isinstance(v, int):
         raise GoldenError(path, fld, f"{v!r} is not an integer")
     if not lo <= v <= hi:
@@ -174,7 +173,7 @@ def _int(path: _PathLike, fld: str, v: Any, lo: int = 0, hi: int = 2**31 - 1) ->
     return v
 
 
-def _word(path: _PathLike, fld: str, w: Any) -> int:
+def _word(path: PathLike, fld: str, w: Any) -> int:
     if isinstance(w, str):
         try:
             w = int(w, 0)
@@ -183,14 +182,14 @@ def _word(path: _PathLike, fld: str, w: Any) -> int:
     return _int(path, fld, w, 0, 2**64 - 1)
 
 
-def _shape(path: _PathLike, fld: str, shape: Any) -> tuple:
+def _shape(path: PathLike, fld: str, shape: Any) -> tuple:
     """A shape: a non-empty list of ints >= 1."""
     if not isinstance(shape, list) or not shape:
         raise GoldenError(path, fld, f"{shape!r}: expected a list of ints")
     return tuple(_int(path, fld, d, 1) for d in shape)
 
 
-def _held(path: _PathLike, fld: str, values: Any, dtype: str) -> np.ndarray:
+def _held(path: PathLike, fld: str, values: Any, dtype: str) -> np.ndarray:
     """``values`` (a number or a list of them, written in the file) as ``dtype``: integers
     only where every value is a whole number the type holds, floats rounded to the nearest
     but never to an infinity; strings and bools are errors (what ``ascend_ref.store`` takes
@@ -202,13 +201,13 @@ def _held(path: _PathLike, fld: str, values: Any, dtype: str) -> np.ndarray:
         raise GoldenError(path, fld, f"{e.value!r} as {dtype}: expected {e.allowed}") from None
 
 
-def _unknown(path: _PathLike, where: str, got: dict, known: set) -> None:
+def _unknown(path: PathLike, where: str, got: dict, known: set) -> None:
     bad = sorted(set(got) - known)
     if bad:
         raise GoldenError(path, f"{where}{bad[0]}", f"unknown key (known: {sorted(known)})")
 
 
-def load_kernel(name_or_path: Union[str, os.PathLike]) -> Kernel:
+def load_kernel(name_or_path: PathLike) -> Kernel:
     """Parse and check a kernel description (raises :class:`GoldenError`)."""
     path = find_kernel(name_or_path)
     if not path.is_file():
@@ -359,7 +358,7 @@ def load_kernel(name_or_path: Union[str, os.PathLike]) -> Kernel:
                                                      out.get("file", "golden.bin")), reads)
 
 
-def _file_name(path: _PathLike, fld: str, v: Any) -> str:
+def _file_name(path: PathLike, fld: str, v: Any) -> str:
     """A name the kernel's files are written under: a non-empty string naming no folder
     (``"../x"`` would write outside the output folder)."""
     if not isinstance(v, str) or not v or v in (".", "..") or "/" in v or "\\" in v:
@@ -371,7 +370,7 @@ def _file_name(path: _PathLike, fld: str, v: Any) -> str:
 _NUMBERS = ("low", "high", "mean", "std", "value", "start", "step", "ub_pad")
 
 
-def _numbers(path: _PathLike, where: str, spec: dict, gen: str) -> None:
+def _numbers(path: PathLike, where: str, spec: dict, gen: str) -> None:
     """An input's numbers are finite numbers (``low = nan`` was an OverflowError, ``ub_pad =
     "x"`` a ValueError, from numpy), its seed an int in numpy's ``[0, 2**32 - 1]``, a range
     not empty and a spread not negative (they were drawn from in silence)."""
@@ -481,7 +480,7 @@ def out_dtype(k: Kernel) -> str:
     return types.pop()
 
 
-def kernel_cases(kernel: Union[Kernel, str, os.PathLike]
+def kernel_cases(kernel: Union[Kernel, PathLike]
                  ) -> Tuple[List[Case], List[Outcome], Dict[str, np.ndarray],
                             Dict[str, Tuple[int, int]], int]:
     """The kernel as reference calls: ``(cases, outcomes, inputs, layout, out_size)``.
@@ -507,7 +506,7 @@ def _read_words(k: Kernel, rd: Read, state: Any) -> bytes:
     return np.array(out, bits).astype(np.dtype(bits).newbyteorder("<")).tobytes()
 
 
-def _run_kernel(kernel: Union[Kernel, str, os.PathLike]
+def _run_kernel(kernel: Union[Kernel, PathLike]
                 ) -> Tuple[List[Case], List[Outcome], Dict[str, np.ndarray],
                            Dict[str, Tuple[int, int]], int, np.ndarray]:
     """:func:`kernel_cases` and the UB after the whole kernel (the getters' stores in it)."""
@@ -611,7 +610,7 @@ def _run_kernel(kernel: Union[Kernel, str, os.PathLike]
     return cases, outs, inputs, layout, out_size, ub
 
 
-def generate(kernel: Union[Kernel, str, os.PathLike], out_dir: Union[str, os.PathLike], *,
+def generate(kernel: Union[Kernel, PathLike], out_dir: PathLike, *,
              dumps: bool = False, stacked: bool = False) -> Golden:
     """Write ``out_dir/input/*.bin`` and ``out_dir/output/golden.bin`` for ``kernel``.
 

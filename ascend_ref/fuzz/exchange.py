@@ -25,10 +25,11 @@ import shutil
 import subprocess
 import tempfile
 from pathlib import Path
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Union
+from typing import Any, Dict, Iterable, List, Optional, Sequence
 
 import numpy as np
 
+from ..argtypes import PathLike
 from ..case import Case, Outcome
 from ..constraints import Code
 from ..mask import CounterMask
@@ -76,15 +77,15 @@ def case_from_bytes(data: bytes) -> Case:
         return case_from_meta(json.loads(str(z["meta"])), z["ub"])
 
 
-def save_case(case: Case, path: Union[str, "os.PathLike[str]"]) -> None:
+def save_case(case: Case, path: PathLike) -> None:
     Path(path).write_bytes(case_to_bytes(case))
 
 
-def load_case(path: Union[str, "os.PathLike[str]"]) -> Case:
+def load_case(path: PathLike) -> Case:
     return case_from_bytes(Path(path).read_bytes())
 
 
-def save_result(path: Union[str, "os.PathLike[str]"], status: str,
+def save_result(path: PathLike, status: str,
                 ub: Optional[np.ndarray] = None) -> None:
     """What a device under test writes for one case (``status`` "ok" needs ``ub``)."""
     arrays: Dict[str, Any] = {"status": np.array(status)}
@@ -113,7 +114,7 @@ def write_exchange(folder: Path, cases: Sequence[Case], names: Sequence[str],
     (folder / "manifest.json").write_text(json.dumps({"format": FORMAT, "cases": entries}))
 
 
-def read_exchange_cases(folder: Union[str, "os.PathLike[str]"]) -> List[tuple]:
+def read_exchange_cases(folder: PathLike) -> List[tuple]:
     """``[(name, Case, meta)]`` of an exchange directory (what a device harness reads)."""
     folder = Path(folder)
     man = json.loads((folder / "manifest.json").read_text())
@@ -127,7 +128,7 @@ def read_exchange_cases(folder: Union[str, "os.PathLike[str]"]) -> List[tuple]:
     return out
 
 
-def read_result(path: Union[str, "os.PathLike[str]"], expected: Outcome) -> tuple:
+def read_result(path: PathLike, expected: Outcome) -> tuple:
     """``(verdict, Outcome or None, note)`` for one result file; verdict is ``"ok"``,
     ``"skip"``, ``"missing"`` or ``"bad"``. A device cannot know which bytes the reference
     calls written / undefined, so the actual outcome borrows the expected masks."""

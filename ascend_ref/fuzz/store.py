@@ -16,8 +16,9 @@ import sqlite3
 import time
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Literal, Optional, Type, Union
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Literal, Optional, Type
 
+from ..argtypes import PathLike
 from ..batch_args import is_int
 from ..constraints import Code, ConstraintError
 
@@ -159,7 +160,7 @@ def _opened(path: str) -> sqlite3.Connection:
 
 
 class Store:
-    def __init__(self, path: Union[str, "os.PathLike[str]"]) -> None:
+    def __init__(self, path: PathLike) -> None:
         if not ((isinstance(path, str) and path) or isinstance(path, os.PathLike)):
             # str(None) / str(5) was a database named "None" / "5" in the working directory
             raise StoreError(f"results file {path!r}: expected a file name (a non-empty str "

@@ -4,13 +4,13 @@ builds on this module, not on format.py, so the two do not import each other).""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Any, Dict, List, Literal, Optional, Sequence, Tuple, Union
 
 import numpy as np
 
 from .. import registry
+from ..argtypes import PathLike
 from ..batch_args import held_int, is_int
 from ..case import Case
 from ..chips import chips as all_chips
@@ -18,7 +18,6 @@ from ..constraints import Code, ConstraintError
 from ..mask import U64, CounterMask, api_words
 from ..ub import ALIASES_TEXT, DTYPES, dtype_from_text
 
-PathLike = Union[str, "os.PathLike[str]"]
 #: the ``regions`` argument of the writers: None (the whole UB), ``"tensors"`` (each
 #: tensor's declared extent) or ``{name: (addr, nbytes)}``
 Regions = Union[None, Literal["tensors"], Mapping[str, Sequence[int]]]
