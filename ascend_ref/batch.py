@@ -61,7 +61,7 @@ from . import batch_args, engine, registry, scale
 from . import batch_prep, heap
 from .ub import dtype_name
 from .case import Case, Outcome, as_cases
-from .chips import ChipProfile
+from .argtypes import ChipLike
 from .constraints import Code, ConstraintError
 from .params import Params
 
@@ -250,7 +250,7 @@ def run_cases(cases: Iterable[Case], *, heights: Sequence[int] = TABLE_HEIGHTS,
     return outcomes  # type: ignore[return-value]
 
 
-def run_columns(api: str, chip: Union[str, ChipProfile], dtype: str, option: Any,
+def run_columns(api: str, chip: ChipLike, dtype: str, option: Any,
                 mask: ArrayLike, params: dict, tensors: dict, ubs: ArrayLike,
                 saturate: Union[bool, np.ndarray, None] = None, *,
                 heights: Sequence[int] = TABLE_HEIGHTS) -> batch_prep.Stacked:
@@ -829,7 +829,7 @@ def _merge(out: np.ndarray, start: int, writes: Iterable[Tuple[Any, Any, Any]]) 
                 out.reshape(-1)[flat + k] = (v >> (8 * k)).astype(np.uint8)
 
 
-def run_batch(api: str, ubs: ArrayLike, *, chip: Union[str, ChipProfile], dtype: str,
+def run_batch(api: str, ubs: ArrayLike, *, chip: ChipLike, dtype: str,
               mask: ArrayLike, order: Any = None, reduce_type: Any = None,
               cal_index: bool = False, saturate: Any = None, ub_base: ArrayLike = 0,
               max_repeat: Optional[int] = None, devices: Optional[Sequence] = None,

@@ -46,6 +46,7 @@ from jax.typing import ArrayLike
 
 from . import addressing, mask as masks, numerics
 from . import registry
+from .argtypes import ChipLike
 from .batch_args import flag, is_int
 from .case import JAX, Case
 from .chips import ChipProfile, chip as get_chip
@@ -1029,7 +1030,7 @@ def _leaf_args(api: str, n: int, labels: Any, active: Any) -> tuple:
 
 
 def replay(leaf_bits: ArrayLike, dtype: str, *, saturate: bool = False,
-           chip: Union[str, ChipProfile] = "atlas_a2", labels: Optional[Sequence[str]] = None,
+           chip: ChipLike = "atlas_a2", labels: Optional[Sequence[str]] = None,
            active: Optional[ArrayLike] = None, title: str = "") -> RoundingTree:
     """Replay the pairwise tree over ``leaf_bits`` (raw bits, power-of-two length) with
     :func:`ascend_ref.numerics.add` — the kernels' add — recording every node.
