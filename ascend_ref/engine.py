@@ -163,6 +163,11 @@ class Effects:
     diag: dict = field(default_factory=dict)
 
 
+#: an instruction's effects (:attr:`Instruction.effects`): ``(spec, p, bits, active, arith)
+#: -> Effects``
+EffectsFn = Callable[[Spec, Params, jax.Array, jax.Array, numerics.Exact], Effects]
+
+
 #: :func:`product_params` per profile object (a profile is frozen: same object, same facts)
 _FACTS: Dict[int, Tuple[ChipProfile, Dict[tuple, ChipFacts]]] = {}
 
@@ -209,6 +214,13 @@ def _product_params(prof: ChipProfile, dtype: str, option: Any,
         fields=facts)
 
 
+#: a product flag as :class:`Product` reads it: a numpy bool on the host (a concrete call's
+#: rules), a numpy array inside the host checks, a traced array in the kernel
+Flag = Union[jax.Array, np.ndarray, np.bool_]
+#: a product bit pattern (the default NaN, an empty block's fill), read the same three ways
+Bits32 = Union[jax.Array, np.ndarray, np.uint32]
+
+
 class Product:
     """The product behaviour one call reads from its parameters (:class:`Params` ``.chip``,
     :func:`product_params`): bools and bit patterns, concrete or traced."""
@@ -217,21 +229,21 @@ class Product:
         self.c = p.chip
 
     @staticmethod
-    def _is(value: Any, rules: tuple, rule: str) -> Union[jax.Array, np.ndarray, np.bool_]:
+    def _is(value: Any, rules: tuple, rule: str) -> Flag:
         return value == rules.index(rule)
 
-    def zero_mask_is(self, rule: str) -> Union[jax.Array, np.ndarray, np.bool_]:
+    def zero_mask_is(self, rule: str) -> Flag:
         """``zero_mask`` rule is ``rule`` (``"nop"`` / ``"undefined"`` / ``"error"``)."""
         return self._is(self.c.zero_mask, ZERO_RULES, rule)
 
-    def zero_repeat_is(self, rule: str) -> Union[jax.Array, np.ndarray, np.bool_]:
+    def zero_repeat_is(self, rule: str) -> Flag:
         return self._is(self.c.zero_repeat, ZERO_RULES, rule)
 
-    def block_fill_is(self, rule: str) -> Union[jax.Array, np.ndarray, np.bool_]:
+    def block_fill_is(self, rule: str) -> Flag:
         """ReduceDataBlock empty-block rule is ``rule`` (``"keep"`` / ``"fill"`` / ``"undefined"``)."""
         return self._is(self.c.block_fill, FILL_RULES, rule)
 
-    def add_order_is(self, order: str) -> Union[jax.Array, np.ndarray, np.bool_]:
+    def add_order_is(self, order: str) -> Flag:
         return self._is(self.c.add_order, ADD_ORDERS, order)
 
     def add_order_choose(self, branches: Sequence[Tuple[str, Callable[[], Any]]]) -> Any:
@@ -254,28 +266,28 @@ class Product:
         return out
 
     @property
-    def dst_rep_stride_zero(self) -> Union[jax.Array, np.ndarray, np.bool_]:
+    def dst_rep_stride_zero(self) -> Flag:
         return self.c.dst_rep_stride_zero
 
     @property
-    def saturate_only(self) -> Union[jax.Array, np.ndarray, np.bool_]:
+    def saturate_only(self) -> Flag:
         return self.c.saturate_only
 
     @property
-    def fp32_ftz(self) -> Union[jax.Array, np.ndarray, np.bool_]:
+    def fp32_ftz(self) -> Flag:
         return self.c.fp32_ftz
 
     @property
-    def minmax_nan(self) -> Union[jax.Array, np.ndarray, np.bool_]:
+    def minmax_nan(self) -> Flag:
         """True where min/max NaN results become the default NaN (the profile's
         ``minmax_nan = "default"``; :func:`ascend_ref.numerics.nan_result`)."""
         return self.c.minmax_nan_default
 
-    def default_nan(self, dtype: str) -> Union[jax.Array, np.ndarray, np.uint32]:
+    def default_nan(self, dtype: str) -> Bits32:
         """The default NaN of this call's dtype (``dtype`` is that dtype: one value is passed)."""
         return self.c.default_nan
 
-    def fill(self) -> Union[jax.Array, np.ndarray, np.uint32]:
+    def fill(self) -> Bits32:
         """Bits of an empty ReduceDataBlock block result for this call (rule ``"fill"``)."""
         return self.c.fill
 
@@ -349,7 +361,7 @@ class Instruction:
     repeat_range: Callable[[Spec], tuple]  # (lo, hi) for a spec
     strides: tuple                        # stride parameters, each in [0, 65535]
     align: Callable[[Spec], dict]          # operand -> byte alignment (an int or a function of p)
-    effects: Callable[..., Effects]
+    effects: EffectsFn
     overlap: str = "repeat"                # "repeat" (Ascend C) | "disjoint" (TIK)
     word_order: str = "ascendc"
     blk_stride: bool = True                # has a source block stride parameter
@@ -1314,7 +1326,7 @@ def _raise_if(ins: Instruction, spec: Spec, p: Params, data: Diag, status: int,
                               allowed=bad.allowed(vals), chip=chip_id, hint=bad.hint)
 
 
-def judged(p: Params, name: str) -> Union[jax.Array, np.ndarray, np.bool_]:
+def judged(p: Params, name: str) -> Flag:
     """The traced-argument rule of ``name``: holds unless ``p.faults[name]`` says its value
     is outside what it takes (True where the argument was concrete: judged before)."""
     fault = p.faults.get(name)

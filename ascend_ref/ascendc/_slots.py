@@ -19,13 +19,6 @@ from ..params import Params
 if TYPE_CHECKING:
     import jax
 
-    from .. import numerics
-    from ..engine import Effects
-
-    #: an instruction's effects (:attr:`ascend_ref.engine.Instruction.effects`): ``(spec, p,
-    #: bits, active, arith) -> Effects``
-    EffectsFn = Callable[[Spec, Params, jax.Array, jax.Array, numerics.Exact], Effects]
-
 MAX_REPEAT = 255
 #: Every Ascend C reduction's numeric parameters (Case keys), and its public signature
 PARAMS = ("repeat", "dst_rep_stride", "src_blk_stride", "src_rep_stride")

@@ -81,7 +81,7 @@ if TYPE_CHECKING:
     from ..engine import Spec
     from ..numerics import Summation
     from ..params import Params
-    from ._slots import EffectsFn
+    from ..engine import EffectsFn
 
 #: Numeric parameters (Case keys) and the public signature after ``ub``
 PARAMS = ("repeat", "src_rep_stride")

@@ -81,7 +81,7 @@ if TYPE_CHECKING:
     from ..engine import Effects, Spec
     from ..numerics import Summation
     from ..params import Params
-    from ._slots import EffectsFn
+    from ..engine import EffectsFn
 
 #: the count form's public signature after ``ub`` (``"repeat"`` is ``count``: the engine's
 #: repeat parameter, public name ``kernel.repeat_param``)

@@ -55,7 +55,7 @@ if TYPE_CHECKING:
 
     from ..engine import Spec
     from ..params import Params
-    from ._slots import EffectsFn
+    from ..engine import EffectsFn
 
 #: Slot layout per order: the words of one result slot, in memory order.
 SLOTS = {

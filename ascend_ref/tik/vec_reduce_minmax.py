@@ -30,7 +30,7 @@ Example (seed 002): 256 halves, min −9.97 at offset 43.
 
 from __future__ import annotations
 
-from typing import Any, Callable, List, Optional, Tuple, Union
+from typing import Any, List, Optional, Tuple, Union
 
 import jax
 import jax.numpy as jnp
@@ -38,7 +38,7 @@ import jax.numpy as jnp
 from ..argtypes import CallResult, ChipLike, FlagLike, IntLike, MaskLike, UBLike
 from .. import numerics, registry
 from ..constraints import Code, Rule
-from ..engine import Effects, Region, Spec, gate
+from ..engine import Effects, EffectsFn, Region, Spec, gate
 from ..params import Params
 from ..spr import ReduceSpr
 from ..ub import Tensor, itemsize
@@ -122,7 +122,7 @@ def _rules(spec: Spec) -> List[Rule]:
 
 
 def _effects(kind: str
-             ) -> Callable[[Spec, Params, jax.Array, jax.Array, numerics.Exact], Effects]:
+             ) -> EffectsFn:
     def effects(spec: Spec, p: Params, bits: jax.Array, active: jax.Array,
                 arith: numerics.Exact) -> Effects:
         value_r, lane_r, _ = arith.extreme(bits, active, kind)
