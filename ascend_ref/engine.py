@@ -166,6 +166,10 @@ class Effects:
 #: an instruction's effects (:attr:`Instruction.effects`): ``(spec, p, bits, active, arith)
 #: -> Effects``
 EffectsFn = Callable[[Spec, Params, jax.Array, jax.Array, numerics.Exact], Effects]
+#: what :func:`kernel` (and :func:`batched`) returns: ``(ub, status, diag, written,
+#: undefined)`` -- ``ub`` and ``undefined`` as per-write tables in the compact form
+KernelResult = Tuple[Union[jax.Array, tuple], jax.Array, Diag, Optional[jax.Array],
+                     Union[jax.Array, tuple, None]]
 
 
 #: :func:`product_params` per profile object (a profile is frozen: same object, same facts)
@@ -708,9 +712,7 @@ def _raw_candidate(w: "Write", p: Params, blk: ArrayLike, lane_mask: jax.Array,
 
 
 @functools.partial(jax.jit, static_argnums=(0, 1))
-def kernel(ins: Instruction, spec: Spec, ub: jax.Array, p: Params
-           ) -> Tuple[Union[jax.Array, tuple], jax.Array, Diag, Optional[jax.Array],
-                      Union[jax.Array, tuple, None]]:
+def kernel(ins: Instruction, spec: Spec, ub: jax.Array, p: Params) -> KernelResult:
     """Run one call on ``ub``. Returns ``(ub, status, diag, written, undefined)``.
 
     On the ``"batch"`` path ``diag.need_exact`` (:class:`~ascend_ref.params.Diag`) says the results may differ from the
@@ -915,9 +917,7 @@ def evaluate(prep: "Prepared", src: jax.Array, cls: Type[numerics.Exact]
 
 
 def batched(ins: Instruction, spec: Spec, ubs: jax.Array, ps: Any,
-            prep: Optional[Callable[[Any], Params]] = None
-            ) -> Tuple[Union[jax.Array, tuple], jax.Array, Diag, Optional[jax.Array],
-                       Union[jax.Array, tuple, None]]:
+            prep: Optional[Callable[[Any], Params]] = None) -> KernelResult:
     """The kernel over a batch (leading axis of ``ubs`` and every ``ps`` leaf), bit-equal to
     the general path: the fast kernel first and, only if some case needs it, the whole batch
     again on the exact fallback (a batch-level ``lax.cond``: one branch runs, also on GPU).
@@ -925,8 +925,7 @@ def batched(ins: Instruction, spec: Spec, ubs: jax.Array, ps: Any,
     ``prep``: when given, ``ps`` holds per-case inputs and ``prep(row)`` builds a case's
     parameters inside the vmapped kernel, so values it closes over (parameters every case
     shares) stay unbatched and what depends only on them is computed once per batch."""
-    def run(path: str) -> Tuple[Union[jax.Array, tuple], jax.Array, Diag, Optional[jax.Array],
-                                Union[jax.Array, tuple, None]]:
+    def run(path: str) -> KernelResult:
         sp = dataclasses.replace(spec, path=path)
         if prep is None:
             return jax.vmap(functools.partial(kernel, ins, sp))(ubs, ps)
