@@ -966,7 +966,7 @@ def run_batch(api: str, ubs: ArrayLike, *, chip: ChipLike, dtype: str,
     if inplace:
         out = ubs
     else:
-        out = batch_prep.result_empty(ubs.shape)
+        out = batch_prep.result_empty((ubs.shape[0], ubs.shape[1]))
         if not PIPELINE:
             np.copyto(out, ubs)
     status = np.zeros(b, np.int32)

@@ -91,7 +91,7 @@ def int_param(api: str, name: str, v: Any, b: int) -> np.ndarray:
 def _repeat(one: np.ndarray, b: int) -> np.ndarray:
     """The 0-d ``one`` as a read-only ``[b]`` array of stride 0 (``np.broadcast_to``'s
     result, without its argument checks: ~1 us against ~4)."""
-    a = np.ndarray((b,), one.dtype, one, 0, (0,))
+    a: np.ndarray = np.ndarray((b,), one.dtype, one, 0, (0,))
     a.flags.writeable = False
     return a
 

@@ -284,7 +284,7 @@ def aligned_zeros(shape: Tuple[int, int], align: int = 64) -> np.ndarray:
 SPARSE_MMAP, _SPARSE_MIN = True, 1 << 22
 #: private (copy-on-write after a fork, plain anonymous memory), not the default shared
 #: mapping; Windows has no flags (its anonymous mappings are private to the process)
-_PRIVATE = {"flags": mmap.MAP_PRIVATE} if hasattr(mmap, "MAP_PRIVATE") else {}
+_PRIVATE: Dict[str, Any] = {"flags": mmap.MAP_PRIVATE} if hasattr(mmap, "MAP_PRIVATE") else {}
 
 
 def sparse_zeros(shape: Tuple[int, ...]) -> np.ndarray:

@@ -27,11 +27,7 @@ from typing import Any, Callable, Dict, List, Mapping, Tuple, Union
 
 import numpy as np
 
-try:  # Python >= 3.11
-    import tomllib
-except ModuleNotFoundError:  # pragma: no cover - Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
-
+from ._toml import tomllib
 from .constraints import Code, ConstraintError
 
 

@@ -1063,7 +1063,7 @@ def replay(leaf_bits: ArrayLike, dtype: str, *, saturate: bool = False,
     vals = bits.view(dtype)
     levels = [[Node(0, i, i, i + 1, int(bits[i]), float(vals[i]), names[i], bool(act[i]))
                for i in range(n)]]
-    cur = bits
+    cur: np.ndarray = bits
     lvl = 0
     replayed = _replay_levels(jnp.asarray(bits), dtype, sat, nan, ftz)
     for r, ieee in replayed:
@@ -1213,7 +1213,7 @@ def rounding_tree(source: Any, *, repeat: int = 0, block: Optional[int] = None, 
         nrep = min(max(R, 1), amap.reads.shape[0])   # the rows the table holds
         if not 0 <= repeat < nrep:
             raise ValueError(f"repeat {repeat} outside [0, {nrep})")
-        lanes = np.arange(L)
+        lanes: np.ndarray = np.arange(L)
         if lay.groups > 1:                   # one sum per group of L / groups lanes
             width = L // lay.groups          # (ReduceDataBlock: a DataBlock; a pair: 2)
             b = 0 if block is None else block

@@ -28,12 +28,8 @@ from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
-try:  # Python >= 3.11
-    import tomllib
-except ModuleNotFoundError:  # pragma: no cover
-    import tomli as tomllib  # type: ignore[no-redef]
-
 from . import mask as masks, registry, spr as sprs
+from ._toml import tomllib
 from .argtypes import PathLike
 from .case import Case, Outcome
 from .cli_args import is_path
@@ -570,7 +566,7 @@ def _run_kernel(kernel: Union[Kernel, PathLike]
     if cursor > prof.ub_bytes:
         raise GoldenError(k.path, "inputs", f"the tensors need {cursor} bytes of UB, more than "
                                             f"{k.chip} has ({prof.ub_bytes})")
-    ub = np.zeros(prof.ub_bytes, np.uint8)
+    ub: np.ndarray = np.zeros(prof.ub_bytes, np.uint8)
     for a, img in images:
         ub[a:a + img.size * s] = np.ascontiguousarray(img.astype(np.dtype(k.dtype).newbyteorder("<"))).view(np.uint8).ravel()
     init = np.full(out_bytes // os_, _held(k.path, "output.init", k.out_init, od))

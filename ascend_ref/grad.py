@@ -651,9 +651,9 @@ def search_tree_gap(n: int = 128, *, steps: int = 100, batch: int = 32, lo: floa
             m = int(rng.integers(1, 4))
             idx = rng.choice(n, m, replace=False)
             if g is not None and b < batch // 2:
-                d = np.sign(g[idx])
+                d: np.ndarray = np.sign(g[idx])
                 d[d == 0] = rng.choice([-1.0, 1.0], int((d == 0).sum()))
-                k = np.ones(m)
+                k: np.ndarray = np.ones(m)
             else:
                 d, k = rng.choice([-1.0, 1.0], m), rng.choice([1.0, 2.0], m)
             cand[b, idx] += d * k * u[idx]

@@ -157,7 +157,7 @@ class Mask:
     ``[0, 2**32 - 1]``: the call's MASK_BITS status (a concrete one raises here)."""
 
     mode: str
-    value: Union[np.ndarray, jax.Array]
+    value: Union["np.ndarray[Any, Any]", jax.Array]
     fault: Any = None
 
 
@@ -323,7 +323,7 @@ def low_first(words: Sequence[int], word_order: str) -> List[int]:
     return words
 
 
-def low_first_rows(words: np.ndarray, word_order: str) -> np.ndarray:
+def low_first_rows(words: "np.ndarray[Any, Any]", word_order: str) -> "np.ndarray[Any, Any]":
     """:func:`low_first` of every row of ``words`` ``[m, n]`` at once (run_cases' batched
     preparation): TIK rows of two words swapped, anything else as given.
 

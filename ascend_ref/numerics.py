@@ -20,7 +20,7 @@ Values travel as unsigned bits (uint16 / uint32) so that nothing the backend doe
 from __future__ import annotations
 
 import functools
-from typing import Callable, Optional, Protocol, Sequence, Tuple, Union
+from typing import Any, Callable, Optional, Protocol, Sequence, Tuple, Union
 
 import jax
 import jax.numpy as jnp
@@ -29,9 +29,9 @@ from jax import lax
 from jax.typing import ArrayLike
 
 #: raw element bits (uint16 / uint32), a JAX or numpy array
-Bits = Union[jax.Array, np.ndarray]
+Bits = Union[jax.Array, "np.ndarray[Any, Any]"]
 #: an element type as its name or a numpy dtype (anything whose ``str()`` is the name)
-DType = Union[str, np.dtype]
+DType = Union[str, "np.dtype[Any]"]
 #: a two-operand add over arrays (bits or, on the fast path, float32 values)
 Add2 = Callable[[jax.Array, jax.Array], jax.Array]
 
@@ -72,7 +72,7 @@ def _width(bits: Bits) -> int:
     return jnp.dtype(bits.dtype).itemsize
 
 
-def is_nan(bits: Bits) -> jax.Array:
+def is_nan(bits: Bits) -> Bits:
     _, ut, sign, expo, _ = _FMT[_width(bits)]
     return (bits & ut(~sign & (2 ** (8 * _width(bits)) - 1))) > ut(expo)
 

@@ -245,6 +245,7 @@ def _run_global(fn: Callable, args: Any, n: int, devs: Tuple, donate: Tuple[int,
     counts = allgather_objects(n)                  # every process's row count
     per_proc = -(-max(max(counts), 1) // local) * local
     call, rows = _compiled(fn, devs, donate)
+    assert rows is not None          # devices of several processes: a mesh, never one device
     args = _pad_rows(args, n, per_proc)
     glob = jax.tree_util.tree_map(
         lambda x: jax.make_array_from_process_local_data(

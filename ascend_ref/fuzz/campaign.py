@@ -22,12 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Union
 
-try:  # Python >= 3.11
-    import tomllib
-except ModuleNotFoundError:  # pragma: no cover - Python 3.10
-    import tomli as tomllib  # type: ignore[no-redef]
-
 from .. import registry
+from .._toml import tomllib
 from ..batch_args import is_int
 from ..chips import chips as all_chips, config_dir
 from ..constraints import Code, ConstraintError

@@ -189,8 +189,9 @@ def compile_cache() -> Optional[str]:
 
     where = os.environ.get("ASCEND_REF_COMPILE_CACHE",
                            str(Path.home() / ".cache" / "ascend_ref" / "jax"))
-    if jax.config.jax_compilation_cache_dir:  # type: ignore[attr-defined]  # (a dynamic option)
-        return jax.config.jax_compilation_cache_dir  # type: ignore[attr-defined]
+    configured = getattr(jax.config, "jax_compilation_cache_dir")   # (a dynamic option)
+    if configured:
+        return str(configured)
     if where.strip().lower() in ("", "off", "0", "no", "false"):
         return None
     jax.config.update("jax_compilation_cache_dir", where)

@@ -133,7 +133,7 @@ def _mask_words(rep_mask: Any, g: Group, rows: np.ndarray, lanes: int, word_orde
     m = rows.size
     w = g.mask[rows]
     if g.mask_words == 0:
-        out = np.zeros((m, 4), np.uint32)
+        out: np.ndarray = np.zeros((m, 4), np.uint32)
         out[:, 0] = w[:, 0].astype(np.uint32)
     else:
         if word_order == "tik":
