@@ -11,7 +11,7 @@ Public API (SPEC §8): :func:`chips`, :func:`chip`, :func:`new_ub`, :func:`store
 ``get_reduce_repeat_max_min_spr``).
 """
 
-from . import ascendc, explain, oracle, tik
+from . import ascendc, explain, oracle, provenance, tik
 from .chips import ChipProfile, chip, chips
 from .constraints import Code, ConstraintError
 from .batch import run_batch, run_cases, run_columns
@@ -21,7 +21,7 @@ from .enums import ReduceOrder, ReduceType
 from .mask import CounterMask
 from .ub import Tensor, load, new_ub, store
 
-__version__ = "0.1.0"
+__version__ = provenance.VERSION
 __all__ = ["CounterMask", "chips", "chip", "ChipProfile", "new_ub", "store", "load", "Tensor", "ascendc", "tik",
            "oracle", "ReduceOrder", "ReduceType", "ConstraintError", "Code", "explain",
            "CallInfo", "run_batch", "run_cases", "run_columns", "ReduceSpr", "SprRead"]

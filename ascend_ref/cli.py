@@ -25,6 +25,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ascend-ref",
         description="Bit-exact reference of Ascend vector reductions: fuzz, verify, golden, explain.")
+    parser.add_argument("--version", action="store_true",
+                        help="print the versions of this package, JAX, jaxlib, numpy, "
+                             "ml_dtypes and Python, and exit")
     sub = parser.add_subparsers(dest="command")
     for name, module in COMMANDS.items():
         try:
@@ -58,6 +61,11 @@ def _main(argv: Optional[Sequence[str]]) -> int:
         print(f"ascend-ref: {e}", file=sys.stderr)
         return 2
     args = parser.parse_args(argv)
+    if args.version:
+        from .provenance import describe, software
+
+        print(describe(software()))
+        return 0
     if not getattr(args, "func", None):
         parser.print_help()
         return 2

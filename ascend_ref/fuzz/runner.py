@@ -14,8 +14,9 @@ import os
 import sys
 import time
 from collections import Counter, defaultdict
-from typing import TYPE_CHECKING, Any, Callable, List, Optional, Sequence, TextIO
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, Optional, Sequence, TextIO, Tuple
 
+from ..provenance import describe, software
 from . import comparators, coverage, exchange
 from .campaign import Campaign
 from .compare import diff, spr_detail
@@ -163,7 +164,8 @@ def run_campaign(camp: Campaign, db: Optional[str] = None, *, fresh: bool = Fals
             f"{db}" + ("" if todo else " — complete (--fresh runs it again; --cases N or "
                                          "--seed S draws new cases)"))
     cmp = comparators.make(camp)
-    run_id = store.start_run(camp.id, os.getpid()) if store is not None else None
+    run_id = store.start_run(camp.id, os.getpid(), software(backend=True)) \
+        if store is not None else None
     t0 = time.time()
     mism = start[1]
     prog = _Progress(camp.cases, camp.cases - len(todo), quiet or not lead, camp.name)
@@ -302,6 +304,22 @@ def replay_ref(camp: Campaign, case_id: int, db: str, store: Optional[Store] = N
     return f"ascend-ref fuzz{extra} --replay {camp.id if others else camp.name}:{case_id}"
 
 
+def _software_lines(runs: List[Tuple[Optional[Dict[str, str]], int, int]]) -> List[str]:
+    """The report's account of what computed the results: one line where every run recorded
+    the same software, else a line for each (a campaign resumed after an upgrade holds
+    verdicts of two references: a mismatch may belong to one of them only)."""
+    def one(sw: Optional[Dict[str, str]]) -> str:
+        return "not recorded (a run before runs recorded it)" if sw is None else describe(sw)
+
+    if not runs:
+        return []
+    if len(runs) == 1:
+        return [f"software: {one(runs[0][0])}"]
+    out = [f"software: {len(runs)} different across the runs (each stored its own cases):"]
+    out += [f"  {one(sw)}: {n} run(s), {k} case(s)" for sw, n, k in runs]
+    return out
+
+
 def report(camp: Campaign, store: Store, session: Optional[dict] = None, note: str = "",
            detail: bool = False) -> str:
     c = store.counts(camp.id)
@@ -310,6 +328,7 @@ def report(camp: Campaign, store: Store, session: Optional[dict] = None, note: s
     lines = ["", f"== campaign {camp.name} ({camp.id}) — {camp.compare.describe()} =="]
     lines.append(f"cases: {c['total']} of {target} done — {c['pass']} pass, "
                  f"{c['mismatch']} mismatch, {c['skip']} skipped")
+    lines += _software_lines(store.run_software(camp.id))
     if session:
         rate = session["ran"] / session["seconds"] if session["seconds"] > 0 else 0.0
         lines.append(f"this run: {session['ran']} cases in {session['seconds']:.1f} s "

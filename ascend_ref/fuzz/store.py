@@ -16,7 +16,7 @@ import sqlite3
 import time
 from pathlib import Path
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Literal, Optional, Type
+from typing import TYPE_CHECKING, Any, Dict, Iterable, List, Literal, Optional, Tuple, Type
 
 from ..argtypes import PathLike
 from ..batch_args import is_int
@@ -52,7 +52,9 @@ CREATE TABLE IF NOT EXISTS runs (
     finished    REAL,                  -- NULL: killed or still running
     cases_run   INTEGER NOT NULL DEFAULT 0,
     seconds     REAL NOT NULL DEFAULT 0,   -- wall time up to the last commit
-    pid         INTEGER
+    pid         INTEGER,
+    software    TEXT                   -- JSON: provenance.software(backend=True) of the run;
+                                       -- NULL in runs recorded before the column existed
 );
 CREATE TABLE IF NOT EXISTS cases (
     campaign    TEXT NOT NULL REFERENCES campaigns(id),
@@ -175,6 +177,7 @@ class Store:
             self.db.execute("PRAGMA synchronous=NORMAL")   # WAL + NORMAL: safe against SIGKILL
             self.db.execute("PRAGMA foreign_keys=ON")
             self.db.executescript(SCHEMA)
+            self._software = self._software_column()
             v = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
             if v is None:
                 self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
@@ -187,6 +190,19 @@ class Store:
             self.db.close()
             raise StoreError(f"results file {self.path}: schema version {v[0]}, this package "
                              f"writes {SCHEMA_VERSION}; use another --db FILE")
+
+    def _software_column(self) -> bool:
+        """Whether ``runs`` has its ``software`` column, adding it to a file written before
+        runs recorded their software (the same schema version: older readers name the
+        columns they read, and ignore it). A file that cannot take it now (locked by a run
+        of an older version, or read-only) is used without it: its runs record nothing."""
+        if "software" in {r[1] for r in self.db.execute("PRAGMA table_info(runs)")}:
+            return True
+        try:
+            self.db.execute("ALTER TABLE runs ADD COLUMN software TEXT")
+        except sqlite3.OperationalError:
+            return False
+        return True
 
     # ------------------------------------------------------------------ transactions ------
     def tx(self) -> _Tx:
@@ -262,12 +278,31 @@ class Store:
         self.db.execute("UPDATE campaigns SET updated=? WHERE id=?", (time.time(), campaign))
 
     # ------------------------------------------------------------------ runs --------------
-    def start_run(self, campaign: str, pid: int) -> int:
+    def start_run(self, campaign: str, pid: int,
+                  software: Optional[Dict[str, str]] = None) -> int:
+        """A new run of ``campaign`` by process ``pid``; ``software``: what computes its
+        results (:func:`ascend_ref.provenance.software`), stored as JSON."""
+        sw = None if software is None else json.dumps(software, sort_keys=True)
         with self.tx():
-            cur = self.db.execute("INSERT INTO runs (campaign, started, pid) VALUES (?,?,?)",
-                                  (campaign, time.time(), pid))
+            if self._software:
+                cur = self.db.execute("INSERT INTO runs (campaign, started, pid, software) "
+                                      "VALUES (?,?,?,?)", (campaign, time.time(), pid, sw))
+            else:
+                cur = self.db.execute("INSERT INTO runs (campaign, started, pid) VALUES "
+                                      "(?,?,?)", (campaign, time.time(), pid))
         assert cur.lastrowid is not None             # an INSERT sets it
         return int(cur.lastrowid)
+
+    def run_software(self, campaign: str) -> List[Tuple[Optional[Dict[str, str]], int, int]]:
+        """The software the runs of ``campaign`` recorded: ``(software or None where a run
+        did not record it, runs, cases stored by them)`` for each, the most cases first."""
+        sw_col = "r.software" if self._software else "NULL"
+        cur = self.db.execute(
+            f"SELECT {sw_col}, COUNT(DISTINCT r.run_id), COUNT(c.case_id) FROM runs r "
+            "LEFT JOIN cases c ON c.campaign = r.campaign AND c.run_id = r.run_id "
+            "WHERE r.campaign=? GROUP BY 1 ORDER BY 3 DESC, 2 DESC", (campaign,))
+        return [(None if sw is None else json.loads(sw), int(n), int(k))
+                for sw, n, k in cur.fetchall()]
 
     def finish_run(self, run_id: int, seconds: float) -> None:
         with self.tx():

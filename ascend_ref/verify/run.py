@@ -24,6 +24,7 @@ from .. import registry
 from ..case import JAX, Case, Outcome
 from ..chips import chip as get_chip
 from ..constraints import Code, ConstraintError
+from ..provenance import software
 from .format import (DumpCase, DumpError, PathLike, iter_dump_cases,
                      iter_paths, open_dump)
 from .outcomes import device_outcome, repro_command, run_reference
@@ -159,6 +160,7 @@ class Report:
             "bad": [{"file": e.file, "case": e.case, "field": e.field, "reason": e.reason}
                     for e in self.bad],
             "audit": None if self.audit is None else self.audit.to_json(),
+            "software": software(backend=True),     # what computed the reference's side
         }
 
 
