@@ -177,7 +177,6 @@ class Store:
             self.db.execute("PRAGMA synchronous=NORMAL")   # WAL + NORMAL: safe against SIGKILL
             self.db.execute("PRAGMA foreign_keys=ON")
             self.db.executescript(SCHEMA)
-            self._software = self._software_column()
             v = self.db.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
             if v is None:
                 self.db.execute("INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)",
@@ -190,6 +189,12 @@ class Store:
             self.db.close()
             raise StoreError(f"results file {self.path}: schema version {v[0]}, this package "
                              f"writes {SCHEMA_VERSION}; use another --db FILE")
+        try:                                    # (only once the version is known to be ours)
+            self._software = self._software_column()
+        except sqlite3.Error as e:
+            self.db.close()
+            raise StoreError(f"results file {self.path}: cannot be used ({e}): "
+                             f"{_RECOVER}") from None
 
     def _software_column(self) -> bool:
         """Whether ``runs`` has its ``software`` column, adding it to a file written before
@@ -296,13 +301,17 @@ class Store:
     def run_software(self, campaign: str) -> List[Tuple[Optional[Dict[str, str]], int, int]]:
         """The software the runs of ``campaign`` recorded: ``(software or None where a run
         did not record it, runs, cases stored by them)`` for each, the most cases first."""
-        sw_col = "r.software" if self._software else "NULL"
-        cur = self.db.execute(
-            f"SELECT {sw_col}, COUNT(DISTINCT r.run_id), COUNT(c.case_id) FROM runs r "
-            "LEFT JOIN cases c ON c.campaign = r.campaign AND c.run_id = r.run_id "
-            "WHERE r.campaign=? GROUP BY 1 ORDER BY 3 DESC, 2 DESC", (campaign,))
-        return [(None if sw is None else json.loads(sw), int(n), int(k))
-                for sw, n, k in cur.fetchall()]
+        stored = dict(self.db.execute("SELECT run_id, COUNT(*) FROM cases WHERE campaign=? "
+                                      "GROUP BY run_id", (campaign,)).fetchall())
+        col = "software" if self._software else "NULL"
+        runs: Dict[Optional[str], List[int]] = {}
+        for run_id, sw in self.db.execute(f"SELECT run_id, {col} FROM runs WHERE campaign=?",
+                                          (campaign,)):
+            n = runs.setdefault(sw, [0, 0])
+            n[0] += 1
+            n[1] += stored.get(run_id, 0)
+        out = [(None if sw is None else json.loads(sw), n, k) for sw, (n, k) in runs.items()]
+        return sorted(out, key=lambda t: (-t[2], -t[1]))
 
     def finish_run(self, run_id: int, seconds: float) -> None:
         with self.tx():
