@@ -11,13 +11,14 @@ import jax
 import jaxlib.version
 import ml_dtypes
 import numpy as np
+import pytest
 
 import ascend_ref
 from ascend_ref.cli import main as cli_main
 from ascend_ref.fuzz.campaign import Campaign
 from ascend_ref.fuzz.runner import report
 from ascend_ref.fuzz import store as store_module
-from ascend_ref.fuzz.store import SCHEMA, Store
+from ascend_ref.fuzz.store import SCHEMA, Store, StoreError
 from ascend_ref.provenance import describe, software
 from ascend_ref.verify import verify
 
@@ -152,3 +153,16 @@ def test_a_file_locked_by_an_older_run_is_used_without_the_column(tmp_path, monk
         [(None, 1, 1), ({"ascend_ref": "0.1.0"}, 1, 0)], key=str)
     st.close()
     other.close()
+
+
+def test_a_newer_versions_file_is_refused_unaltered(tmp_path):
+    path = tmp_path / "newer.sqlite"
+    db = sqlite3.connect(path)
+    db.executescript(_old_schema())
+    db.execute("INSERT INTO meta VALUES ('schema_version', '2')")
+    db.commit()
+    db.close()
+    with pytest.raises(StoreError, match="schema version 2"):
+        Store(path)
+    cols = [r[1] for r in sqlite3.connect(path).execute("PRAGMA table_info(runs)")]
+    assert "software" not in cols and cols[-1] == "pid"
