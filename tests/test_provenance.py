@@ -76,6 +76,7 @@ def test_verify_report_json_records_the_software(tmp_path):
     rep = verify([tmp_path], progress=False)          # no dump: a report all the same
     got = json.loads(json.dumps(rep.to_json()))
     assert got["software"] == software(backend=True)
+    assert rep.format().splitlines()[1] == f"  reference: {describe(software(backend=True))}"
 
 
 def test_each_fuzz_run_records_its_software_and_the_report_shows_it(tmp_path):

@@ -24,7 +24,7 @@ from .. import registry
 from ..case import JAX, Case, Outcome
 from ..chips import chip as get_chip
 from ..constraints import Code, ConstraintError
-from ..provenance import software
+from ..provenance import describe, software
 from .format import (DumpCase, DumpError, PathLike, iter_dump_cases,
                      iter_paths, open_dump)
 from .outcomes import device_outcome, repro_command, run_reference
@@ -106,7 +106,8 @@ class Report:
         lines = [f"verified {self.cases} case(s) from {self.files} file(s) in "
                  f"{self.seconds:.1f} s: {self.agreed} agree, {self.mismatched} mismatch "
                  f"({len(self.groups)} group(s)), {len(self.bad)} bad "
-                 f"(in {self.bad_files} file(s))"]
+                 f"(in {self.bad_files} file(s))",
+                 f"  reference: {describe(software(backend=True))}"]
         if self.device_errors:
             lines.append(f"  {self.device_errors} case(s) rejected by the device with the "
                          f"reference's constraint code (counted as agreeing)")
