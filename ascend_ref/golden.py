@@ -19,6 +19,8 @@ The TOML format is specified in ``docs/verify.md``; examples are in ``configs/ke
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import math
 import os
 import sys
@@ -35,6 +37,7 @@ from .case import Case, Outcome
 from .cli_args import is_path
 from .chips import chip as get_chip, chips as all_chips, config_dir
 from .constraints import ConstraintError
+from .provenance import software
 from .ub import ALIASES_TEXT, DTYPES, _converted, dtype_from_text
 
 GENERATORS = ("uniform", "normal", "randint", "constant", "arange", "bits", "values", "file")
@@ -450,6 +453,8 @@ class Golden:
     cases: List[Case]
     outcomes: List[Outcome]
     files: List[str] = field(default_factory=list)
+    #: ``DIR/golden.json``: what made the files (:func:`write_manifest`)
+    manifest: Optional[str] = None
 
 
 def _dst_bytes(call: Call, dtype: str) -> int:
@@ -661,7 +666,33 @@ def generate(kernel: Union[Kernel, PathLike], out_dir: PathLike, *,
         else:
             write_dumps(p, cases, [o.ub for o in outs], sprs=regs)
         files.append(str(p))
-    return Golden(k, inputs, golden, cases, outs, files)
+    return Golden(k, inputs, golden, cases, outs, files, write_manifest(k, out, files))
+
+
+def _sha256(path: PathLike) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def write_manifest(k: Kernel, out: Path, files: List[str]) -> str:
+    """Write ``out/golden.json``: the kernel description (name, file, its SHA-256), the
+    software that computed the files (:func:`ascend_ref.provenance.software`) and each file's
+    SHA-256 by its path under ``out``; returns its path. It sits beside ``input/`` and
+    ``output/``, not in them (tools that take every file there see what a ``gen_data.py``
+    makes)."""
+    src = Path(k.path) if k.path else None
+    manifest = {
+        "kernel": {"name": k.name, "file": k.path,
+                   "sha256": _sha256(src) if src is not None and src.is_file() else None},
+        "software": software(backend=True),
+        "files": {Path(f).relative_to(out).as_posix(): _sha256(f) for f in files},
+    }
+    p = out / "golden.json"
+    p.write_text(json.dumps(manifest, indent=1) + "\n")
+    return str(p)
 
 
 # ------------------------------------------------------------------ CLI --------------------
@@ -723,6 +754,7 @@ def _main(args: argparse.Namespace) -> int:
     print(f"  golden: shape {list(g.golden.shape)}")
     for written in g.files:
         print(f"  wrote {written} ({os.path.getsize(written)} bytes)")
+    print(f"  wrote {g.manifest} (the kernel, the software and each file's SHA-256)")
     return 0
 
 

@@ -167,3 +167,25 @@ def test_a_newer_versions_file_is_refused_unaltered(tmp_path):
         Store(path)
     cols = [r[1] for r in sqlite3.connect(path).execute("PRAGMA table_info(runs)")]
     assert "software" not in cols and cols[-1] == "pid"
+
+
+def test_golden_writes_a_manifest_of_the_kernel_the_software_and_each_file(tmp_path, capsys):
+    import hashlib
+
+    from ascend_ref.golden import find_kernel, generate
+
+    g = generate("whole_reduce_max_half", tmp_path / "g", dumps=True)
+    assert g.manifest == str(tmp_path / "g" / "golden.json") and g.manifest not in g.files
+    m = json.loads((tmp_path / "g" / "golden.json").read_text())
+    kernel_file = find_kernel("whole_reduce_max_half")
+    assert m["kernel"] == {"name": "whole_reduce_max_half", "file": str(kernel_file),
+                           "sha256": hashlib.sha256(kernel_file.read_bytes()).hexdigest()}
+    assert m["software"] == software(backend=True)
+    written = sorted(p.relative_to(tmp_path / "g").as_posix()
+                     for p in (tmp_path / "g").rglob("*") if p.is_file())
+    assert sorted(m["files"]) == [f for f in written if f != "golden.json"] == [
+        "dumps/whole_reduce_max_half.npz", "input/input_x.bin", "output/golden.bin"]
+    for name, digest in m["files"].items():
+        assert hashlib.sha256((tmp_path / "g" / name).read_bytes()).hexdigest() == digest
+    assert cli_main(["golden", "whole_reduce_max_half", "--out", str(tmp_path / "c")]) == 0
+    assert f"wrote {tmp_path / 'c' / 'golden.json'}" in capsys.readouterr().out
