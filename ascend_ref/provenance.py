@@ -2,8 +2,9 @@
 with it (JAX, jaxlib -- XLA --, numpy, ml_dtypes, Python), and the JAX backend.
 
 A golden value is compared bit for bit, so a result that differs from last month's should
-say what ran: a verify report (``--json``: ``"software"``), each fuzz run (the ``runs`` table's
-``software`` column, shown by the campaign report) and ``ascend-ref --version`` record it.
+say what ran: a verify report (its ``reference:`` line, ``--json``'s ``"software"``), each
+fuzz run (the ``runs`` table's ``software`` column, shown by the campaign report), golden
+files (``DIR/golden.json``) and ``ascend-ref --version`` record it.
 
 >>> sw = software()
 >>> sorted(sw)
