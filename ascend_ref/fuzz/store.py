@@ -199,8 +199,9 @@ class Store:
     def _software_column(self) -> bool:
         """Whether ``runs`` has its ``software`` column, adding it to a file written before
         runs recorded their software (the same schema version: older readers name the
-        columns they read, and ignore it). A file that cannot take it now (locked by a run
-        of an older version, or read-only) is used without it: its runs record nothing."""
+        columns they read, and ignore it). A file that cannot take it now (an older
+        version's run holds its write lock) is used without it: this open's runs record
+        nothing. (A read-only file never gets here: the schema set-up above refuses it.)"""
         if "software" in {r[1] for r in self.db.execute("PRAGMA table_info(runs)")}:
             return True
         try:
