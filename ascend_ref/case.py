@@ -120,6 +120,22 @@ class Case:
 
     __hash__ = None  # type: ignore[assignment]     # mutable fields: not hashable (as before)
 
+    def __repr__(self) -> str:
+        """Every field but the UB's bytes, which print as their count: a 256 KiB UB (or a
+        few hundred bytes of zeros) says nothing in a terminal or a notebook; ``case.ub``
+        shows them."""
+        import dataclasses
+
+        parts = []
+        for f in dataclasses.fields(self):
+            v = getattr(self, f.name)
+            if f.name == "ub":
+                ub = np.asarray(v)
+                parts.append(f"ub=<{ub.dtype}[{', '.join(map(str, ub.shape))}]>")
+            elif f.name != "tags" or v:
+                parts.append(f"{f.name}={v!r}")
+        return f"Case({', '.join(parts)})"
+
     def describe(self) -> str:
         p = ", ".join(f"{k}={v}" for k, v in self.params.items())
         t = ", ".join(f"{k}@{a}[{s}]" for k, (a, s) in self.tensors.items())

@@ -165,6 +165,22 @@ def make_case(api: str, *, chip: Optional[str] = None, dtype: str = "float16",
     ``work_tensor``: ``(addr, size_in_elements)`` to place a tensor yourself (a work tensor
     only where the API has one); by default src is at 0 and just covers what the call reads,
     dst and work_tensor follow. ``chip``: a product id (None: the first that has the API).
+
+    Example: two repeats of WholeReduceMin over the values 256, 255, ..., 1 (each repeat's
+    smallest is its last lane, 127: 129, then 1):
+
+    >>> import numpy as np
+    >>> from ascend_ref import explain
+    >>> case = explain.make_case("whole_reduce_min", repeat=2,
+    ...                          data=lambda n: np.arange(n, 0, -1))
+    >>> case.tensors                   # (address, elements): src covers both repeats' reads
+    {'src': (0, 256), 'dst': (512, 16)}
+    >>> case
+    Case(api='whole_reduce_min', chip='atlas_a2', dtype='float16',
+         option='ORDER_VALUE_INDEX', mask=128, params={'repeat': 2, 'dst_rep_stride': 1,
+         'src_blk_stride': 1, 'src_rep_stride': 8}, tensors={'src': (0, 256),
+         'dst': (512, 16)}, ub=<uint8[576]>, saturate=None,
+         tags={'made_by': 'explain.make_case'})
     """
     from .fuzz.generate import fill_ub
 
@@ -394,6 +410,15 @@ class AccessMap:
         c = self.case
         return _describe_call(c, self.mask_words, self.lanes)
 
+    def __repr__(self) -> str:
+        """One line: the call, its active lanes and written words, ok or the rule it broke
+        (``print(amap)`` or a notebook cell shows the whole map)."""
+        words = sum(int((w.issued & w.final).sum()) for w in self.writes)
+        status = "ok" if self.error is None else f"error={self.error!r}"
+        call = " · ".join(line.strip() for line in self.describe().splitlines())
+        return (f"<AccessMap {call}: {int(self.active.sum())} active lanes, "
+                f"{words} words written, {status}>")
+
     def text(self, *, max_repeats: int = 4, ub_rows: int = 48) -> str:
         """The map for a terminal: per repeat and block, the bytes read and the active lanes;
         the words written; then the UB, one character per element."""
@@ -618,6 +643,26 @@ def access_map(case: Union[Case, str]) -> AccessMap:
     where the product has none (``MASK_MODE``) -- or an argument of the wrong type) has no
     checked parameters to map: that :class:`~ascend_ref.constraints.ConstraintError` is
     raised.
+
+    Example (the call of :func:`make_case`'s example): repeat 1 starts 8 blocks (256 bytes)
+    after repeat 0, each lane reads one half (2 bytes), every source element is read once,
+    and each repeat writes its minimum and that lane's index (ORDER_VALUE_INDEX):
+
+    >>> import numpy as np
+    >>> import ascend_ref as ar
+    >>> from ascend_ref import explain
+    >>> amap = explain.access_map(explain.make_case("whole_reduce_min", repeat=2,
+    ...                                             data=lambda n: np.arange(n, 0, -1)))
+    >>> amap
+    <AccessMap whole_reduce_min<float16> ORDER_VALUE_INDEX on atlas_a2 · mask 128
+     (continuous: lanes 0-127) · repeat 2 · dst_rep_stride 1 · src_blk_stride 1 ·
+     src_rep_stride 8: 256 active lanes, 4 words written, ok>
+    >>> amap.reads[1, :3].tolist(), amap.winners.tolist(), set(amap.read_count.tolist())
+    ([256, 258, 260], [127, 127], {1})
+    >>> ar.load(amap.ub_after, 512, "float16", 4)[0::2].tolist()     # the two minima
+    [129.0, 1.0]
+    >>> ar.load(amap.ub_after, 512, "uint16", 4)[1::2].tolist()      # and their lanes
+    [127, 127]
     """
     if isinstance(case, str):
         case = make_case(case)
@@ -816,6 +861,17 @@ class RoundingTree:
         if not np.isfinite(v):
             return float("nan")
         return float(np.nextafter(v, ft(np.inf)) - v)
+
+    def __repr__(self) -> str:
+        """One line: dtype, leaves, the result (value and bits), the exact sum (``print(tree)``
+        or a notebook cell shows the tree)."""
+        bits = 8 * itemsize(self.dtype)
+        exact = self.exact_sum
+        title = f"{self.title!r}, " if self.title else ""
+        return (f"<RoundingTree {title}{self.dtype}, {len(self.leaves)} leaves, result "
+                f"{_fmt(self.result[()])} (0x{self.root.bits:0{bits // 4}X}), "
+                + (f"exact sum {_fmt_frac(exact)}, " if exact is not None else "")
+                + f"saturate={self.saturate}>")
 
     def nodes(self) -> Iterator[Node]:
         for lvl in self.levels[1:]:
@@ -1039,6 +1095,18 @@ def replay(leaf_bits: ArrayLike, dtype: str, *, saturate: bool = False,
     uint32 (as the Ascend 950 integer sums do), every add is exact and its result wraps
     modulo 2^bits of the sum type, or with ``saturate=True`` is clamped to its range (the
     profile field ``int_sum_overflow = "saturate"``). ``labels`` / ``active``: one per leaf.
+
+    Example: the half leaves 2048, 1, 1, 0 (bits 0x6800, 0x3C00, 0x3C00, 0). Halves are 2
+    apart in [2048, 4096), so 2048 + 1 = 2049 is a tie and rounds to the even 2048, at the
+    first level and again at the root: the tree gives 2048 where the exact sum is 2050.
+
+    >>> import numpy as np
+    >>> from ascend_ref import explain
+    >>> tree = explain.replay(np.array([0x6800, 0x3C00, 0x3C00, 0], np.uint16), "float16")
+    >>> tree
+    <RoundingTree float16, 4 leaves, result 2048 (0x6800), exact sum 2050, saturate=False>
+    >>> tree.root.tie, tree.error
+    (True, -2.0)
     """
     dtype = dtype_name(dtype, "replay")
     sat = flag("replay", "saturate", saturate)
@@ -1165,6 +1233,16 @@ def rounding_tree(source: Any, *, repeat: int = 0, block: Optional[int] = None, 
     carrying its error. An integer sum (Ascend 950) is a tree of exact integer adds in the
     dst type (int16 / uint16 lanes widened to 32 bits), wrapped modulo 2^bits or clamped as
     the product's ``int_sum_overflow`` says; its root is the word the call writes.
+
+    Example: the same four leaves as :func:`replay`'s, as values, then as the first four lanes
+    of a WholeReduceSum call (mask 4: the other 124 lanes add +0):
+
+    >>> from ascend_ref import explain
+    >>> explain.rounding_tree([2048, 1, 1, 0])
+    <RoundingTree float16, 4 leaves, result 2048 (0x6800), exact sum 2050, saturate=False>
+    >>> case = explain.make_case("whole_reduce_sum", mask=4, data=[2048, 1, 1, 0])
+    >>> explain.rounding_tree(case).result.item()
+    2048.0
     """
     if stage not in (1, 2, 3) or not is_int(stage):
         raise ValueError(f"stage {stage!r}: 1, 2 or 3")

@@ -330,3 +330,41 @@ def test_viz_save_names_what_it_cannot_use(tmp_path):
         viz.save(None, str(tmp_path / "x.png"))
     assert viz.save(fig, tmp_path / "x.png") == tmp_path / "x.png"
     assert (tmp_path / "x.png").stat().st_size > 0
+
+
+def test_reprs_are_one_line_and_name_the_call_not_the_ub_bytes():
+    """A Case's repr shows every field but the UB's bytes (their dtype and count instead), an
+    AccessMap's and a RoundingTree's one summary line each, however large the call; ``str``
+    and a notebook still show the whole map / tree."""
+    from ascend_ref.case import Case
+
+    big = explain.make_case("whole_reduce_sum", repeat=255, dst=(100000, 256))
+    ub = np.zeros(192 * 1024, np.uint8)
+    ub[:big.ub.size] = big.ub
+    case = Case(big.api, big.chip, big.dtype, big.option, big.mask, big.params, big.tensors, ub)
+    r = repr(case)
+    assert "ub=<uint8[196608]>" in r and "\n" not in r and len(r) < 400, r
+    for name in ("api='whole_reduce_sum'", "chip='atlas_a2'", "'repeat': 255",
+                 "'dst': (100000, 256)", "saturate=None"):
+        assert name in r, (name, r)
+    assert "tags=" not in r                 # no tags: not shown; make_case's are
+    assert "tags={'made_by': 'explain.make_case'}" in repr(big)
+
+    amap = explain.access_map(case)
+    r = repr(amap)
+    assert r.startswith("<AccessMap whole_reduce_sum<float16> on atlas_a2 · mask 128")
+    assert r.endswith(f": {255 * 128} active lanes, 255 words written, ok>"), r
+    assert "\n" not in r and len(str(amap).splitlines()) > 10
+    bad = explain.access_map(explain.make_case("whole_reduce_sum", src=(0, 64)))
+    assert "0 words written" in repr(bad) and "TENSOR_BOUNDS" in repr(bad)
+
+    tree = explain.rounding_tree(case, repeat=7)
+    r = repr(tree)
+    assert r.startswith("<RoundingTree 'whole_reduce_sum<float16> on atlas_a2, repeat 7', "
+                        "float16, 128 leaves, result ") and "\n" not in r, r
+    want = ar.load(ar.ascendc.whole_reduce_sum(ub, ar.Tensor(100000, "half", 256),
+                                               ar.Tensor(0, "half", 255 * 128), 128, 255, 1,
+                                               1, 8, chip="atlas_a2"), 100000 + 14, "uint16", 1)
+    assert f"(0x{int(want[0]):04X})" in r, (r, want)
+    assert len(str(tree).splitlines()) > 5
+    assert "exact sum" not in repr(explain.rounding_tree([np.inf, 1.0]))   # no exact sum
