@@ -128,6 +128,27 @@ def test_replay_snippet_loads_only_a_saved_file(tmp_path):
     assert np.array_equal(np.asarray(ns["ub"]), np.asarray(want.ub))   # the saved UB was used
 
 
+def test_replay_snippet_of_a_counter_mask_case_runs_as_printed():
+    """The snippet names the counter mask as ``ar.CounterMask(n)`` (a bare ``CounterMask``
+    was a NameError after the snippet's ``import ... ascend_ref as ar``)."""
+    import ascend_ref as ar
+
+    ub = np.zeros(1024, np.uint8)
+    x = np.zeros(128, np.float32)
+    x[[0, 63, 64, 99, 100]] = [1, 2, 4, 8, 16]          # lane 100 is past the count
+    ub[:512] = x.view(np.uint8)
+    case = Case("whole_reduce_sum", "atlas_a2", "float32", None, ar.CounterMask(100),
+                {"repeat": 1, "dst_rep_stride": 1, "src_blk_stride": 1, "src_rep_stride": 8},
+                {"src": (0, 128), "dst": (512, 8)}, ub)
+    lines = python_snippet(case)
+    assert any("ar.CounterMask(100)" in line for line in lines), lines
+    ns = {}
+    exec("\n".join(lines), ns)
+    # counter mode, 64 float lanes a repeat: repeat 0 adds elements 0-63, repeat 1 64-99
+    got = np.asarray(ns["ub"])[512:520].view(np.float32)
+    assert got.tolist() == [3, 12], got
+
+
 def test_coverage_table_never_cuts_a_name():
     from ascend_ref.fuzz.coverage import GROUPS, table
 

@@ -160,6 +160,16 @@ def test_mismatches_grouped_with_repro(good_dir, base, capsys):
     out = capsys.readouterr().out
     assert rc == 1 and "MISMATCH (1 ulp)" in out and "dst[0]" in out
     assert cli_main(["verify", str(good_dir / files[2]), "--case", "0"]) == 0
+    capsys.readouterr()
+    # usage errors, one line each (a negative case was a ConstraintError's traceback;
+    # --audit beside --case was ignored without a word)
+    with pytest.raises(SystemExit) as e:                   # argparse's usage error
+        cli_main(["verify", str(good_dir / files[2]), "--case", "-1"])
+    err = capsys.readouterr().err
+    assert e.value.code == 2 and "--case: -1 must be at least 0" in err, err
+    assert cli_main(["verify", str(good_dir / files[2]), "--case", "0", "--audit"]) == 2
+    err = capsys.readouterr().err
+    assert "--audit reports on whole files" in err and "Traceback" not in err, err
 
 
 def test_whole_slot_missing(tmp_path, base):

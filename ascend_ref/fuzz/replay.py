@@ -167,7 +167,9 @@ def python_snippet(case: Case, saved: Optional[str] = None) -> List[str]:
     ins = case.instruction
     t = {k: f"ar.Tensor({a}, {ins.tensor_dtype(k, case.dtype)!r}, {n})"
          for k, (a, n) in case.tensors.items()}
-    mask = case.mask if isinstance(case.mask, (int, masks.CounterMask)) else \
+    # a counter mask as the snippet's name for it (its repr alone is a NameError there)
+    mask = case.mask if isinstance(case.mask, int) else f"ar.{case.mask!r}" \
+        if isinstance(case.mask, masks.CounterMask) else \
         "[" + ", ".join(hex(x) for x in case.mask) + "]"
     args, kws = ins.call_args(case, lambda k: t[k])
     opt = ins.option.key if ins.option is not None else None

@@ -14,6 +14,8 @@ from ..cli_args import at_least
 
 #: argparse type: an integer >= 1
 positive_int = at_least(1)
+#: argparse type: an integer >= 0
+case_number = at_least(0)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -24,7 +26,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                     "mismatches by bit signature with a repro command, report every "
                     "bad file. Exit 1 on any mismatch or bad input. Dump format: docs/verify.md.")
     p.add_argument("paths", nargs="+", metavar="PATH", help="dump files or directories")
-    p.add_argument("--case", type=int, metavar="N",
+    p.add_argument("--case", type=case_number, metavar="N",
                    help="verify only case N of the (single) file given")
     p.add_argument("--explain", action="store_true",
                    help="with --case: show every differing element, reference vs device")
@@ -50,6 +52,10 @@ def main(args: argparse.Namespace) -> int:
     if args.case is not None:
         if len(args.paths) != 1:
             print("ascend-ref verify: --case needs exactly one dump file", file=sys.stderr)
+            return 2
+        if args.audit:      # one case's report has no per-assumption tally: say so
+            print("ascend-ref verify: --audit reports on whole files: drop --case N",
+                  file=sys.stderr)
             return 2
         try:
             text, sig = explain(args.paths[0], args.case)
