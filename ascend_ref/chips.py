@@ -404,8 +404,9 @@ def chips() -> list:
     return list(_profiles())
 
 
-def chip(id_or_profile: Union[str, ChipProfile]) -> ChipProfile:
-    """The frozen profile for a product id (a profile passes through unchanged).
+def chip(id_or_profile: Union[str, ChipProfile], *, api: str = "chip") -> ChipProfile:
+    """The frozen profile for a product id (a profile passes through unchanged). ``api``:
+    the function an unknown id's CHIP_UNKNOWN names (the API a call's product is for).
 
     >>> import ascend_ref as ar
     >>> p = ar.chip("atlas_a2")
@@ -420,6 +421,6 @@ def chip(id_or_profile: Union[str, ChipProfile]) -> ChipProfile:
         return id_or_profile
     files = _profiles()
     if not isinstance(id_or_profile, str) or id_or_profile not in files:
-        raise ConstraintError(Code.CHIP_UNKNOWN, api="chip", param="chip", value=id_or_profile,
+        raise ConstraintError(Code.CHIP_UNKNOWN, api=api, param="chip", value=id_or_profile,
                               allowed=f"one of {sorted(files)}")
     return _checked(files[id_or_profile])

@@ -436,6 +436,11 @@ def rules(ins: Instruction, spec: Spec) -> list:
         # repeat 0 is outside the range where it is an error
         return Product(p).zero_repeat_is("error").astype(np.int32) if lo0 == 0 else lo0
 
+    def top_of(p: Params, hi: int) -> int:
+        # the count form's range is the product's UB in elements (its own rule, by the
+        # instruction), within the static one every product shares
+        return min(hi, int(p.chip_ub) // spec.size) if ins.count_form else hi
+
     out = [] if ins.count_form else \
         list(masks.rules(None, spec.dtype, lambda p: Product(p).zero_mask_is("error")))
     top = min(hi, spec.r_max)          # a batch may compile a shorter table than the range
@@ -446,7 +451,8 @@ def rules(ins: Instruction, spec: Spec) -> list:
             lambda p, top=top: ~p.mask_counter | ((p.mask[1] == 0)
                                                    & (p.mask[0] <= np.uint32(lanes * top))),
             lambda p: f"CounterMask({int(p.mask[0]) | int(p.mask[1]) << 32})",
-            lambda p, top=top: f"a count in [1, {lanes * hi}] (counter mode: ceil(count / "
+            lambda p, top=top: f"a count in [{int(Product(p).zero_mask_is('error'))}, "
+                               f"{lanes * hi}] (counter mode: ceil(count / "
                                f"{lanes}) repeats within {ins.repeat_param}'s range [1, {hi}]"
                                + (f"; this batch was compiled for at most {top} repeats"
                                   if top < hi else "") + ")",
@@ -456,7 +462,7 @@ def rules(ins: Instruction, spec: Spec) -> list:
     out.append(Rule(Code.REPEAT_RANGE, ins.repeat_param,
                     lambda p, top=top: p.mask_counter | in_range(p.repeat, low(p), top),
                     lambda p: int(p.repeat),
-                    lambda p, hi=hi, top=top: f"[{int(low(p))}, {hi}]" + (
+                    lambda p, hi=hi, top=top: f"[{int(low(p))}, {top_of(p, hi)}]" + (
                         f" (this batch was compiled for at most {top})"
                         if top < hi and int(low(p)) <= int(p.repeat) <= hi else ""),
                     doc=f"{ins.repeat_param} in [{lo0}, {hi}]" + (
@@ -1196,9 +1202,9 @@ def prepare(ins: Instruction, ub: object, tensors: dict, mask: object, params: d
     ``faults``: traced arguments outside the kernel's parameters that the caller could not
     judge, by name (a traced bool each, True: outside what the argument takes), judged by
     the instruction's rules that read them (:func:`judged`)."""
-    prof = get_chip(chip)
     api = ins.api
-    ub = as_ub(ub)
+    prof = get_chip(chip, api=api)
+    ub = as_ub(ub, api)
     for name, t in tensors.items():
         if not isinstance(t, Tensor):
             raise ConstraintError(Code.BAD_ARGUMENT, api=api, param=name, value=t,

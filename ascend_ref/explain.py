@@ -209,8 +209,8 @@ def make_case(api: str, *, chip: Optional[str] = None, dtype: str = "float16",
     geo = masks.counter_repeats(int(mask.count), lanes) if isinstance(mask, masks.CounterMask) \
         else repeat
     if src is None:         # every byte a call with any mask may read
-        src = (0, _round_up(max(0, ins.src_footprint(geo, src_rep_stride, src_blk_stride)),
-                            BLOCK) // s)              # a negative stride: the call says so
+        foot = ins.src_footprint(geo, src_rep_stride, src_blk_stride, dtype)
+        src = (0, _round_up(max(0, foot), BLOCK) // s)   # a negative stride: the call says so
     cursor = _round_up(src[0] + src[1] * s, BLOCK)
     tensors = {"src": tuple(src)}
     if dst is None:

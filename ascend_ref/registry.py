@@ -453,24 +453,32 @@ class Instruction:
         return dtype in prof.dtypes(self.name) and (
             self.option is None or option in self.option.values(prof))
 
-    def src_footprint(self, repeat: int, rep_stride: int, blk_stride: Optional[int] = None) -> int:
+    def src_footprint(self, repeat: int, rep_stride: int, blk_stride: Optional[int] = None,
+                      dtype: Optional[str] = None) -> int:
         """Bytes from ``src`` to the end of the last DataBlock a call can read with any mask
-        (the count form: the DataBlocks of the first ``repeat`` = count elements, of the
-        widest modelled type, 4 bytes: no dtype here)."""
+        (the count form: the DataBlocks of the first ``repeat`` = count elements, each of
+        ``max(4, itemsize(dtype))`` bytes -- a 2-byte type gets a 4-byte type's room, as it
+        did before the 8-byte types of the Ascend 950, so campaigns draw the cases they
+        drew; without ``dtype`` the widest modelled type, 8 bytes)."""
         if self.kernel.count_form:
-            return -(-max(int(repeat), 0) * 4 // BLOCK) * BLOCK
+            import numpy as np
+
+            size = 8 if dtype is None else max(4, int(np.dtype(dtype).itemsize))
+            return -(-max(int(repeat), 0) * size // BLOCK) * BLOCK
         fixed = BLOCK * (7 * int(blk_stride if self.has_blk_stride and blk_stride is not None
                                  else 1) + 1)
         if not self.has_blk_stride:
             fixed = REPEAT_BYTES
         return (max(int(repeat), 1) - 1) * int(rep_stride) * BLOCK + fixed
 
-    def rep_stride_fitting(self, repeat: int, nbytes: int, blk_stride: Optional[int] = None) -> int:
+    def rep_stride_fitting(self, repeat: int, nbytes: int, blk_stride: Optional[int] = None,
+                           dtype: Optional[str] = None) -> int:
         """The largest ``src_rep_stride`` whose :meth:`src_footprint` fits in ``nbytes`` (0
         when none does; ``2**31 - 1`` for at most one repeat, where the stride moves
         nothing)."""
         if self.kernel.count_form:        # no stride: fits or not
-            return (1 << 31) - 1 if self.src_footprint(repeat, 0) <= int(nbytes) else 0
+            return (1 << 31) - 1 if self.src_footprint(repeat, 0, dtype=dtype) <= int(nbytes) \
+                else 0
         if int(repeat) <= 1:
             return (1 << 31) - 1
         return max(0, (int(nbytes) - self.src_footprint(1, 0, blk_stride))
@@ -698,7 +706,7 @@ class Instruction:
         from .chips import chip as get_chip
 
         if self.checks:                       # they read the profile: an unknown chip first
-            chip = get_chip(chip)
+            chip = get_chip(chip, api=self.name)
         if self.option is not None:
             option = self.option.parse(option, api=self.name, chip=chip)
         for check in self.checks:

@@ -175,12 +175,14 @@ def new_ub(chip: Optional[Union[str, ChipProfile]] = None, size: int | None = No
     return jnp.zeros((int(size),), jnp.uint8)
 
 
-def as_ub(ub: Any) -> jax.Array:
-    """Check and convert a UB argument (numpy or JAX, 1-D uint8)."""
+def as_ub(ub: Any, api: str = "ub") -> jax.Array:
+    """Check and convert a UB argument (numpy or JAX, 1-D uint8); ``api``: the function a
+    BAD_ARGUMENT names."""
     if getattr(ub, "dtype", None) != np.uint8 or getattr(ub, "ndim", None) != 1:
-        raise ConstraintError(Code.BAD_ARGUMENT, api="ub", param="ub",
-                              value=f"{type(ub).__name__} {getattr(ub, 'dtype', '?')} "
-                                    f"shape {getattr(ub, 'shape', '?')}",
+        raise ConstraintError(Code.BAD_ARGUMENT, api=api, param="ub",
+                              value=f"{type(ub).__name__} {ub.dtype} shape {ub.shape}"
+                              if hasattr(ub, "dtype") and hasattr(ub, "shape") else
+                              f"{type(ub).__name__} (not an array)",
                               allowed="a 1-D uint8 array (see ascend_ref.new_ub)")
     return ub if isinstance(ub, jax.Array) else jnp.asarray(ub)   # a JAX array (or tracer) as is
 
@@ -223,7 +225,7 @@ def store(ub: UBLike, addr: int, values: Any, *,
     >>> ar.load(ar.store(ub, 0, [7, -1], dtype="int32"), 0, "int32", 2).tolist()
     [7, -1]
     """
-    ub, addr = as_ub(ub), held_int(addr)
+    ub, addr = as_ub(ub, "store"), held_int(addr)
     if dtype is not None:
         v = _converted(values, dtype_name(dtype, "store"))
     else:
@@ -297,7 +299,7 @@ def load(ub: UBLike, addr: int, dtype: DTypeLike, count: int) -> np.ndarray:
     >>> [hex(w) for w in ar.load(ub, 0, "uint32", 2).tolist()], ar.load(ub, 4, "float32", 1)
     (['0x3f800000', '0x80000000'], array([-0.], dtype=float32))
     """
-    ub, addr, count = as_ub(ub), held_int(addr), held_int(count)
+    ub, addr, count = as_ub(ub, "load"), held_int(addr), held_int(count)
     name = dtype_name(dtype, "load")
     if not is_int(count) or count < 0:
         raise ConstraintError(Code.BAD_ARGUMENT, api="load", param="count", value=count,

@@ -317,6 +317,32 @@ def test_chip_of_a_non_string_is_chip_unknown(bad):
     assert e.value.code == ar.Code.CHIP_UNKNOWN
 
 
+def test_ub_and_chip_errors_name_the_api_called():
+    """A UB that is no uint8 array and an unknown product id are reported by the API the
+    caller called (they named the helpers that check them, ``ub`` and ``chip``), for every
+    registered instruction; ``load`` / ``store`` name themselves, ``ar.chip`` itself too."""
+    from ascend_ref import explain, registry
+
+    for ins in registry.all():
+        case = explain.make_case(ins.name)
+        for field, bad, code in (("ub", case.ub.view(np.int8), ar.Code.BAD_ARGUMENT),
+                                 ("ub", case.ub.tolist(), ar.Code.BAD_ARGUMENT),
+                                 ("chip", "atlas_a9", ar.Code.CHIP_UNKNOWN)):
+            broken = Case(**{**vars(case), field: bad})
+            with pytest.raises(ar.ConstraintError) as e:
+                broken.call(ar)
+            assert (e.value.code, e.value.api, e.value.param) == (code, ins.name, field), \
+                (ins.name, field, str(e.value))
+            assert str(e.value).startswith(f"[{code.name}] {ins.name}: {field} = "), str(e.value)
+    with pytest.raises(ar.ConstraintError, match=r"^\[BAD_ARGUMENT\] load: ub = 'list \(not an "
+                                                 r"array\)'"):
+        ar.load([0, 0], 0, "uint16", 1)
+    with pytest.raises(ar.ConstraintError, match=r"^\[BAD_ARGUMENT\] store: ub = 'ndarray int8"):
+        ar.store(np.zeros(4, np.int8), 0, [1], dtype="int16")
+    with pytest.raises(ar.ConstraintError, match=r"^\[CHIP_UNKNOWN\] chip: chip = 'atlas_a9'"):
+        ar.chip("atlas_a9")
+
+
 @pytest.mark.parametrize("mask", [np.array(64.7), np.array(64.0), jnp.array(64.5),
                                   np.array(True), np.full(4, 1.0)])
 def test_float_or_bool_array_masks_are_rejected(mask):

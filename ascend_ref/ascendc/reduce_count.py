@@ -70,7 +70,7 @@ import numpy as np
 from .. import numerics, registry
 from ..argtypes import CallResult, ChipLike, FlagLike, IntLike, MaskLike, SaturateLike, UBLike
 from ..constraints import Code, ConstraintError, Rule
-from ..engine import Instruction as Kernel
+from ..engine import Instruction as Kernel, Product
 from ..spr import ReduceSpr
 from ..ub import Tensor, itemsize
 from . import _b64, _spr_hooks as sprs, reduce as high
@@ -150,7 +150,8 @@ def _count_rule(spec: Spec) -> Rule:
     return Rule(Code.REPEAT_RANGE, "count",
                 lambda p: p.repeat <= p.chip_ub // spec.size,
                 lambda p: int(p.repeat),
-                lambda p: f"[1, {int(p.chip_ub) // spec.size}] (UB bytes / sizeof(T): "
+                lambda p: f"[{int(Product(p).zero_repeat_is('error'))}, "
+                          f"{int(p.chip_ub) // spec.size}] (UB bytes / sizeof(T): "
                           f"'最大处理的数据量不能超过UB大小限制')",
                 doc="count <= the product's UB bytes / sizeof(T)")
 

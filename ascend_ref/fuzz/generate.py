@@ -736,7 +736,7 @@ def draw_campaign_case(d: Draw, template: Template, dist: Distributions,
         work_bytes = _round_up(max(work_n, 1) * s, 32)
     src_budget = budget - dst_bytes - work_bytes - 64
     regime = dist.pick(d, "stride")
-    hi_rs = min(65535, ins.rep_stride_fitting(r, src_budget, bs))
+    hi_rs = min(65535, ins.rep_stride_fitting(r, src_budget, bs, dtype))
     rs = _stride(d, regime, hi_rs) if span else _stride(d, regime, 65535)
     if rs > hi_rs:                              # does not fit this UB: largest stride that does
         rs = hi_rs
@@ -747,7 +747,7 @@ def draw_campaign_case(d: Draw, template: Template, dist: Distributions,
         rs = 65535 if regime == "large" and d.chance(0.5) else min(rs, 4096)
     given = {"repeat": r, "dst_rep_stride": drs, "src_blk_stride": bs, "src_rep_stride": rs}
     params = {k: given[k] for k in ins.params}
-    src_bytes = _round_up(ins.src_footprint(r, rs, bs), 32)
+    src_bytes = _round_up(ins.src_footprint(r, rs, bs, dtype), 32)
     src_n = src_bytes // s
     if r and d.chance(0.3):                     # at the limit: ends at the last byte read
         src_n = ins.read_extent(dtype, mask, r, rs, bs) // s
@@ -870,7 +870,7 @@ def space_template(d: Draw, apis: Optional[Sequence[str]] = None,
     if ins.family == "tik":
         hi = max(lo, min(hi, int(tik_max_repeat)))
     # at least room for the largest repeat count at stride 0 (work tensor included)
-    least = (ins.src_footprint(hi, 0, 1) + ins.dst_extent(hi, dtype, option)
+    least = (ins.src_footprint(hi, 0, 1, dtype) + ins.dst_extent(hi, dtype, option)
              + ins.work_elements(hi, option, dtype) * _size(dtype) + 512)
     return Template(api, (chip_id,), dtype, option, mode, lo, hi,
                     min(max(int(max_ub), _round_up(least, 64)), prof.ub_bytes))
@@ -1058,7 +1058,7 @@ def _b_index_overflow(b: _Break) -> bool:
     fit = None
     for r in (p["repeat"], max(b.t.r_lo, 2)):
         rs = -(-4096 // (r - 1))
-        src_bytes = _round_up(b.ins.src_footprint(r, rs), 32)
+        src_bytes = _round_up(b.ins.src_footprint(r, rs, dtype=c.dtype), 32)
         for work in (tn["work_tensor"][1], b.ins.work_elements(r, c.option, c.dtype)):
             if fit is None and src_bytes + dst_bytes + work * s + 64 <= room:
                 fit = (r, rs, src_bytes, work)

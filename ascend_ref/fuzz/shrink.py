@@ -77,7 +77,7 @@ def needs(c: Case) -> Optional[dict]:
         lay = ins.layout(c.dtype, getattr(c.option, "value", c.option))
     except (KeyError, ValueError):
         return None
-    out = {"src": ins.src_footprint(r, rs, p.get("src_blk_stride"))}
+    out = {"src": ins.src_footprint(r, rs, p.get("src_blk_stride"), c.dtype)}
     if lay.per_repeat:                      # one slot per repeat (a TIK dst is fixed)
         out["dst"] = lay.dst_bytes(r, int(p["dst_rep_stride"]))
     if ins.work_need is not None:
