@@ -456,14 +456,12 @@ class Instruction:
     def src_footprint(self, repeat: int, rep_stride: int, blk_stride: Optional[int] = None,
                       dtype: Optional[str] = None) -> int:
         """Bytes from ``src`` to the end of the last DataBlock a call can read with any mask
-        (the count form: the DataBlocks of the first ``repeat`` = count elements, each of
-        ``max(4, itemsize(dtype))`` bytes -- a 2-byte type gets a 4-byte type's room, as it
-        did before the 8-byte types of the Ascend 950, so campaigns draw the cases they
-        drew; without ``dtype`` the widest modelled type, 8 bytes)."""
+        (the count form: the DataBlocks of the first ``repeat`` = count elements of
+        ``dtype``; without it, of the widest modelled type, 8 bytes)."""
         if self.kernel.count_form:
             import numpy as np
 
-            size = 8 if dtype is None else max(4, int(np.dtype(dtype).itemsize))
+            size = 8 if dtype is None else int(np.dtype(dtype).itemsize)
             return -(-max(int(repeat), 0) * size // BLOCK) * BLOCK
         fixed = BLOCK * (7 * int(blk_stride if self.has_blk_stride and blk_stride is not None
                                  else 1) + 1)

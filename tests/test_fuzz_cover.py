@@ -222,6 +222,25 @@ def test_valid_draws_sit_exactly_at_the_limits(default, plan_cases):
                for c in sample if not _zero(c))
 
 
+def test_valid_count_form_draws_are_valid_up_to_the_top_that_fits(default):
+    """Every count-form case the default campaign tags valid is one the oracle accepts; its
+    "max" class is the largest count whose source, dst and work tensor fit the product's UB
+    (it was the static top, 262144 / sizeof(T): every such "valid" case was REPEAT_RANGE or
+    UB_BOUNDS, and so were some "mid" draws above what fits)."""
+    valid = tops = 0
+    for cid in range(1200):
+        c = default.case(cid)
+        if not c.instruction.kernel.count_form or c.tags.get("validity") != "valid":
+            continue
+        valid += 1
+        assert run_oracle(c).code is None, (cid, c.describe())
+        if c.tags["repeat_class"] == "max":
+            tops += 1
+            s = np.dtype(c.dtype).itemsize          # fills the UB but for dst and work
+            assert c.params["repeat"] * s > ar.chip(c.chip).ub_bytes * 3 // 4, c.describe()
+    assert valid >= 50 and tops >= 5, (valid, tops)
+
+
 def _zero(c) -> bool:
     m = c.mask
     if isinstance(m, ar.CounterMask):

@@ -310,8 +310,11 @@ def repeat_buckets(lo: int, hi: int) -> list:
     return out
 
 
-def repeat_class(r: int, api: str, option: Any, dtype: str = "float16") -> str:
-    lo, hi = api_repeat_range(api, option, dtype)
+def repeat_class(r: int, api: str, option: Any, dtype: str = "float16",
+                 top: Optional[int] = None) -> str:
+    """The coverage class of repeat count ``r``; ``top``: the largest count a valid call
+    can reach (default the top of the documented range)."""
+    hi = api_repeat_range(api, option, dtype)[1] if top is None else top
     if r == 0:
         return "zero"
     if r == 1:
@@ -319,6 +322,25 @@ def repeat_class(r: int, api: str, option: Any, dtype: str = "float16") -> str:
     if r == hi:
         return "max"
     return "small" if r <= 8 else "mid"
+
+
+def count_fitting(ins: Any, option: Any, dtype: str, budget: int, top: int) -> int:
+    """The count form: the largest count up to ``top`` whose source, dst and work tensor
+    (its need and 16 spare elements) fit in ``budget`` bytes. Its documented top, UB bytes
+    / sizeof(T) of the largest UB, is past every product's UB once dst and the work tensor
+    are placed: a valid draw at the top of the range must stop here."""
+    s = _size(dtype)
+
+    def need(c: int) -> int:
+        return (_round_up(ins.src_footprint(c, 0, None, dtype), 32)
+                + _round_up(ins.dst_extent(c, dtype, option), 32)
+                + _round_up((ins.work_elements(c, option, dtype) + 16) * s, 32) + 64)
+
+    lo, hi = 0, int(top)
+    while lo < hi:                    # need() grows with the count
+        mid = (lo + hi + 1) // 2
+        lo, hi = (mid, hi) if need(mid) <= budget else (lo, mid - 1)
+    return lo
 
 
 def _bucket_classes(b: tuple, api: str, option: Any, dtype: str = "float16") -> List[str]:
@@ -701,6 +723,9 @@ def draw_campaign_case(d: Draw, template: Template, dist: Distributions,
         k = prefer_repeat
     lo, hi = t.r_lo, t.r_hi
     top = ins.repeat_range(option, dtype)[1]
+    if ins.kernel.count_form:         # the top a valid call reaches in this UB
+        top = max(min(lo, top), count_fitting(ins, option, dtype, budget, top))
+        hi = min(hi, top)
     r = {"zero": 0, "one": 1, "max": top}.get(k)
     if r is None:
         a, b = max(lo, 2 if k == "small" else 9), min(hi, 8 if k == "small" else hi)
@@ -714,7 +739,8 @@ def draw_campaign_case(d: Draw, template: Template, dist: Distributions,
             r = 1
         mask, mkind = counter_mask(d, dist, dtype, r)
     span = max(r - 1, 0)
-    tags = {"template": str(t), "combo": t.combo, "repeat_class": repeat_class(r, api, option, dtype),
+    tags = {"template": str(t), "combo": t.combo,
+            "repeat_class": repeat_class(r, api, option, dtype, top),
             "mask_mode": t.mask_mode, "mask": f"{t.mask_mode}:{mkind}"}
     # destination / work first (their size does not depend on the source stride)
     bs: Optional[int] = None
