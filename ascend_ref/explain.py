@@ -582,7 +582,9 @@ def _mask_text(mask: Any, lanes: int, words: np.ndarray, tik: bool = False) -> s
                 f"on {last}; repeat_time ignored)")
     n = int(np.unpackbits(np.asarray(words, np.uint32).view(np.uint8)).sum())
     if isinstance(mask, (int, np.integer)):
-        return f"mask {int(mask)} (continuous: lanes 0-{int(mask) - 1})"
+        m = int(mask)
+        which = "no lane" if m <= 0 else "lane 0" if m == 1 else f"lanes 0-{m - 1}"
+        return f"mask {m} (continuous: {which})"
     order = " [mask_h, mask_l]" if tik else ""
     return f"mask bits{order} {[hex(int(w)) for w in mask]} ({n} of {lanes} lanes)"
 
@@ -1085,6 +1087,9 @@ def _leaf_args(api: str, n: int, labels: Any, active: Any) -> tuple:
     return names, act
 
 
+_POW2 = "a power-of-two number of leaves (1, 2, 4, ...): pad the sum with zeros"
+
+
 def replay(leaf_bits: ArrayLike, dtype: str, *, saturate: bool = False,
            chip: ChipLike = "atlas_a2", labels: Optional[Sequence[str]] = None,
            active: Optional[ArrayLike] = None, title: str = "") -> RoundingTree:
@@ -1120,8 +1125,8 @@ def replay(leaf_bits: ArrayLike, dtype: str, *, saturate: bool = False,
     except ConstraintError as e:
         raise _bad("replay", "leaf_bits", e.value, e.allowed) from None
     n = bits.size
-    if n == 0 or n & (n - 1):
-        raise ValueError(f"a sum tree needs a power-of-two number of leaves, got {n}")
+    if n == 0 or n & (n - 1):         # a ConstraintError is a ValueError, as this was
+        raise _bad("replay", "leaf_bits", f"{n} leaves", _POW2)
     names, act = _leaf_args("replay", n, labels, active)
     if np.dtype(dtype).kind in "iu":
         ints = [int(v) for v in bits.view(dtype)]
@@ -1263,6 +1268,8 @@ def rounding_tree(source: Any, *, repeat: int = 0, block: Optional[int] = None, 
         except ConstraintError as e:     # an object, an Outcome: a TypeError from float()
             raise _bad("rounding_tree", "source", e.value,
                        f"a Case, an AccessMap or leaf values: {e.allowed}") from None
+        if vals.size == 0 or vals.size & (vals.size - 1):
+            raise _bad("rounding_tree", "source", f"{vals.size} leaves", _POW2)
         return replay(vals.view(f"uint{8 * vals.itemsize}"), dt, saturate=sat, chip=prof)
     for key, given in (("dtype", dtype), ("saturate", saturate), ("chip", chip)):
         if given is not None:

@@ -78,31 +78,37 @@ def register(sub: argparse._SubParsersAction) -> None:
         "explain", help="show which UB bytes a call reads and writes (and how a sum rounds)",
         description="Print the access map of one call: per repeat and DataBlock the bytes read "
                     "and the active lanes, the words written, and the UB one character per "
-                    "element. --tree adds the rounding tree of one sum.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+                    "element. --tree adds the rounding tree of one sum.")
     p.add_argument("api", choices=registry.names())
     p.add_argument("--chip", default=None, help="product id (default: one that has the API)")
-    p.add_argument("--dtype", default="half", help="half / float / float16 / float32 / ...")
+    p.add_argument("--dtype", default="half", help="half / float / float16 / float32 / ... (default half)")
     p.add_argument("--mask", default=None,
                    help="an int (continuous) or comma-separated words (bit mode, the API's "
                         "word order: Ascend C lanes 0-63 first, TIK [mask_h, mask_l]), or "
-                        "counter:N (counter mode, SetMaskCount: N elements in all)")
-    p.add_argument("--repeat", type=int, default=1, help="repeatTime / repeat_times")
-    p.add_argument("--src-blk-stride", type=int, default=1)
-    p.add_argument("--src-rep-stride", type=int, default=8)
-    p.add_argument("--dst-rep-stride", type=int, default=1)
-    p.add_argument("--order", default=None, help="WholeReduceMin/Max order")
-    p.add_argument("--reduce-type", default=None, help="ReduceDataBlock SUM / MAX / MIN")
+                        "counter:N (counter mode, SetMaskCount: N elements in all); "
+                        "default: every lane")
+    p.add_argument("--repeat", type=int, default=1, help="repeatTime / repeat_times (default 1)")
+    p.add_argument("--src-blk-stride", type=int, default=1,
+                   help="srcBlkStride, DataBlocks between a repeat's blocks (default 1)")
+    p.add_argument("--src-rep-stride", type=int, default=8,
+                   help="srcRepStride, DataBlocks between repeats (default 8)")
+    p.add_argument("--dst-rep-stride", type=int, default=1,
+                   help="dstRepStride, in the API's unit (default 1)")
+    p.add_argument("--order", default=None, help="WholeReduceMin/Max order (default: the API's)")
+    p.add_argument("--reduce-type", default=None, help="ReduceDataBlock SUM / MAX / MIN (default SUM)")
     p.add_argument("--cal-index", action="store_true", help="TIK vec_reduce_min/max")
-    p.add_argument("--saturate", choices=["on", "off"], default=None)
+    p.add_argument("--saturate", choices=["on", "off"], default=None,
+                   help="half sums: saturation mode (default: the product's)")
     p.add_argument("--data", default=None,
                    help="source data: random (default), ones, iota, or a fuzz kind "
                         "(ties, specials, subnormal, saturating, mixed, random_bits)")
     p.add_argument("--values", default=None,
                    help="comma-separated source values (the rest are 0), e.g. 60000,60000,-30000,100")
-    p.add_argument("--seed", type=at_least(0), default=0)
-    p.add_argument("--src", default=None, help="ADDR,SIZE of the source tensor (elements)")
-    p.add_argument("--dst", default=None, help="ADDR,SIZE of the destination tensor")
+    p.add_argument("--seed", type=at_least(0), default=0,
+                   help="seed of the random source data (default 0)")
+    p.add_argument("--src", default=None, help="ADDR,SIZE of the source tensor (elements; default: at 0, "
+                                      "covering every read)")
+    p.add_argument("--dst", default=None, help="ADDR,SIZE of the destination tensor (default: after the source)")
     p.add_argument("--tree", type=int, default=None, metavar="REPEAT",
                    help="also print the rounding tree of this repeat's sum")
     p.add_argument("--block", type=at_least(0), default=None,
@@ -113,7 +119,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="levels printed below the root (default 4)")
     p.add_argument("--full-tree", action="store_true", help="print every add")
     p.add_argument("--max-repeats", type=at_least(1), default=4,
-                   help="repeats listed lane by lane")
+                   help="repeats listed lane by lane (default 4)")
     p.add_argument("--png", default=None, help="also save the access-map picture here")
     p.add_argument("--tree-png", default=None, help="also save the rounding-tree picture here")
     p.add_argument("--rules", action="store_true",

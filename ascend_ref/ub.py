@@ -216,7 +216,9 @@ def store(ub: UBLike, addr: int, values: Any, *,
     is int64). The 8-byte element types (int64 / uint64, the Ascend 950 count form) are
     stored by name: ``store(ub, addr, x, dtype="int64")``. With ``dtype`` (an element type name
     such as ``"float16"`` or ``"half"``), ``values`` is converted to it first
-    (``store(ub, 0, [1.5, 2], dtype="half")`` writes 4 bytes).
+    (``store(ub, 0, [1.5, 2], dtype="half")`` writes 4 bytes). Inside ``jax.jit`` /
+    ``jax.vmap`` a traced array of one of the types above is written as its own bytes
+    (``jax.vmap(lambda x: ar.store(ub, 0, x))(xs)``); ``dtype=`` needs concrete values.
 
     >>> import numpy as np, ascend_ref as ar
     >>> ub = ar.store(ar.new_ub(size=64), 32, np.array([1.5, -2], np.float16))
@@ -226,6 +228,8 @@ def store(ub: UBLike, addr: int, values: Any, *,
     [7, -1]
     """
     ub, addr = as_ub(ub, "store"), held_int(addr)
+    if isinstance(values, jax.core.Tracer):   # under jit / vmap: its own type's bytes
+        return _store_traced(ub, addr, values, dtype)
     if dtype is not None:
         v = _converted(values, dtype_name(dtype, "store"))
     else:
@@ -250,6 +254,24 @@ def store(ub: UBLike, addr: int, values: Any, *,
     raw = np.ascontiguousarray(v).reshape(-1).view(np.uint8)
     _check_span("store", ub.shape[0], addr, raw.size, "values")
     return jax.lax.dynamic_update_slice(ub, jnp.asarray(raw), (int(addr),))
+
+
+def _store_traced(ub: jax.Array, addr: int, values: Any, dtype: Optional[DTypeLike]) -> jax.Array:
+    """:func:`store` of traced values (inside ``jax.jit`` / ``jax.vmap``): their bytes as
+    their element type has them; ``dtype=`` cannot judge values it cannot see."""
+    narrow = tuple(d for d in DTYPES if np.dtype(d).itemsize <= 4) + ("uint8", "int8")
+    name = np.dtype(values.dtype).name
+    if dtype is not None or name not in narrow:
+        raise ConstraintError(Code.BAD_ARGUMENT, api="store", param="values",
+                              value=f"a traced {name} array"
+                                    + (f" with dtype={dtype!r}" if dtype is not None else ""),
+                              allowed=f"under jit / vmap: an array of {', '.join(narrow)} "
+                                      f"and no dtype= (convert it with .astype first: "
+                                      f"traced values cannot be checked against dtype=)")
+    flat = values.reshape(-1)
+    raw = jax.lax.bitcast_convert_type(flat, jnp.uint8).reshape(-1)   # little-endian words
+    _check_span("store", ub.shape[0], addr, int(raw.size), "values")
+    return jax.lax.dynamic_update_slice(ub, raw, (int(addr),))
 
 
 def _converted(values: Any, name: str) -> np.ndarray:

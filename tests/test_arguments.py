@@ -306,6 +306,38 @@ def test_store_with_dtype_and_element_arrays():
         ar.store(ar.new_ub(size=64), 0, [70000], dtype="int16")
 
 
+def test_store_under_jit_and_vmap_writes_the_traced_values_bytes():
+    """store inside jax.jit / jax.vmap: a traced array of a UB element type is written as
+    that type's little-endian bytes, as a concrete one is (it was a raw JAX
+    TracerArrayConversionError); dtype= or another element type is a BAD_ARGUMENT."""
+    ub0 = ar.new_ub(size=256)
+    for dt in (np.float16, np.float32, np.int16, np.uint16, np.int32, np.uint32, np.int8,
+               np.uint8):
+        x = (np.arange(8) * 37 - 100).astype(dt)
+        got = jax.jit(lambda v: ar.store(ub0, 32, v))(jnp.asarray(x))
+        want = np.zeros(256, np.uint8)
+        want[32:32 + x.nbytes] = np.frombuffer(x.astype(x.dtype.newbyteorder("<")).tobytes(),
+                                                np.uint8)
+        np.testing.assert_array_equal(np.asarray(got), want, err_msg=str(dt))
+    xs = np.random.default_rng(0).standard_normal((5, 128)).astype(np.float16)
+
+    def one(v):
+        return ar.ascendc.whole_reduce_sum(ar.store(ar.new_ub(size=1024), 0, v),
+                                           Tensor(512, "half", 16), Tensor(0, "half", 128), 128,
+                                           1, 1, 1, 8, chip="atlas_a2")
+    batched = np.asarray(jax.vmap(one)(jnp.asarray(xs)))
+    for k, x in enumerate(xs):
+        np.testing.assert_array_equal(batched[k], np.asarray(one(x)))
+    for v, kw, what in ((jnp.ones(4, jnp.float16), {"dtype": "half"}, "with dtype='half'"),
+                        (jnp.ones(4, bool), {}, "a traced bool array")):
+        with pytest.raises(ar.ConstraintError, match=what) as e:
+            jax.jit(lambda v: ar.store(ub0, 0, v, **kw))(v)
+        assert e.value.code == ar.Code.BAD_ARGUMENT and e.value.api == "store"
+    with pytest.raises(ar.ConstraintError) as e:
+        jax.jit(lambda v: ar.store(ub0, 250, v))(jnp.ones(4, jnp.float16))
+    assert e.value.code == ar.Code.UB_BOUNDS
+
+
 @pytest.mark.parametrize("bad", [["x"], ["atlas_a2"], {"id": "atlas_a2"}, 3, None])
 def test_chip_of_a_non_string_is_chip_unknown(bad):
     with pytest.raises(ar.ConstraintError) as e:

@@ -198,3 +198,22 @@ def test_a_closed_output_pipe_ends_quietly(tmp_path):
         os.close(w_fd)
     assert p.returncode == 141 and "Traceback" not in p.stderr and "Broken" not in p.stderr, \
         p.stderr[-2000:]
+
+
+def test_every_option_of_every_command_says_what_it_does():
+    """``--help`` of each command describes every option and shows no argparse placeholder
+    default (``ascend-ref explain`` listed four options with no text and "(default: None)"
+    beside defaults its help already gave)."""
+    import argparse
+
+    from ascend_ref.cli import build_parser
+
+    parser = build_parser()
+    subs = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    assert set(subs.choices) >= {"fuzz", "verify", "golden", "explain"}
+    for name, sub in subs.choices.items():
+        for action in sub._actions:
+            if action.option_strings and action.help != argparse.SUPPRESS:
+                assert action.help, (name, action.option_strings)
+        text = sub.format_help()
+        assert "(default: None)" not in text, (name, text)

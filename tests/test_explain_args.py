@@ -105,6 +105,13 @@ def test_rounding_tree_switches_chip_and_leaves_are_checked():
         assert e.value.code == BAD
     with pytest.raises(ar.ConstraintError, match="half|float16"):      # was an inf leaf
         explain.rounding_tree([70000.0, 1.0])
+    for n in (0, 3, 6):                      # a ValueError without API, param, allowed
+        with pytest.raises(ar.ConstraintError, match=rf"rounding_tree: source = '{n} leaves'"
+                                                     r".*power-of-two") as e:
+            explain.rounding_tree([1.0] * n)
+        assert e.value.code == BAD
+        with pytest.raises(ar.ConstraintError, match=rf"replay: leaf_bits = '{n} leaves'"):
+            explain.replay(np.zeros(n, np.uint16), "float16")
     c = explain.make_case("whole_reduce_sum")
     for kw in ({"saturate": True}, {"chip": "atlas_a3"}, {"dtype": "float32"}):
         with pytest.raises(ar.ConstraintError, match=f"{next(iter(kw))} = ") as e:  # ignored
@@ -203,3 +210,10 @@ def test_viz_and_text_arguments_are_checked():
     r = explain.replay(bits, "float16", labels=list("abcd"), active=[1, 0, 1, 0])
     assert [n.label for n in r.leaves] == list("abcd")
     assert [n.active for n in r.leaves] == [True, False, True, False]
+
+
+def test_continuous_masks_of_no_lane_and_one_lane_read_as_such():
+    for mask, words in ((0, "mask 0 (continuous: no lane)"), (1, "mask 1 (continuous: lane 0)"),
+                        (37, "mask 37 (continuous: lanes 0-36)")):   # 0 was "lanes 0--1"
+        assert words in explain.access_map(explain.make_case("whole_reduce_sum",
+                                                             mask=mask)).text()
