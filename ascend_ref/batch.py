@@ -907,16 +907,16 @@ def run_batch(api: str, ubs: ArrayLike, *, chip: ChipLike, dtype: str,
     q = {"mask": qmask}
     for t in ins.operands:
         if t not in params:
-            raise ConstraintError(Code.BAD_ARGUMENT, api="run_batch", param=t, value=None,
-                                  allowed="an (addr, size) pair")
+            raise ConstraintError(Code.BAD_ARGUMENT, api=api, param=t, value="missing",
+                                  allowed=f"an (addr, size) pair: pass {t}=(addr, size)")
         addr, size = batch_args.pair(api, t, params.pop(t))
         q[f"{t}.addr"] = batch_args.int_param(api, f"{t}.addr", addr, b)
         q[f"{t}.size"] = batch_args.int_param(api, f"{t}.size", size, b)
     for k in ins.params:
         key = k if k in params else {"repeat": ins.repeat_param}.get(k, k)
         if key not in params:
-            raise ConstraintError(Code.BAD_ARGUMENT, api="run_batch", param=k, value=None,
-                                  allowed="an int or a [B] int array")
+            raise ConstraintError(Code.BAD_ARGUMENT, api=api, param=key, value="missing",
+                                  allowed=f"an int or a [B] int array: pass {key}=...")
         q[k] = batch_args.int_param(api, key, params.pop(key), b)
     if params:
         raise ConstraintError(Code.BAD_ARGUMENT, api="run_batch", param=sorted(params)[0],

@@ -133,6 +133,9 @@ def mask_param(api: str, mask: Any, b: int, mask_mode: Optional[str]) -> Tuple[s
     """``(mode, values)``: int32 ``[B]`` counts or uint32 ``[B, 4]`` lane words."""
     if mask_mode not in (None, "count", "bits"):
         raise _bad(api, "mask_mode", mask_mode, "'count', 'bits' or None")
+    if type(mask).__name__ == "CounterMask":    # ascend_ref.CounterMask (no import cycle)
+        raise _bad(api, "mask", mask, "lane counts or lane words: run_batch has no counter "
+                                      "mode; run counter-mode calls with run_cases or the API")
     try:
         a = np.asarray(mask)
     except Exception:                                        # noqa: BLE001
@@ -142,6 +145,11 @@ def mask_param(api: str, mask: Any, b: int, mask_mode: Optional[str]) -> Tuple[s
         if mask_mode is None and a.shape == (4,) and b != 4:
             raise _bad(api, "mask", "shape (4,)", f"[{b}] lane counts; for one set of lane "
                                                    f"words for every case pass mask_mode='bits'")
+        if mask_mode is None and a.shape == (2,) and b != 2:     # the APIs' two 64-bit words
+            raise _bad(api, "mask", "shape (2,)", f"[{b}] lane counts; lane words are four "
+                                                   f"uint32 words here (lanes 0-31 first): "
+                                                   f"shape (4,) or ({b}, 4) with "
+                                                   f"mask_mode='bits'")
         return mode, int_param(api, "mask", mask if type(mask) in (int, list, tuple) else a, b)
     allowed = f"uint32 lane words: shape (4,), (1, 4) or ({b}, 4), each in [0, 2**32 - 1]"
     if a.dtype == bool or a.dtype.kind not in "iu":

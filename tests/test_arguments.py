@@ -306,6 +306,33 @@ def test_store_with_dtype_and_element_arrays():
         ar.store(ar.new_ub(size=64), 0, [70000], dtype="int16")
 
 
+def test_run_batch_says_how_to_pass_a_mask_or_a_missing_parameter():
+    """A bit mask in the APIs' two 64-bit words, a CounterMask and a missing parameter get
+    a message that says what run_batch takes (they showed 'shape (2,)' alone, the object
+    array of the CounterMask, and 'repeat = None' naming run_batch)."""
+    ubs = np.zeros((4, 1024), np.uint8)
+    kw = dict(chip="atlas_a2", dtype="half", src=(0, 128), dst=(512, 16), repeat_time=1,
+              src_blk_stride=1, src_rep_stride=8, dst_rep_stride=1, mask=128)
+    for over, drop, words in (
+            ({"mask": [1, 0]}, None, "lane words are four uint32 words here"),
+            ({"mask": ar.CounterMask(5)}, None, "mask = CounterMask(5) is not allowed; "
+                                                "allowed: lane counts or lane words: run_batch "
+                                                "has no counter mode"),
+            ({}, "repeat_time", "repeat_time = 'missing' is not allowed; allowed: an int or a "
+                                "[B] int array: pass repeat_time=..."),
+            ({}, "dst", "dst = 'missing' is not allowed; allowed: an (addr, size) pair: pass "
+                        "dst=(addr, size)")):
+        args = {k: v for k, v in {**kw, **over}.items() if k != drop}
+        with pytest.raises(ar.ConstraintError) as e:
+            ar.run_batch("whole_reduce_sum", ubs, **args)
+        assert e.value.code == ar.Code.BAD_ARGUMENT and e.value.api == "whole_reduce_sum"
+        assert words in str(e.value), str(e.value)
+    # the words themselves run, as bits
+    out, status = ar.run_batch("whole_reduce_sum", ubs, **{**kw, "mask": [1, 0, 0, 0]},
+                               mask_mode="bits")
+    assert (status == 0).all()
+
+
 def test_store_under_jit_and_vmap_writes_the_traced_values_bytes():
     """store inside jax.jit / jax.vmap: a traced array of a UB element type is written as
     that type's little-endian bytes, as a concrete one is (it was a raw JAX
