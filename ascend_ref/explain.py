@@ -429,7 +429,9 @@ class AccessMap:
                                              in self.tensors.items()))
         out.append("  status: " + ("ok" if self.error is None else f"REJECTED — {self.error}"))
         spr = self.case.instruction.spr
-        out.append("  registers: " + (f"sets {spr.doc}" if spr is not None else
+        out.append("  registers: " + ("none written (the call is rejected)"
+                                      if self.error is not None and spr is not None else
+                                      f"sets {spr.doc}" if spr is not None else
                                       "passes the reduce special registers through"))
         out += [f"  note: {n}" for n in self.notes]
         out.append("")
@@ -1280,8 +1282,9 @@ def rounding_tree(source: Any, *, repeat: int = 0, block: Optional[int] = None, 
     option = decl.canonical_option(case.option)
     lay = decl.layout(case.dtype, option)
     if not decl.sums(option):
-        raise ValueError(f"{case.api} {case.option or ''} does not add: no rounding tree "
-                         f"(min/max select a lane; see access_map(case).winners)")
+        opt = f" {case.option}" if case.option not in (None, "") else ""
+        raise ValueError(f"{case.api}{opt} does not add: min/max select a lane (see "
+                         f"access_map(case).winners)")
     prof = get_chip(case.chip)
     dt = dtype_name(case.dtype)
     integer = np.dtype(dt).kind in "iu"

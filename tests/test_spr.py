@@ -397,3 +397,9 @@ def test_explain_names_the_register_a_call_sets():
     assert "registers: sets the max/min register: the max over all repeats" in text
     text = ar.explain.access_map(ar.explain.make_case("whole_reduce_sum")).text()
     assert "registers: passes the reduce special registers through" in text
+    # a rejected call writes no register (the line said "sets ..." for a TENSOR_BOUNDS call)
+    bad = ar.explain.access_map(ar.explain.make_case("whole_reduce_max", src=(0, 16)))
+    assert bad.error and "registers: none written (the call is rejected)" in bad.text()
+    with pytest.raises(ValueError) as e:                      # and no "no rounding tree" twice
+        ar.explain.rounding_tree(ar.explain.make_case("whole_reduce_max"))
+    assert str(e.value).startswith("whole_reduce_max ORDER_VALUE_INDEX does not add: min/max")
