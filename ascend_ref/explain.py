@@ -1089,7 +1089,11 @@ def _leaf_args(api: str, n: int, labels: Any, active: Any) -> tuple:
     return names, act
 
 
-_POW2 = "a power-of-two number of leaves (1, 2, 4, ...): pad the sum with zeros"
+def _pow2_leaves(api: str, param: str, n: int) -> None:
+    """A sum tree has a power-of-two number of leaves: else BAD_ARGUMENT naming ``api``."""
+    if n == 0 or n & (n - 1):         # a ConstraintError is a ValueError, as this was
+        raise _bad(api, param, f"{n} leaves",
+                   "a power-of-two number of leaves (1, 2, 4, ...): pad the sum with zeros")
 
 
 def replay(leaf_bits: ArrayLike, dtype: str, *, saturate: bool = False,
@@ -1127,8 +1131,7 @@ def replay(leaf_bits: ArrayLike, dtype: str, *, saturate: bool = False,
     except ConstraintError as e:
         raise _bad("replay", "leaf_bits", e.value, e.allowed) from None
     n = bits.size
-    if n == 0 or n & (n - 1):         # a ConstraintError is a ValueError, as this was
-        raise _bad("replay", "leaf_bits", f"{n} leaves", _POW2)
+    _pow2_leaves("replay", "leaf_bits", n)
     names, act = _leaf_args("replay", n, labels, active)
     if np.dtype(dtype).kind in "iu":
         ints = [int(v) for v in bits.view(dtype)]
@@ -1270,8 +1273,7 @@ def rounding_tree(source: Any, *, repeat: int = 0, block: Optional[int] = None, 
         except ConstraintError as e:     # an object, an Outcome: a TypeError from float()
             raise _bad("rounding_tree", "source", e.value,
                        f"a Case, an AccessMap or leaf values: {e.allowed}") from None
-        if vals.size == 0 or vals.size & (vals.size - 1):
-            raise _bad("rounding_tree", "source", f"{vals.size} leaves", _POW2)
+        _pow2_leaves("rounding_tree", "source", vals.size)
         return replay(vals.view(f"uint{8 * vals.itemsize}"), dt, saturate=sat, chip=prof)
     for key, given in (("dtype", dtype), ("saturate", saturate), ("chip", chip)):
         if given is not None:

@@ -81,7 +81,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "element. --tree adds the rounding tree of one sum.")
     p.add_argument("api", choices=registry.names())
     p.add_argument("--chip", default=None, help="product id (default: one that has the API)")
-    p.add_argument("--dtype", default="half", help="half / float / float16 / float32 / ... (default half)")
+    p.add_argument("--dtype", default="half",
+                   help="half / float / float16 / float32 / ... (default half)")
     p.add_argument("--mask", default=None,
                    help="an int (continuous) or comma-separated words (bit mode, the API's "
                         "word order: Ascend C lanes 0-63 first, TIK [mask_h, mask_l]), or "
@@ -95,7 +96,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--dst-rep-stride", type=int, default=1,
                    help="dstRepStride, in the API's unit (default 1)")
     p.add_argument("--order", default=None, help="WholeReduceMin/Max order (default: the API's)")
-    p.add_argument("--reduce-type", default=None, help="ReduceDataBlock SUM / MAX / MIN (default SUM)")
+    p.add_argument("--reduce-type", default=None,
+                   help="ReduceDataBlock SUM / MAX / MIN (default SUM)")
     p.add_argument("--cal-index", action="store_true", help="TIK vec_reduce_min/max")
     p.add_argument("--saturate", choices=["on", "off"], default=None,
                    help="half sums: saturation mode (default: the product's)")
@@ -106,9 +108,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="comma-separated source values (the rest are 0), e.g. 60000,60000,-30000,100")
     p.add_argument("--seed", type=at_least(0), default=0,
                    help="seed of the random source data (default 0)")
-    p.add_argument("--src", default=None, help="ADDR,SIZE of the source tensor (elements; default: at 0, "
-                                      "covering every read)")
-    p.add_argument("--dst", default=None, help="ADDR,SIZE of the destination tensor (default: after the source)")
+    p.add_argument("--src", default=None,
+                   help="ADDR,SIZE of the source tensor (elements; default: at 0, covering "
+                        "every read)")
+    p.add_argument("--dst", default=None,
+                   help="ADDR,SIZE of the destination tensor (default: after the source)")
     p.add_argument("--tree", type=int, default=None, metavar="REPEAT",
                    help="also print the rounding tree of this repeat's sum")
     p.add_argument("--block", type=at_least(0), default=None,
