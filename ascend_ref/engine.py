@@ -397,6 +397,11 @@ class Instruction:
     #: adjacent lanes (:attr:`Spec.pair_src`; ReduceDataBlock SUM half: the first level of
     #: its block trees adds each word's two halves, :func:`ascend_ref.numerics.lane_tree`)
     pair_src: Callable[[str, str], bool] = no_pair_src
+    #: the product's own top of the repeat parameter inside :attr:`repeat_range` (``None``:
+    #: the static range alone): ``(top(spec, p), why)``, checked by the one REPEAT_RANGE
+    #: rule, whose message gives ``[low, min(hi, top)]`` and ``why`` (the count form: UB
+    #: bytes / sizeof(T) of the call's product)
+    repeat_cap: Optional[Tuple[Callable[[Spec, Params], Any], str]] = None
 
     def __hash__(self) -> int:
         return id(self)
@@ -436,10 +441,14 @@ def rules(ins: Instruction, spec: Spec) -> list:
         # repeat 0 is outside the range where it is an error
         return Product(p).zero_repeat_is("error").astype(np.int32) if lo0 == 0 else lo0
 
+    cap = ins.repeat_cap
+
     def top_of(p: Params, hi: int) -> int:
-        # the count form's range is the product's UB in elements (its own rule, by the
-        # instruction), within the static one every product shares
-        return min(hi, int(p.chip_ub) // spec.size) if ins.count_form else hi
+        # the product's own top (Instruction.repeat_cap) within the static range
+        return hi if cap is None else min(hi, int(cap[0](spec, p)))
+
+    def capped(p: Params) -> Any:
+        return True if cap is None else p.repeat <= cap[0](spec, p)
 
     out = [] if ins.count_form else \
         list(masks.rules(None, spec.dtype, lambda p: Product(p).zero_mask_is("error")))
@@ -460,14 +469,18 @@ def rules(ins: Instruction, spec: Spec) -> list:
             doc=f"counter mode: count <= {lanes * hi} (ceil(count / {lanes}) repeats within "
                 f"the repeat range, assumed: counter_max_repeat)"))
     out.append(Rule(Code.REPEAT_RANGE, ins.repeat_param,
-                    lambda p, top=top: p.mask_counter | in_range(p.repeat, low(p), top),
+                    lambda p, top=top: p.mask_counter | (in_range(p.repeat, low(p), top)
+                                                          & capped(p)),
                     lambda p: int(p.repeat),
                     lambda p, hi=hi, top=top: f"[{int(low(p))}, {top_of(p, hi)}]" + (
+                        "" if cap is None else f" ({cap[1]})") + (
                         f" (this batch was compiled for at most {top})"
-                        if top < hi and int(low(p)) <= int(p.repeat) <= hi else ""),
+                        if top < hi and int(low(p)) <= int(p.repeat) <= top_of(p, hi)
+                        else ""),
                     doc=f"{ins.repeat_param} in [{lo0}, {hi}]" + (
                         " (0: a NOP or undefined where the product allows it)"
                         if lo0 == 0 else "") + (
+                        "" if cap is None else f", at most {cap[1]}") + (
                         "; ignored in counter mode (no range: 该值不生效)"
                         if "counter" in ins.mask_modes else "")))
     for s in ins.strides:

@@ -675,6 +675,28 @@ def test_count_form_dispatch_rule():
                 chip="atlas_a2") == Code.TENSOR_BOUNDS
 
 
+def test_count_form_top_is_the_products_ub_in_one_rule():
+    """The count's top is the product's UB / sizeof(T) (``engine.Instruction.repeat_cap``),
+    checked by the instruction's one REPEAT_RANGE rule, per case under run_batch: 98305
+    halves are past A2's 192 KiB and within the 950's 248 KiB."""
+    ins = ar.registry.lookup("reduce_sum_count")
+    ranges = [c for c in ins.rules(None, "float16") if c.code == Code.REPEAT_RANGE]
+    assert len(ranges) == 1 and "UB bytes / sizeof(T)" in ranges[0].doc
+    n = 98305
+    for chip, width, want in (("atlas_a2", 196608, "REPEAT_RANGE"), ("ascend950", 253952, "OK")):
+        counts = np.array([n, 1000])
+        _, status = ar.run_batch("reduce_sum_count", np.zeros((2, width), np.uint8), chip=chip,
+                                 dtype="float16", mask=np.array([128, 128]), src=(0, counts),
+                                 dst=(width - 2048, 16), work_tensor=(width - 1984, 960),
+                                 count=counts)
+        assert [Code(int(c)).name for c in status] == [want, "OK"], chip
+        ub = np.zeros(width, np.uint8)
+        args = (T(width - 2048, F16, 16), T(0, F16, n), T(width - 1984, F16, 960), n)
+        for impl in IMPLS:
+            got = call(impl, "reduce_sum", ub, *args, chip=chip)
+            assert (got == Code.REPEAT_RANGE) == (want == "REPEAT_RANGE"), (impl, chip)
+
+
 @pytest.mark.parametrize("chip", ["atlas_a2", "ascend950", "kirin_x90"])
 def test_count_form_differential_quick(chip):
     """The default run's share of the seeded differential: one count per mode boundary."""

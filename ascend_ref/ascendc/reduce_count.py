@@ -70,7 +70,7 @@ import numpy as np
 from .. import numerics, registry
 from ..argtypes import CallResult, ChipLike, FlagLike, IntLike, MaskLike, SaturateLike, UBLike
 from ..constraints import Code, ConstraintError, Rule
-from ..engine import Instruction as Kernel, Product
+from ..engine import Instruction as Kernel
 from ..spr import ReduceSpr
 from ..ub import Tensor, itemsize
 from . import _b64, _spr_hooks as sprs, reduce as high
@@ -110,7 +110,7 @@ SEQ_ROUNDING = registry.ProfileField(
 
 
 def count_range(option: Any = None, dtype: str = "float16") -> tuple:
-    """[0, 262144 / sizeof(T)] statically; the product's own UB by the count rule."""
+    """[0, 262144 / sizeof(T)] statically; within it the product's own UB by :data:`COUNT_CAP`."""
     return 0, UB_MAX // itemsize(dtype or "float16")
 
 
@@ -146,20 +146,14 @@ def _sum_uses_tmp(spec: Spec, p: Params) -> Any:
     return SUM_MODE.holds(p, "tree") | (SUM_MODE.holds(p, "merge") & ~_merged(spec, p))
 
 
-def _count_rule(spec: Spec) -> Rule:
-    return Rule(Code.REPEAT_RANGE, "count",
-                lambda p: p.repeat <= p.chip_ub // spec.size,
-                lambda p: int(p.repeat),
-                lambda p: f"[{int(Product(p).zero_repeat_is('error'))}, "
-                          f"{int(p.chip_ub) // spec.size}] (UB bytes / sizeof(T): "
-                          f"'最大处理的数据量不能超过UB大小限制')",
-                doc="count <= the product's UB bytes / sizeof(T)")
+#: the product's top of ``count`` (:attr:`ascend_ref.engine.Instruction.repeat_cap`)
+COUNT_CAP = (lambda spec, p: p.chip_ub // spec.size,
+             "UB bytes / sizeof(T): '最大处理的数据量不能超过UB大小限制'")
 
 
 def _minmax_rules(spec: Spec) -> List[Rule]:
     index = spec.option == "index"
-    out = [_count_rule(spec),
-           Rule(Code.WORK_SIZE, "work_tensor.size",
+    out = [Rule(Code.WORK_SIZE, "work_tensor.size",
                 lambda p: (p.tensor("work_tensor").size >= minmax_need(p.repeat, index, spec.dtype))
                 | high.TMP.holds(p, "unused"),
                 lambda p: int(p.tensor("work_tensor").size),
@@ -180,8 +174,7 @@ def _minmax_rules(spec: Spec) -> List[Rule]:
 
 
 def _sum_rules(spec: Spec) -> List[Rule]:
-    return [_count_rule(spec),
-            Rule(Code.WORK_SIZE, "work_tensor.size",
+    return [Rule(Code.WORK_SIZE, "work_tensor.size",
                  lambda p: (p.tensor("work_tensor").size >= sum_need(p.repeat, None, spec.dtype))
                  | ~_sum_uses_tmp(spec, p),
                  lambda p: int(p.tensor("work_tensor").size),
@@ -301,7 +294,7 @@ def _kernel(name: str, kind: str) -> Kernel:
         effects=_sum_effects if sums else _minmax_effects(kind), overlap="repeat",
         word_order="ascendc", blk_stride=False, saturating=sums, mask_modes=("count",),
         extra_rules=_sum_rules if sums else _minmax_rules, sized_by_rule=("work_tensor",),
-        count_form=True, spr=sprs.count_sum_sets() if sums else sprs.level2_sets(kind))
+        count_form=True, repeat_cap=COUNT_CAP, spr=sprs.count_sum_sets() if sums else sprs.level2_sets(kind))
 
 
 _ASSUMED = {"reduce_l2_index": Code.INDEX_OVERFLOW}
