@@ -147,19 +147,27 @@ def _round_up(x: int, a: int) -> int:
 
 
 def find_kernel(name_or_path: PathLike) -> Path:
-    """A kernel file: a path, or the name of one in ``configs/kernels/`` (``.toml`` optional)."""
+    """A kernel file: a path, or a name without a folder (``.toml`` optional), looked up in
+    the current directory, then among the shipped ones (``configs/kernels/``)."""
     if not is_path(name_or_path, allow_bytes=True):
         raise GoldenError(repr(name_or_path), "file", "expected a kernel name (ascend-ref "
                           "golden --list) or a path to a .toml file (str, bytes or os.PathLike)")
     p = Path(os.fsdecode(name_or_path))
-    if p.exists():
+    if p.is_file():
         return p
+    local = Path(f"{p.name}.toml")              # NAME of ./NAME.toml: before a shipped NAME
+    if p.parent == Path(".") and p.suffix != ".toml" and local.exists():
+        return local
     if p.parent != Path("."):        # a path with a folder names that file, nothing else
+        if p.exists():               # (not a regular one: the reader says so)
+            return p
         raise GoldenError(p, "file", "no such file (a shipped kernel is named without a "
                                      "folder: ascend-ref golden --list)")
     for cand in (config_dir() / "kernels" / p.name, config_dir() / "kernels" / f"{p.name}.toml"):
         if cand.exists():
             return cand
+    if p.exists():                   # ./NAME, no shipped NAME: not a regular file (the reader)
+        return p
     known = sorted(x.stem for x in (config_dir() / "kernels").glob("*.toml"))
     raise GoldenError(p, "file", f"no such kernel description (files, or one of {known})")
 
@@ -703,7 +711,8 @@ def register(sub: Any) -> None:    # argparse's sub-parsers action
         description="From a kernel description (TOML: product, dtype, inputs with a seeded "
                     "generator, the reduce calls), write DIR/input/*.bin and "
                     "DIR/output/golden.bin (raw little-endian, ndarray.tofile layout), "
-                    "bit-exact. KERNEL is a path or a name from configs/kernels/. "
+                    "bit-exact. KERNEL is a path, or a name: ./NAME.toml if there is one, "
+                    "else the shipped kernel of that name (--list). "
                     "Format: docs/verify.md.")
     p.add_argument("kernel", nargs="?", metavar="KERNEL.toml")
     p.add_argument("--out", metavar="DIR", help="output folder (default: ./golden/<name>)")
@@ -748,7 +757,7 @@ def _main(args: argparse.Namespace) -> int:
         print(f"ascend-ref golden: cannot write the output to {where}: {e.strerror or e} "
               f"(give a writable --out DIR)", file=sys.stderr)
         return 2
-    print(f"{k.name}: {len(k.calls)} call(s) on {k.chip}, {k.dtype}")
+    print(f"{k.name} ({k.path}): {len(k.calls)} call(s) on {k.chip}, {k.dtype}")
     for name, x in g.inputs.items():
         print(f"  input  {name}: shape {list(x.shape)}")
     print(f"  golden: shape {list(g.golden.shape)}")

@@ -425,3 +425,29 @@ def test_cli(tmp_path, capsys):
     assert "whole_reduce_sum_float" in capsys.readouterr().out
     assert cli_main(["golden", str(tmp_path / "nope.toml"), "--out", str(tmp_path)]) == 1
     assert load_kernel("row_sum_float_13x57").inputs[0].row_stride == 64
+
+
+def test_a_name_is_looked_up_in_the_current_folder_first(tmp_path, monkeypatch, capsys):
+    """docs/verify.md: a name without a folder is ./NAME.toml if there is one (with or
+    without the suffix), then the shipped kernel; a folder of that name is no kernel file.
+    Without the suffix the shipped kernel was read, and a local name was not found."""
+    shipped = config_dir() / "kernels" / "row_sum_float_13x57.toml"
+    text = shipped.read_text()
+    assert "seed = 57" in text
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "row_sum_float_13x57.toml").write_text(text.replace("seed = 57", "seed = 58"))
+    (tmp_path / "mykern.toml").write_text(text.replace("seed = 57", "seed = 58"))
+    (tmp_path / "whole_reduce_max_half").mkdir()          # e.g. an earlier --out folder
+    mine = load_kernel("row_sum_float_13x57.toml")
+    assert mine.path == "row_sum_float_13x57.toml"
+    assert load_kernel("row_sum_float_13x57").path == mine.path
+    assert load_kernel("mykern").path == "mykern.toml"
+    assert load_kernel("whole_reduce_max_half").path == str(
+        config_dir() / "kernels" / "whole_reduce_max_half.toml")
+    local = generate("row_sum_float_13x57", tmp_path / "a").inputs
+    monkeypatch.chdir(tmp_path / "whole_reduce_max_half")
+    theirs = generate("row_sum_float_13x57", tmp_path / "b").inputs
+    assert not np.array_equal(local["x"], theirs["x"])        # seed 58 against 57
+    monkeypatch.chdir(tmp_path)
+    assert cli_main(["golden", "mykern", "--out", str(tmp_path / "c")]) == 0
+    assert capsys.readouterr().out.startswith("row_sum_float_13x57 (mykern.toml): 1 call(s)")
