@@ -37,7 +37,9 @@ rows) would leave the UB and turn a valid repeat into ``UB_BOUNDS``.
   active lanes that read element ``j`` (a block stride of 0 reads an element 8 times:
   gradient 8); masked lanes get 0; this holds for every product's vec_reduce_add order;
 * min / max — to the selected lane only (the first NaN / smallest index among equals, as the
-  hardware chooses);
+  hardware chooses); where the product writes its default NaN for a NaN result
+  (``minmax_nan = "default"``: Ascend 950, Kirin) that result is a constant and passes no
+  gradient, though the index names the first NaN lane;
 * saturation (half, ``saturate=True``) — the clamp of an add whose result was NaN or ±inf
   (set to +0 / ±65504) is a constant: it passes no gradient (:func:`saturated`, a
   ``custom_jvp``).

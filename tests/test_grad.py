@@ -201,6 +201,30 @@ def test_minmax_gradient_goes_to_the_selected_lane(kind):
     assert np.flatnonzero(gv).tolist() == [int(off)] and gv[int(off)] == 1
 
 
+@pytest.mark.parametrize("kind", ["min", "max"])
+def test_a_default_nan_result_passes_no_gradient(kind):
+    """A NaN among the lanes: A2 copies the first NaN lane's bits (that lane gets the
+    gradient); the 950 writes its default NaN (minmax_nan = "default"), a constant: no lane
+    does, though both name lane 5 as the index (docs/explore.md)."""
+    v = np.ones(64, np.float32)
+    v[0], v[5], v[9] = -3.0, np.nan, np.nan
+    v.view(np.uint32)[5] = 0x7FC00123                    # a payload the 950 does not keep
+    f = getattr(g, f"whole_reduce_{kind}")
+    for chip, grad5, bits in (("atlas_a2", 1.0, 0x7FC00123), ("ascend950", 0.0, None)):
+        val, idx = f(jnp.asarray(v), 64, 1, 1, 8, chip=chip)
+        assert int(idx[0]) == 5
+        got = int(np.asarray(val).view(np.uint32)[0])
+        assert got == (ar.chip(chip).default_nan("float32") if bits is None else bits)
+        grad = np.asarray(jax.grad(lambda x: f(x, 64, 1, 1, 8, chip=chip)[0].sum())(
+            jnp.asarray(v)))
+        assert np.flatnonzero(grad).tolist() == ([5] if grad5 else []) and grad[5] == grad5
+    w = v.copy()
+    w[5] = w[9] = 2.0                                     # no NaN: the 950's selected lane
+    grad = np.asarray(jax.grad(lambda x: f(x, 64, 1, 1, 8, chip="ascend950")[0].sum())(
+        jnp.asarray(w)))
+    assert np.flatnonzero(grad).tolist() == [0 if kind == "min" else 5]
+
+
 def test_saturation_clips_the_gradient():
     """Seed 003: [60000, 60000, -30000, 100], saturating half. 60000+60000 saturates, so lanes 0
     and 1 get no gradient; finite differences (steps of whole ulps) agree."""
