@@ -314,7 +314,9 @@ def load(ub: UBLike, addr: int, dtype: DTypeLike, count: int) -> np.ndarray:
 
     ``count`` must be a non-negative int (BAD_ARGUMENT otherwise: no float, string, bool or
     negative count); the bytes read must lie inside the UB (UB_BOUNDS). ``addr`` and
-    ``count`` may be concrete 0-d integer arrays, judged as the int they hold.
+    ``count`` may be concrete 0-d integer arrays, judged as the int they hold. It returns
+    numpy, so it reads a concrete UB only: inside ``jax.jit`` / ``jax.vmap`` a traced UB is
+    BAD_ARGUMENT, which says how to read it there.
 
     >>> import numpy as np, ascend_ref as ar
     >>> ub = ar.store(ar.new_ub(size=64), 0, np.array([1.0, -0.0], np.float32))
@@ -323,6 +325,14 @@ def load(ub: UBLike, addr: int, dtype: DTypeLike, count: int) -> np.ndarray:
     """
     ub, addr, count = as_ub(ub, "load"), held_int(addr), held_int(count)
     name = dtype_name(dtype, "load")
+    if isinstance(ub, jax.core.Tracer):
+        raise ConstraintError(Code.BAD_ARGUMENT, api="load", param="ub",
+                              value="a traced uint8 array (inside jax.jit / jax.vmap)",
+                              allowed=f"a concrete UB: load returns numpy. Call it on the "
+                                      f"result outside jit / vmap, or read the traced UB with "
+                                      f"jax.lax.bitcast_convert_type(ub[addr:addr + count * "
+                                      f"{np.dtype(name).itemsize}].reshape(count, "
+                                      f"{np.dtype(name).itemsize}), '{name}')")
     if not is_int(count) or count < 0:
         raise ConstraintError(Code.BAD_ARGUMENT, api="load", param="count", value=count,
                               allowed="a non-negative int number of elements")

@@ -365,6 +365,22 @@ def test_store_under_jit_and_vmap_writes_the_traced_values_bytes():
     assert e.value.code == ar.Code.UB_BOUNDS
 
 
+def test_load_under_jit_says_how_to_read_a_traced_ub():
+    """load returns numpy: a traced UB was JAX's raw TracerArrayConversionError; now a
+    BAD_ARGUMENT whose message gives the read that works there (run here: the same bits)."""
+    x = np.array([1.5, -0.0, 65504.0], np.float16)
+    ub = ar.store(ar.new_ub(size=64), 8, x)
+    with pytest.raises(ar.ConstraintError, match=r"bitcast_convert_type\(ub\[addr:addr \+ "
+                                                 r"count \* 2\]\.reshape\(count, 2\)") as e:
+        jax.jit(lambda u: ar.load(u, 8, "float16", 3))(ub)
+    assert (e.value.code, e.value.api, e.value.param) == (ar.Code.BAD_ARGUMENT, "load", "ub")
+    read = jax.jit(lambda u: jax.lax.bitcast_convert_type(u[8:8 + 3 * 2].reshape(3, 2),
+                                                          "float16"))(ub)
+    np.testing.assert_array_equal(np.asarray(read).view(np.uint16), x.view(np.uint16))
+    np.testing.assert_array_equal(ar.load(ub, 8, "float16", 3).view(np.uint16),
+                                  x.view(np.uint16))
+
+
 @pytest.mark.parametrize("bad", [["x"], ["atlas_a2"], {"id": "atlas_a2"}, 3, None])
 def test_chip_of_a_non_string_is_chip_unknown(bad):
     with pytest.raises(ar.ConstraintError) as e:
