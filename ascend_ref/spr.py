@@ -362,8 +362,8 @@ def _raise_undefined(api: str, what: str, prof: Any, hint: str) -> None:
                           hint=hint)
 
 
-def get_reduce_repeat_sum_spr(spr: Any, dtype: Any, *, chip: Any, return_info: bool = False,
-                              api: str = "get_reduce_repeat_sum_spr") -> Any:
+def get_reduce_repeat_sum_spr(spr: Any, dtype: Any, *, chip: Any,
+                              return_info: bool = False) -> Any:
     """GetReduceRepeatSumSpr<T>(): the sum the last count-form ``ReduceSum`` of type T left
     in the sum register ``spr`` (a :class:`ReduceSpr`, e.g. ``info.spr`` of that call).
 
@@ -372,6 +372,11 @@ def get_reduce_repeat_sum_spr(spr: Any, dtype: Any, *, chip: Any, return_info: b
     have it), DTYPE_UNSUPPORTED for another T, SPR_UNDEFINED when the state is concrete, the
     register undefined and ``return_info`` is False.
     """
+    return _sum_spr(spr, dtype, chip, return_info, "get_reduce_repeat_sum_spr")
+
+
+def _sum_spr(spr: Any, dtype: Any, chip: Any, return_info: bool, api: str) -> Any:
+    """:func:`get_reduce_repeat_sum_spr` under the name ``api`` (an error names it)."""
     prof = _profile(chip)
     if _fact(prof, SPR_SUM) == "unsupported":
         raise ConstraintError(Code.API_UNSUPPORTED, api=api, param="chip", value=prof.id,
@@ -399,8 +404,7 @@ def get_reduce_repeat_sum_spr(spr: Any, dtype: Any, *, chip: Any, return_info: b
 
 
 def get_reduce_repeat_max_min_spr(spr: Any, dtype: Any, *, chip: Any, with_index: bool = True,
-                                  return_info: bool = False,
-                                  api: str = "get_reduce_repeat_max_min_spr") -> Any:
+                                  return_info: bool = False) -> Any:
     """GetReduceRepeatMaxMinSpr<T>(maxMinValue[, maxMinIndex]): the extreme (and its index)
     the last ReduceRepeat<MAX|MIN> / ReduceMax / ReduceMin left in the max/min register.
 
@@ -414,6 +418,13 @@ def get_reduce_repeat_max_min_spr(spr: Any, dtype: Any, *, chip: Any, with_index
     ``srcBlkStride != 1``) or one in counter mode, are undefined: SPR_UNDEFINED for a concrete
     state unless ``return_info=True`` (``(result, SprRead)`` with the flags).
     """
+    return _max_min_spr(spr, dtype, chip, with_index, return_info,
+                        "get_reduce_repeat_max_min_spr")
+
+
+def _max_min_spr(spr: Any, dtype: Any, chip: Any, with_index: bool, return_info: bool,
+                 api: str) -> Any:
+    """:func:`get_reduce_repeat_max_min_spr` under the name ``api`` (an error names it)."""
     prof = _profile(chip)
     form = _fact(prof, SPR_MAXMIN)
     if form == "unsupported":
@@ -474,15 +485,13 @@ def get_reduce_repeat_max_min_spr(spr: Any, dtype: Any, *, chip: Any, with_index
 
 def get_acc_val(spr: Any, dtype: Any, *, chip: Any, return_info: bool = False) -> Any:
     """GetAccVal<T>(): the older name of :func:`get_reduce_repeat_sum_spr`."""
-    return get_reduce_repeat_sum_spr(spr, dtype, chip=chip, return_info=return_info,
-                                     api="get_acc_val")
+    return _sum_spr(spr, dtype, chip, return_info, "get_acc_val")
 
 
 def get_reduce_max_min_count(spr: Any, dtype: Any, *, chip: Any, with_index: bool = True,
                              return_info: bool = False) -> Any:
     """GetReduceMaxMinCount<T>(...): the older name of :func:`get_reduce_repeat_max_min_spr`."""
-    return get_reduce_repeat_max_min_spr(spr, dtype, chip=chip, with_index=with_index,
-                                         return_info=return_info, api="get_reduce_max_min_count")
+    return _max_min_spr(spr, dtype, chip, with_index, return_info, "get_reduce_max_min_count")
 
 
 #: The getters by public name (golden kernel descriptions name them): ``(function, register,

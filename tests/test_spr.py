@@ -161,6 +161,20 @@ def test_products_and_forms_follow_the_pages():
             (Code.SPR_UNDEFINED if name == "get_acc_val" else Code.API_UNSUPPORTED)
 
 
+def test_each_getter_names_itself_and_has_no_internal_keyword():
+    """The four getters' signatures are the public ones (an ``api=`` keyword of the
+    implementation was in two of them), and each error names the getter called."""
+    import inspect
+    state = ar.ReduceSpr()
+    for name in ("get_reduce_repeat_sum_spr", "get_acc_val", "get_reduce_repeat_max_min_spr",
+                 "get_reduce_max_min_count"):
+        fn = getattr(ar.ascendc, name)
+        assert "api" not in inspect.signature(fn).parameters, name
+        with pytest.raises(ar.ConstraintError) as e:
+            fn(state, "half", chip="atlas_training")       # no getter there
+        assert (e.value.code, e.value.api) == (Code.API_UNSUPPORTED, name)
+
+
 def test_type_rules():
     x = np.arange(128, dtype=np.float16)
     (ub, info), _ = wr_max(ub_with(x), "float16", 128, 1)
