@@ -863,5 +863,30 @@ class Exact:
         return jnp.asarray(bits).astype(self.bits_type)
 
 
-__all__ += ["select_extreme_tree", "half_extreme_value", "Summation", "guarded_sums",
+def value_text(bits: int, dtype: str) -> str:
+    """An element's value in decimal, so that two different values never print alike: a
+    float32 by the shortest digits that read back as its bits (numpy's ``unique`` digits), a
+    half as the double it equals (65504, not numpy's shortest half digits "6.55e+04"), both
+    positional from 1e-4 up to 1e16, else scientific; an integer type exactly.
+
+    >>> value_text(0x406BACD4, "float32"), value_text(0x406BACD6, "float32")
+    ('3.6824236', '3.682424')
+    >>> value_text(0x7BFF, "float16"), value_text(0x0001, "float16"), value_text(0x8000, "float16")
+    ('65504', '5.960464477539063e-08', '-0')
+    >>> value_text(0x00000001, "float32"), value_text(0xFF800000, "float32")
+    ('1e-45', '-inf')
+    """
+    s = np.dtype(dtype).itemsize
+    x: Any = np.array(int(bits), f"uint{8 * s}").view(dtype)[()]
+    if np.dtype(dtype).kind != "f":
+        return str(int(x))
+    if s < 4:
+        x = float(x)                  # the same value, as a double
+    v = abs(float(x))
+    if np.isfinite(v) and v != 0 and not 1e-4 <= v < 1e16:
+        return np.format_float_scientific(x, unique=True, trim="-")
+    return np.format_float_positional(x, unique=True, trim="-")
+
+
+__all__ += ["value_text", "select_extreme_tree", "half_extreme_value", "Summation", "guarded_sums",
             "lane_tree", "row_tree", "extreme", "saturated", "Exact", "ExactProfile"]

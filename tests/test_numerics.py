@@ -435,3 +435,22 @@ def test_guarded_sums_fast_path_equals_the_reference_also_when_it_overflows():
         assert bool(ok)
         assert np.asarray(sums).tolist() == [ref_tree([int(v) for v in r], "float16")
                                              for r in rows]
+
+
+def test_value_text_reads_back_as_the_same_bits():
+    """verify --explain / --audit print values by numerics.value_text: every finite float32
+    and half reads back as its own bits (it printed 7 digits: 0x406bacd4 and 0x406bacd6 both
+    as 3.682424), -0 keeps its sign, and integers are exact."""
+    rng = np.random.default_rng(5)
+    words = np.concatenate([rng.integers(0, 2**32, 20000, dtype=np.uint64),
+                            [0x406BACD4, 0x406BACD6, 1, 0x007FFFFF, 0x7F7FFFFF, 0x80000000]])
+    for w in words.astype(np.uint32):
+        if not np.isfinite(w.view(np.float32)):
+            continue
+        back = np.float32(numerics.value_text(int(w), "float32")).view(np.uint32)
+        assert back == w, hex(int(w))
+    halves = np.arange(2**16, dtype=np.uint32).astype(np.uint16)
+    for h in halves[np.isfinite(halves.view(np.float16))]:
+        assert np.float16(float(numerics.value_text(int(h), "float16"))).view(np.uint16) == h
+    assert numerics.value_text(0xFFFFFFFF, "int32") == "-1"
+    assert numerics.value_text(2**64 - 1, "uint64") == str(2**64 - 1)

@@ -119,8 +119,7 @@ class Row:
 def _fmt_word(bits: int, dtype: str) -> str:
     s = np.dtype(dtype).itemsize
     if dtype.startswith("float"):
-        v = np.array(bits, f"uint{8 * s}").view(dtype)
-        return f"{bits:#0{2 + 2 * s}x} ({float(v):g})"
+        return f"{bits:#0{2 + 2 * s}x} ({numerics.value_text(bits, dtype)})"
     return f"{bits:#0{2 + 2 * s}x}"
 
 

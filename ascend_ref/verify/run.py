@@ -21,6 +21,7 @@ from typing import (TYPE_CHECKING, Callable, Dict, Iterable, Iterator, List, Lit
 import numpy as np
 
 from .. import registry
+from ..numerics import value_text
 from ..case import JAX, Case, Outcome
 from ..chips import chip as get_chip
 from ..constraints import Code, ConstraintError
@@ -524,13 +525,9 @@ def merge_reports(parts: Sequence[Tuple[Report, set]], paths: Sequence[Union[str
 # ------------------------------------------------------------------ one case, explained ---
 
 def _decode(bits: int, dtype: str, role: str = "value") -> str:
-    s = np.dtype(dtype).itemsize
-    raw = np.array(bits, f"uint{8 * s}")
     if role == "index":
         return f"index {bits}"
-    if dtype.startswith("float"):
-        return f"{float(raw.view(dtype)):.7g}"
-    return str(int(raw.view(dtype)))
+    return value_text(bits, dtype)
 
 
 def _locate(case: Case, addr: int) -> str:
