@@ -71,6 +71,16 @@ def test_device_agreeing_confirms_every_exercised_assumption(tmp_path, a2_cases)
     assert got[("atlas_a2", "minmax_rules (ties)")].exercised == 1
     text = r.format()
     assert "assumption audit" in text and "confirmed" in text
+    # every row's counts in their columns (a long name pushed them right), every row
+    # described in the JSON (counter_max_repeat and eight others had no "what")
+    table = text.splitlines()[1:]
+    table = [t for t in table if t.startswith("  atlas_a2") or t.startswith("  product")]
+    assert len(table) > 20 and any("tik_add_work_contents (undefined)" in t for t in table)
+    assert len({t.index(" verdict") if "verdict" in t else
+                max(t.index(v) for v in ("not exercised", "confirmed", "observed", "REFUTED")
+                    if v in t) - 1 for t in table}) == 1
+    assert all(row["what"] for row in r.audit.to_json()), \
+        [row["assumption"] for row in r.audit.to_json() if not row["what"]]
 
 
 def _alt_profile(case, **changes):

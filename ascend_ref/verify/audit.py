@@ -83,6 +83,21 @@ DESCRIPTIONS = {
                              "to dst is tallied",
     "zero_repeat (undefined)": "repeat 0 on a product where it is undefined: what the device "
                                "did to dst is tallied",
+    "zero_mask": "mask 0 (a NOP, or MASK_ZERO where the product rejects it)",
+    "block_fill_values": "ReduceDataBlock with a DataBlock with no active lane: the fill "
+                         "value's bits",
+    "counter_max_repeat": "counter mode with a count above 255 repeats' worth (255 * L): "
+                          "MASK_RANGE, the API's repeat range kept",
+    "reduce_l2_index": "level-2 ReduceMax / ReduceMin with calIndex and srcRepStride != 8, or "
+                       "a 16-bit index past 65535 (INDEX_OVERFLOW)",
+    "reduce_l2_dst_align": "level-2 ReduceMax / ReduceMin dst aligned to its slot (2 * size "
+                           "with calIndex, size without)",
+    "reduce_l2_max_repeat": "level-2 ReduceSum / Max / Min with repeatTime above L * L / 4: "
+                            "REPEAT_RANGE",
+    "reduce_sum_tree_chunking": "level-2 ReduceSum with more repeats than L: chunks of L "
+                                "repeat sums, then their sums' tree",
+    "saturate_only": "a half sum on a product with only saturation mode: saturated whatever "
+                     "saturate says",
 }
 
 
@@ -519,14 +534,15 @@ class Auditor:
         rows = self.sorted_rows()
         if not rows:
             return "assumption audit: no product with assumed fields among the cases"
+        w = max([28] + [len(r.assumption) for r in rows])   # the longest name in its column
         lines = ["assumption audit (profile fields marked `assumed`; exercised = cases whose "
                  "result the assumption decides):",
-                 f"  {'product':<28} {'assumption':<28} {'exercised':>9} {'agreed':>7} "
+                 f"  {'product':<28} {'assumption':<{w}} {'exercised':>9} {'agreed':>7} "
                  f"{'disagreed':>9}  verdict"]
         for r in rows:
             dis = "-" if r.kind == "observe" else str(r.disagreed)
             agr = "-" if r.kind == "observe" else str(r.agreed)
-            lines.append(f"  {r.chip:<28} {r.assumption:<28} {r.exercised:>9} {agr:>7} "
+            lines.append(f"  {r.chip:<28} {r.assumption:<{w}} {r.exercised:>9} {agr:>7} "
                          f"{dis:>9}  {r.verdict}")
             if r.observed:
                 seen = ", ".join(f"{k} x{n}" for k, n in r.observed.most_common(6))
