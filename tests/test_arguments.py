@@ -664,3 +664,29 @@ def test_renamed_keeps_code_value_chip_and_hint():
     r = e.renamed({"work_tensor": "shared_tmp_buffer"})
     assert (r.code, r.param, r.value, r.chip) == (e.code, "dst/shared_tmp_buffer", "x", A2)
     assert str(r) == str(e).replace("work_tensor", "shared_tmp_buffer")
+
+
+def test_reduce_repeat_refuses_the_other_types_parameter():
+    """ReduceRepeat<SUM> has no order and <MIN|MAX> no saturate (WholeReduceSum / Min / Max
+    take none): given, each was silently ignored; now BAD_ARGUMENT. Without them the alias
+    equals the instruction it names, bit for bit (order defaults to ORDER_VALUE_INDEX)."""
+    ub = ar.store(ar.new_ub("atlas_a2"), 0, np.arange(128, dtype=np.float16)[::-1].copy())
+    d, s = Tensor(1024, "half", 16), Tensor(0, "half", 128)
+    args = (ub, d, s, 128, 1, 1, 1, 8)
+    for rt, kw, param in (("SUM", {"order": "ORDER_ONLY_VALUE"}, "order"),
+                          ("MAX", {"saturate": True}, "saturate"),
+                          ("MIN", {"saturate": False}, "saturate")):
+        with pytest.raises(ar.ConstraintError) as e:
+            ar.ascendc.reduce_repeat(*args, reduce_type=rt, chip="atlas_a2", **kw)
+        assert (e.value.code, e.value.api, e.value.param) == \
+            (ar.Code.BAD_ARGUMENT, "reduce_repeat", param)
+    pairs = ((ar.ascendc.reduce_repeat(*args, reduce_type="MIN", chip="atlas_a2"),
+              ar.ascendc.whole_reduce_min(*args, chip="atlas_a2")),
+             (ar.ascendc.reduce_repeat(*args, "ORDER_INDEX_VALUE", reduce_type="MAX",
+                                       chip="atlas_a2"),
+              ar.ascendc.whole_reduce_max(*args, "ORDER_INDEX_VALUE", chip="atlas_a2")),
+             (ar.ascendc.reduce_repeat(*args, reduce_type="SUM", saturate=True, chip="atlas_a2"),
+              ar.ascendc.whole_reduce_sum(*args, saturate=True, chip="atlas_a2")))
+    for a, b in pairs:
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+    assert ar.load(pairs[0][0], 1024, "float16", 2).view(np.uint16)[1] == 127   # the index
