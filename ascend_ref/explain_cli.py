@@ -189,6 +189,9 @@ def _main(args: argparse.Namespace) -> int:
             tree = rounding_tree(case, repeat=args.tree or 0, block=args.block,
                                  stage=args.stage or 1)
         except ValueError as e:
+            if amap.error is None:      # a valid call: the tree asked for does not exist
+                print(f"ascend-ref explain: --tree: {e}", file=sys.stderr)
+                return 2
             print(f"\n(no rounding tree: {e})")
         else:
             print()

@@ -133,6 +133,10 @@ def test_explain_bad_input(capsys, argv, rc, text):
     ("vec_reduce_add", ["--stage", "2"], "--stage: only with --tree"),
     ("whole_reduce_sum", ["--tree-depth", "2"], "--tree-depth: only with --tree"),
     ("whole_reduce_sum", ["--full-tree"], "--full-tree: only with --tree"),
+    # a tree the (valid) call does not have: was a note on stdout and exit 0
+    ("whole_reduce_sum", ["--repeat", "2", "--tree", "5"], "--tree: repeat 5 outside [0, 2)"),
+    ("reduce_data_block", ["--tree", "0", "--block", "9"], "block 9 outside [0, 8)"),
+    ("whole_reduce_min", ["--tree", "0"], "does not add"),
     # out of range: --stage 9 / --block -3 were ignored, --max-repeats 0 taken as 1, a
     # negative seed and a bad mask literal an error that did not name the flag
     ("whole_reduce_sum", ["--stage", "9", "--tree", "0"], "argument --stage"),
