@@ -894,7 +894,7 @@ def run_batch(api: str, ubs: ArrayLike, *, chip: ChipLike, dtype: str,
         raw = given[ins.option.key] if ins.option.key in given else params.pop(ins.option.key,
                                                                                 None)
         if isinstance(ins.option, registry.FlagOption):      # as the public function takes it
-            option = ins.option.parse(raw, api=api)
+            option = ins.option.parse(ins.option.default if raw is None else raw, api=api)
         else:
             option = ins.option.parse(raw if raw or ins.option.default is None
                                       else ins.option.default, api=api)

@@ -92,6 +92,32 @@ def test_vcmax_vcmin_slots_by_hand(index_low):
         assert got == want, (api, index_low)
 
 
+def test_run_batch_takes_the_flag_options_default():
+    """run_batch without ``index_low`` (vcmax / vcmin) or ``cal_index`` (vec_reduce_min) is
+    the public default, False: index_low was None and a BAD_ARGUMENT."""
+    x = np.zeros(256, F16)
+    x[5], x[9], x[128 + 77], x[128 + 100] = 3, -4, 9, -1
+    ubs = np.stack([ub_with(x, F16)] * 2)
+    kw = dict(chip="atlas_training", dtype=F16, mask=np.array([128, 128]), repeat_times=2,
+              dst_rep_stride=1, src_blk_stride=1, src_rep_stride=8, src=(SRC, 256),
+              dst=(DST, 16))
+    for api in ("vcmax", "vcmin"):
+        out, status = ar.run_batch(api, ubs, **kw)
+        given, _ = ar.run_batch(api, ubs, index_low=False, **kw)
+        eager = np.asarray(getattr(ar.tik, api)(ubs[0], 128, ar.Tensor(DST, F16, 16),
+                                                ar.Tensor(SRC, F16, 256), 2, 1, 1, 8,
+                                                chip="atlas_training"))
+        assert status.tolist() == [0, 0]
+        np.testing.assert_array_equal(out, given)
+        np.testing.assert_array_equal(out[0], eager)
+    kw = dict(chip="atlas_training", dtype=F16, mask=np.array([128, 128]), repeat_times=2,
+              src_rep_stride=8, src=(SRC, 256), dst=(DST, 16), work_tensor=(DST + 64, 64))
+    out, status = ar.run_batch("vec_reduce_min", ubs, **kw)
+    given, _ = ar.run_batch("vec_reduce_min", ubs, cal_index=False, **kw)
+    assert status.tolist() == [0, 0] and np.array_equal(out, given)
+    assert float(out[0, DST:DST + 2].view(np.float16)[0]) == -4.0
+
+
 def test_vcg_block_results_by_hand():
     x = np.arange(256, dtype=F16) % 16            # every block 0..15
     x[16 * 3 + 7] = 100                           # repeat 0, block 3
