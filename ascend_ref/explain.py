@@ -284,7 +284,8 @@ class AccessMap:
     ``active[r, i]`` — the lane takes part (mask bit and ``r < repeat``); ``bits[r, i]`` —
     the element there (0 where outside the UB); ``writes`` — :class:`WriteTable` s;
     ``written`` / ``undefined`` — the byte masks of the real call (``None`` if it was
-    rejected: ``error`` holds the message).
+    rejected: ``error`` holds the message). ``repeat`` — the repeats the call runs (the
+    level-2 count form: ``ceil(count / L)``, the last one partly active).
     """
 
     case: Case
@@ -475,17 +476,19 @@ class AccessMap:
             addrs = w.addr[r][w.issued[r]]
             wdt = self.case.instruction.tensor_dtype(w.tensor, self.dtype)   # dst may be wider
             where = f"{w.tensor} bytes [{int(addrs.min())}, {int(addrs.max()) + itemsize(wdt)})"
-            later = "" if w.final[r][w.issued[r]].all() else "  (overwritten by a later repeat)"
+            later = "" if w.final[r][w.issued[r]].all() or self.error else \
+                "  (overwritten by a later repeat)"
+            verb = "would write" if self.error else "writes"   # a rejected call writes nothing
             if len(w.fields) > 2:
                 vals = [_word_text(n, int(b), wdt) if i else "-" for n, b, i in
                         zip(w.fields, w.bits[r], w.issued[r])]
-                lines.append(f"writes {where}: [{', '.join(vals)}]{later}"
+                lines.append(f"{verb} {where}: [{', '.join(vals)}]{later}"
                              + ("  ('-': no active lane in its group, not written)"
                                 if not w.issued[r].all() else ""))
             else:
                 parts = [f"{n}={_word_text(n, int(b), wdt)}" for n, b, i in
                          zip(w.fields, w.bits[r], w.issued[r]) if i]
-                lines.append(f"writes {where}: " + ", ".join(parts) + later)
+                lines.append(f"{verb} {where}: " + ", ".join(parts) + later)
         return lines
 
     def _final_lines(self) -> list:
@@ -595,10 +598,16 @@ def _describe_call(c: Case, words: np.ndarray, lanes: int) -> str:
     opt = "" if c.option in (None, "") else f" {getattr(c.option, 'value', c.option)}"
     if isinstance(c.instruction.option, registry.FlagOption):
         opt = f" {c.instruction.option.key}" if c.option is True else ""
-    p = " · ".join(f"{k.replace('repeat', 'repeat')} {v}" for k, v in c.params.items())
+    p = " · ".join(f"{k} {v}" for k, v in c.params.items())
     sat = "" if c.saturate is None else f" · saturate={c.saturate}"
-    return (f"{c.api}<{c.dtype}>{opt} on {c.chip}\n  {_mask_text(c.mask, lanes, words, c.instruction.word_order == 'tik')} · "
-            f"{p}{sat}")
+    mask = _mask_text(c.mask, lanes, words, c.instruction.word_order == 'tik')
+    if c.instruction.kernel.count_form:   # no mask: the first count elements, L a repeat
+        n = int(c.params["repeat"])
+        k, tail = -(-max(n, 0) // lanes), n % lanes
+        mask = f"count {n} (the first {n} elements: {k} repeat{'s' * (k != 1)} of {lanes} " \
+               f"lanes{f', the last {tail}' if tail and k > 1 else ''}; no mask)"
+        p = " · ".join(f"{k} {v}" for k, v in c.params.items() if k != "repeat")
+    return f"{c.api}<{c.dtype}>{opt} on {c.chip}\n  {mask}" + (f" · {p}" if p else "") + sat
 
 
 #: (instruction, spec) -> the tensor of each write, recorded while tracing :func:`_trace`
@@ -679,6 +688,8 @@ def access_map(case: Union[Case, str]) -> AccessMap:
     prof = get_chip(case.chip)
     dtype, s, lanes = spec.dtype, spec.size, spec.lanes
     repeat = int(p.repeat)
+    if ins.count_form:                     # a count of elements: ceil(count / L) repeats
+        repeat = -(-max(repeat, 0) // lanes)
     rows = max(repeat, 1)                  # the table has spec.r_max rows (a compile bucket)
     ub = np.asarray(case.ub, np.uint8)
     reads, lane_mask, active = source_reads(ins, spec, p)      # the shared source gather

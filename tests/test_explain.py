@@ -368,3 +368,40 @@ def test_reprs_are_one_line_and_name_the_call_not_the_ub_bytes():
     assert f"(0x{int(want[0]):04X})" in r, (r, want)
     assert len(str(tree).splitlines()) > 5
     assert "exact sum" not in repr(explain.rounding_tree([np.inf, 1.0]))   # no exact sum
+
+
+def test_a_rejected_calls_writes_are_would_writes_and_none_is_overwritten():
+    """A rejected call writes nothing: each repeat's line said "(overwritten by a later
+    repeat)", the last one and a single repeat's too. dstRepStride 0 with two repeats: on
+    atlas_training (DST_STRIDE_ZERO) both lines "would write"; on A2 (last wins) the first
+    is overwritten and the second not."""
+    def writes(chip):
+        c = explain.make_case("whole_reduce_sum", chip=chip, mask=3, repeat=2,
+                              dst_rep_stride=0, data=lambda n: np.arange(n) % 2048)
+        m = explain.access_map(c)
+        return m.error, [ln.strip() for ln in m.text().splitlines() if "write " in ln
+                         or ln.strip().startswith("writes ")]
+    err, lines = writes("atlas_training")
+    assert "DST_STRIDE_ZERO" in err and len(lines) == 2
+    assert all(ln.startswith("would write dst bytes [512, 514)") and "overwritten" not in ln
+               for ln in lines), lines
+    err, lines = writes("atlas_a2")
+    assert err is None and [("overwritten" in ln) for ln in lines] == [True, False], lines
+    assert all(ln.startswith("writes dst bytes [512, 514): sum=") for ln in lines), lines
+
+
+def test_a_count_form_call_is_described_by_its_count_and_its_repeats():
+    """reduce_max_count of 300 halves: 3 repeats (128, 128, 44 lanes). The map said
+    "repeat 300", showed a mask the count form does not have, called 300 "past the table"
+    and listed a fourth, fully masked repeat."""
+    m = explain.access_map(explain.make_case("reduce_max_count", repeat=300))
+    text = m.text()
+    assert m.error is None and m.repeat == 3
+    assert "count 300 (the first 300 elements: 3 repeats of 128 lanes, the last 44; no mask)" \
+        in text
+    assert "past the table" not in text and "  repeat 2 " in text and "  repeat 3 " not in text
+    assert "mask 128" not in text and "· repeat 300" not in text
+    assert m.active[:3].sum(axis=1).tolist() == [128, 128, 44]
+    one = explain.access_map(explain.make_case("reduce_sum_count", repeat=100))
+    assert one.repeat == 1 and "count 100 (the first 100 elements: 1 repeat of 128 lanes; " \
+        "no mask)" in one.text()

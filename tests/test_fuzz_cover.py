@@ -141,6 +141,22 @@ def test_the_cover_plan_alone_reaches_every_combination_bin(default, plan_cases)
     assert len(per) == len(default.pool()) and min(per.values()) >= 2
 
 
+def test_docs_quote_the_default_campaigns_pool_and_plan(default, plan_cases):
+    """docs/fuzz.md's figures are the default campaign's (it said 475 templates and every
+    combination by the first ~550 cases, figures of a smaller registry): its pool size, its
+    plan's length, and the case by which its valid cases have hit every combination."""
+    import pathlib
+    doc = (pathlib.Path(__file__).parents[1] / "docs" / "fuzz.md").read_text()
+    n, first = len(default.pool()), {}
+    for c in plan_cases:
+        if c.tags["validity"] == "valid":
+            first.setdefault(c.tags["combo"], c.tags["case_id"])
+    assert len(first) == len(coverage.model(default)["combination"])
+    assert f"combination bins are all hit by its first {max(first.values()) + 1} cases" in doc
+    assert f"its plan is {len(default.plan())} cases long" in doc
+    assert f"a covering pool of {n} templates" in doc and f"pool ({n} templates" in doc
+
+
 def test_the_default_campaign_reports_every_combination_at_100_percent(default, plan_cases):
     hits = _hits(plan_cases)
     text = coverage.table(hits, coverage.model(default))
