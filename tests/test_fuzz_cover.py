@@ -257,6 +257,29 @@ def test_valid_count_form_draws_are_valid_up_to_the_top_that_fits(default):
     assert valid >= 50 and tops >= 5, (valid, tops)
 
 
+def test_valid_in_place_draws_keep_the_overlap_rule(default):
+    """dst in place (at src) is drawn valid only where no repeat reads a result an earlier
+    repeat wrote: with src_rep_stride 0 every repeat reread slot 0 (6 of the default
+    campaign's first 1500 cases were tagged valid and OVERLAP, at ids 85, 123, 149, 390, 767
+    and 954, and 2 of tie_rule's first 400)."""
+    from ascend_ref.fuzz.generate import _in_place_ok
+
+    ins = registry.lookup("whole_reduce_sum")
+    assert not _in_place_ok(ins, "float16", None, 6, 0, 1)        # all read slot 0's bytes
+    assert _in_place_ok(ins, "float16", None, 255, 8, 1)          # slots trail the reads
+    assert _in_place_ok(ins, "float16", None, 1, 0, 1)            # one repeat reads first
+    assert not _in_place_ok(ins, "float16", None, 4, 1, 32)       # slots outrun the reads
+    in_place = strided = 0
+    for cid in range(1500):
+        c = default.case(cid)
+        if c.tags.get("layout") != "in_place" or c.tags.get("validity") != "valid":
+            continue
+        in_place += 1
+        strided += c.params.get("repeat", 0) >= 2 and c.tags["stride_regime"] != "contiguous"
+        assert run_oracle(c).code is None, (cid, c.describe())
+    assert in_place >= 50 and strided >= 10, (in_place, strided)
+
+
 def _zero(c) -> bool:
     m = c.mask
     if isinstance(m, ar.CounterMask):

@@ -288,7 +288,9 @@ class Campaign:
 
 
 #: bump when the campaign generator changes which case a (seed, case id) gives
-GENERATOR_VERSION = 5        # 4: the counter mask mode (issue 14 item 4); 5: level-2 counter
+GENERATOR_VERSION = 6        # 4: the counter mask mode (issue 14 item 4); 5: level-2 counter;
+#                              6: count-form tops that fit the UB, in-place dst only where no
+#                              repeat reads an earlier result (2026-12-07)
 #: the first case ids follow the cover plan: at least this many per template
 MIN_CASES_PER_CONFIG = 2
 

@@ -324,6 +324,21 @@ def repeat_class(r: int, api: str, option: Any, dtype: str = "float16",
     return "small" if r <= 8 else "mid"
 
 
+def _in_place_ok(ins: Any, dtype: str, option: Any, repeats: int, rep_stride: int,
+                 dst_rep_stride: int) -> bool:
+    """dst at src keeps the OVERLAP rule (docs/SEMANTICS.md §E: no repeat reads the result
+    slot of an earlier one): repeat ``r``'s slot, ``[r*D, r*D + w)`` from src, ends before
+    repeat ``r + 1`` starts reading at ``(r + 1) * S`` (S = src_rep_stride * 32, nothing of
+    a repeat is read below its start), for every ``r`` -- a linear condition, checked at
+    both ends. Sufficient, not necessary: a slot among masked lanes would be allowed too."""
+    if repeats < 2:
+        return True
+    w = ins.dst_extent(1, dtype, option, dst_rep_stride)
+    step = ins.dst_extent(2, dtype, option, dst_rep_stride) - w
+    src_step = rep_stride * 32
+    return all(k * step + w <= (k + 1) * src_step for k in (0, repeats - 2))
+
+
 def count_fitting(ins: Any, option: Any, dtype: str, budget: int, top: int) -> int:
     """The count form: the largest count up to ``top`` whose source, dst and work tensor
     (its need and 16 spare elements) fit in ``budget`` bytes. Its documented top, UB bytes
@@ -783,9 +798,11 @@ def draw_campaign_case(d: Draw, template: Template, dist: Distributions,
     base = d.integers(0, free // 32) * 32 if free >= 32 and d.chance(dist.offset_rate) else 0
     tensors = {"src": (base, src_n)}
     cursor = base + src_bytes
-    # in place (dst inside src) where the instruction allows overlapping operands
+    # in place (dst inside src) where the instruction allows overlapping operands and no
+    # repeat reads a result an earlier one wrote (the OVERLAP rule)
     in_place = (ins.kernel.overlap == "repeat" and d.chance(dist.in_place_rate)
-                and dst_bytes <= src_bytes)
+                and dst_bytes <= src_bytes
+                and (ins.kernel.count_form or _in_place_ok(ins, dtype, option, r, rs, drs)))
     ds = _size(ins.tensor_dtype("dst", dtype))        # dst may be wider (950 int sums)
     if in_place:
         tensors["dst"] = (base, dst_bytes // ds)
