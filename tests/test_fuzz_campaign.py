@@ -285,6 +285,15 @@ def test_small_campaign_end_to_end_and_replay(tmp_path, capsys):
     assert cli_main(["fuzz", str(path), "--db", db, "--report"]) == 0
     assert "cases: 70 of 70" in capsys.readouterr().out
     assert json.loads(con.execute("SELECT bins FROM cases WHERE case_id=3").fetchone()[0])
+    # a lower --cases runs nothing; the report says what is stored (it said "70 of 10 done")
+    assert cli_main(["fuzz", str(path), "--db", db, "--cases", "10"]) == 0
+    out = capsys.readouterr().out
+    assert "cases: 70 done (more than the 10 asked for: an earlier run asked for more)" in out
+    # a bare case id needs a results file to find its campaign in (it said "no campaign  in
+    # the results file"); a named one draws the case without one
+    assert cli_main(["fuzz", "--db", str(tmp_path / "none.sqlite"), "--replay", "12"]) == 2
+    err = capsys.readouterr().err
+    assert "--replay 12: no results file" in err and "NAME:12" in err
 
 
 def test_replay_names_one_campaign_when_a_name_is_run_twice(tmp_path, capsys):

@@ -252,7 +252,7 @@ def resolve(store: Optional[Store], ref: str, camp_arg: Optional[str]) -> Tuple[
                 return Campaign.load(name), case_id
             except FileNotFoundError:
                 pass
-        raise ValueError(f"--replay {ref}: no campaign {'named ' + name if name else ''} "
+        raise ValueError(f"--replay {ref}: no campaign{' named ' + name if name else ''} "
                          f"in the results file; give the campaign file too")
     row = rows[0]
     camp = Campaign.from_dict(json.loads(row["config"]), source=row["source"],
@@ -276,6 +276,9 @@ def replay(ref: str, db: str, camp_arg: Optional[str] = None, *, original: bool 
         raise ValueError(f"replay: db = {db!r}: expected the results file (str or os.PathLike)")
     out = out or sys.stdout
     store = Store(db) if Path(db).exists() else None
+    if store is None and camp_arg is None and ":" not in str(ref):
+        raise ValueError(f"--replay {ref}: no results file {db} to find its campaign in; give "
+                         f"the campaign too (NAME:{ref}, or the campaign file)")
     camp, cid = resolve(store, str(ref), camp_arg)
     m = store.mismatch(camp.id, cid) if store else None
     if m and m["shrunk"] is not None and not original:

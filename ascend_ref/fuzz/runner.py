@@ -326,7 +326,9 @@ def report(camp: Campaign, store: Store, session: Optional[dict] = None, note: s
     row = store.campaign_row(camp.id)
     target = row["cases"] if row else camp.cases
     lines = ["", f"== campaign {camp.name} ({camp.id}) — {camp.compare.describe()} =="]
-    lines.append(f"cases: {c['total']} of {target} done — {c['pass']} pass, "
+    done = f"{c['total']} of {target} done" if c["total"] <= target else \
+        f"{c['total']} done (more than the {target} asked for: an earlier run asked for more)"
+    lines.append(f"cases: {done} — {c['pass']} pass, "
                  f"{c['mismatch']} mismatch, {c['skip']} skipped")
     lines += _software_lines(store.run_software(camp.id))
     if session:
