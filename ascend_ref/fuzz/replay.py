@@ -227,10 +227,12 @@ def _outcome_text(o: Outcome) -> str:
 
 # ---------------------------------------------------------------------- resolve -----------
 
-def resolve(store: Optional[Store], ref: str, camp_arg: Optional[str]) -> Tuple[Campaign, int]:
+def resolve(store: Optional[Store], ref: str, camp_arg: Optional[str],
+            db: Optional[str] = None) -> Tuple[Campaign, int]:
     """``(Campaign, case_id)`` for ``--replay [NAME:]ID``: NAME is a campaign id of the
     results file (``tie_rule-0bd1145a9a``: that campaign) or a campaign name (its most
-    recently run campaign of that name); no NAME: the most recently run campaign."""
+    recently run campaign of that name); no NAME: the most recently run campaign (``db``:
+    the results file's path, named when there is none)."""
     name, _, num = ref.rpartition(":")
     try:
         case_id = int(num)
@@ -244,6 +246,9 @@ def resolve(store: Optional[Store], ref: str, camp_arg: Optional[str]) -> Tuple[
         if name and name not in (camp.name, camp.id):
             raise ValueError(f"--replay {ref}: the campaign file is {camp.name!r}")
         return camp, case_id
+    if store is None and not name:
+        raise ValueError(f"--replay {ref}: no results file {db} to find its campaign in; give "
+                         f"the campaign too (NAME:{ref}, or the campaign file)")
     by_id = store.campaign_row(name) if store and name else None
     rows = [by_id] if by_id else store.find_campaigns(name or None) if store else []
     if not rows:
@@ -276,10 +281,7 @@ def replay(ref: str, db: str, camp_arg: Optional[str] = None, *, original: bool 
         raise ValueError(f"replay: db = {db!r}: expected the results file (str or os.PathLike)")
     out = out or sys.stdout
     store = Store(db) if Path(db).exists() else None
-    if store is None and camp_arg is None and ":" not in str(ref):
-        raise ValueError(f"--replay {ref}: no results file {db} to find its campaign in; give "
-                         f"the campaign too (NAME:{ref}, or the campaign file)")
-    camp, cid = resolve(store, str(ref), camp_arg)
+    camp, cid = resolve(store, str(ref), camp_arg, db)
     m = store.mismatch(camp.id, cid) if store else None
     if m and m["shrunk"] is not None and not original:
         case = exchange.case_from_bytes(m["shrunk"])
