@@ -875,11 +875,20 @@ def value_text(bits: int, dtype: str) -> str:
     ('65504', '5.960464477539063e-08', '-0')
     >>> value_text(0x00000001, "float32"), value_text(0xFF800000, "float32")
     ('1e-45', '-inf')
+
+    A NaN shows its sign and payload (the mantissa bits), which two NaNs may differ in:
+
+    >>> value_text(0x7E00, "float16"), value_text(0xFFC00001, "float32")
+    ('nan(payload 0x200)', '-nan(payload 0x400001)')
     """
     s = np.dtype(dtype).itemsize
     x: Any = np.array(int(bits), f"uint{8 * s}").view(dtype)[()]
     if np.dtype(dtype).kind != "f":
         return str(int(x))
+    if np.isnan(x):
+        man = np.finfo(dtype).nmant
+        sign = "-" if int(bits) >> (8 * s - 1) & 1 else ""
+        return f"{sign}nan(payload {int(bits) & ((1 << man) - 1):#x})"
     if s < 4:
         x = float(x)                  # the same value, as a double
     v = abs(float(x))
@@ -888,5 +897,14 @@ def value_text(bits: int, dtype: str) -> str:
     return np.format_float_positional(x, unique=True, trim="-")
 
 
-__all__ += ["value_text", "select_extreme_tree", "half_extreme_value", "Summation", "guarded_sums",
+def word_text(bits: int, dtype: str) -> str:
+    """An element's bits in hex at its width, then its value (:func:`value_text`).
+
+    >>> word_text(0x3C00, "float16"), word_text(0xFFFFFFFF, "int32")
+    ('0x3c00 (1)', '0xffffffff (-1)')
+    """
+    return f"{int(bits):#0{2 + 2 * np.dtype(dtype).itemsize}x} ({value_text(bits, dtype)})"
+
+
+__all__ += ["value_text", "word_text", "select_extreme_tree", "half_extreme_value", "Summation", "guarded_sums",
             "lane_tree", "row_tree", "extreme", "saturated", "Exact", "ExactProfile"]

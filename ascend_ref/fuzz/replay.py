@@ -17,6 +17,7 @@ import numpy as np
 from .. import mask as masks
 from ..case import Case, Outcome
 from ..cli_args import is_path
+from ..numerics import word_text
 from . import comparators, exchange
 from .campaign import Campaign
 from .signature import _roles
@@ -27,22 +28,7 @@ if TYPE_CHECKING:
 MAX_ROWS = 24
 
 
-# ---------------------------------------------------------------------- values ------------
-
-def fmt_bits(bits: int, dtype: str) -> str:
-    s = np.dtype(dtype).itemsize
-    bt = np.dtype(f"uint{8 * s}")
-    raw = np.array(bits, bt)
-    if dtype.startswith("float"):
-        v = raw.view(dtype)
-        text = repr(float(v)) if np.isfinite(v) else ("nan" if np.isnan(v) else
-                                                      ("inf" if v > 0 else "-inf"))
-        if np.isnan(v):
-            text = f"nan(payload {bits & ((1 << (10 if s == 2 else 23)) - 1):#x})"
-    else:
-        text = str(int(raw.view(dtype)))
-    return f"{bits:#0{2 + 2 * s}x} ({text})"
-
+# ---------------------------------------------------------------------- places ------------
 
 def where(case: Case, addr: int) -> str:
     """``"dst[3] (repeat 1, index)"``: the tensor element holding byte ``addr``."""
@@ -113,7 +99,7 @@ def source_text(case: Case) -> List[str]:
         return [f"src: all {n} elements are +0"]
     lines = [f"src: {n} elements, {nz.size} non-zero (the rest +0):"]
     for i in nz[:MAX_ROWS]:
-        lines.append(f"    src[{int(i)}] = {fmt_bits(int(w[i]), case.dtype)}")
+        lines.append(f"    src[{int(i)}] = {word_text(int(w[i]), case.dtype)}")
     if nz.size > MAX_ROWS:
         lines.append(f"    ... {nz.size - MAX_ROWS} more")
     return lines
@@ -133,8 +119,8 @@ def diff_rows(case: Case, e: Outcome, a: Outcome) -> List[str]:
         av = int(a.ub[lo:lo + s].view(f"uint{8 * s}")[0])
         bv = int(case.ub[lo:lo + s].view(f"uint{8 * s}")[0])
         dt = case.dtype if _roles(case, lo) == "value" else f"uint{8 * s}"
-        rows.append(f"    {where(case, lo):<40} expected {fmt_bits(ev, dt)}  actual "
-                    f"{fmt_bits(av, dt)}  (before {bv:#0{2 + 2 * s}x})")
+        rows.append(f"    {where(case, lo):<40} expected {word_text(ev, dt)}  actual "
+                    f"{word_text(av, dt)}  (before {bv:#0{2 + 2 * s}x})")
     if len(words) > MAX_ROWS:
         rows.append(f"    ... {len(words) - MAX_ROWS} more element(s)")
     if not words:

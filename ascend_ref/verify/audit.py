@@ -132,10 +132,9 @@ class Row:
 
 
 def _fmt_word(bits: int, dtype: str) -> str:
-    s = np.dtype(dtype).itemsize
     if dtype.startswith("float"):
-        return f"{bits:#0{2 + 2 * s}x} ({numerics.value_text(bits, dtype)})"
-    return f"{bits:#0{2 + 2 * s}x}"
+        return numerics.word_text(bits, dtype)
+    return f"{bits:#0{2 + 2 * np.dtype(dtype).itemsize}x}"
 
 
 class Auditor:
