@@ -894,10 +894,11 @@ def run_batch(api: str, ubs: ArrayLike, *, chip: ChipLike, dtype: str,
         raw = given[ins.option.key] if ins.option.key in given else params.pop(ins.option.key,
                                                                                 None)
         if isinstance(ins.option, registry.FlagOption):      # as the public function takes it
-            option = ins.option.parse(ins.option.default if raw is None else raw, api=api)
+            option = ins.option.parse(ins.option.default if raw is None else raw, api=api,
+                                      chip=chip)
         else:
             option = ins.option.parse(raw if raw or ins.option.default is None
-                                      else ins.option.default, api=api)
+                                      else ins.option.default, api=api, chip=chip)
     ubs = np.asarray(ubs)
     if ubs.ndim != 2 or ubs.dtype != np.uint8:
         raise ConstraintError(Code.BAD_ARGUMENT, api="run_batch", param="ubs",

@@ -87,7 +87,7 @@ def _default_chip(api: str) -> str:
     raise ValueError(f"no product supports {api}")
 
 
-def _make_case_args(ins: registry.Instruction, given: dict) -> None:
+def _make_case_args(ins: registry.Instruction, given: dict, chip: str) -> None:
     """BAD_ARGUMENT for an argument of :func:`make_case` that cannot make a call of ``ins``:
     an option or saturation mode it does not have, an unknown data kind, a count that is no
     int, a tensor that is no ``(addr, size)`` pair of ints."""
@@ -100,7 +100,7 @@ def _make_case_args(ins: registry.Instruction, given: dict) -> None:
     if given["option"] is not None and ins.option is None:
         raise bad("option", f"None: {ins.name} takes no option")
     if given["option"] is not None:            # ORDER_UNSUPPORTED etc., as the call says
-        ins.canonical_option(given["option"])
+        ins.canonical_option(given["option"], chip=chip)
     if given["saturate"] is not None and not ins.saturating:
         raise bad("saturate", f"None: {ins.name} has no saturation mode")
     if isinstance(given["data"], str) and given["data"] not in DATA_KINDS:
@@ -185,15 +185,15 @@ def make_case(api: str, *, chip: Optional[str] = None, dtype: str = "float16",
     from .fuzz.generate import fill_ub
 
     ins = registry.lookup(api, api="make_case")
-    _make_case_args(ins, dict(repeat=repeat, src_blk_stride=src_blk_stride,
-                              src_rep_stride=src_rep_stride, dst_rep_stride=dst_rep_stride,
-                              option=option, saturate=saturate, data=data, seed=seed, src=src,
-                              dst=dst, work_tensor=work_tensor))
-    dtype = dtype_name(dtype)
     if chip is None:
         chip = _default_chip(api)
     else:                          # [] or "" was the default product: CHIP_UNKNOWN
         _profile(chip, "make_case")
+    _make_case_args(ins, dict(repeat=repeat, src_blk_stride=src_blk_stride,
+                              src_rep_stride=src_rep_stride, dst_rep_stride=dst_rep_stride,
+                              option=option, saturate=saturate, data=data, seed=seed, src=src,
+                              dst=dst, work_tensor=work_tensor), chip)
+    dtype = dtype_name(dtype)
     s = itemsize(dtype)
     lanes = REPEAT_BYTES // s
     if mask is None:

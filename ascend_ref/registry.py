@@ -48,6 +48,8 @@ from typing import (TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional,
                     Union)
 
 from . import batch_args
+from .chips import ChipProfile
+from .chips import chip as get_chip
 from .chips import on_load as _on_profile_load
 from .constraints import DESCRIPTIONS, HOST, TRACED, Code, Constraint, ConstraintError, HostCheck
 from .enums import ReduceOrder, ReduceType, parse_enum
@@ -198,8 +200,18 @@ class EnumOption(Option):
         return [m.value for m in self.enum_cls]
 
     def parse(self, value: Any, *, api: str, chip: Any = None) -> str:
-        return parse_enum(self.enum_cls, value, api=api, param=self.key, code=self.code,
-                          chip=chip).value
+        try:
+            return parse_enum(self.enum_cls, value, api=api, param=self.key, code=self.code,
+                              chip=chip).value
+        except ConstraintError as e:
+            if e.code != self.code or chip is None or not self.product_attr:
+                raise
+            try:                        # a name of no member: list the product's members
+                prof = chip if isinstance(chip, ChipProfile) else get_chip(chip, api=api)
+            except (ConstraintError, ValueError):
+                raise e from None
+            raise ConstraintError(self.code, api=api, param=self.key, value=value,
+                                  allowed=f"one of {self.values(prof)}", chip=prof.id) from None
 
     def normalise(self, value: Any) -> str:
         names = self._names()
@@ -437,12 +449,13 @@ class Instruction:
             return None
         return self.option.normalise(value)
 
-    def canonical_option(self, option: Any) -> Any:
-        """``option`` as the public function would take it, its example value when None."""
+    def canonical_option(self, option: Any, chip: Any = None) -> Any:
+        """``option`` as the public function would take it, its example value when None
+        (``chip``: the product an error names)."""
         if self.option is None:
             return None
         return self.option.parse(self.option.example() if option is None else option,
-                                 api=self.name)
+                                 api=self.name, chip=chip)
 
     def option_label(self, option: Any) -> str:
         if self.option is None or option is None:

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import ascend_ref as ar
-from ascend_ref import Code, Tensor as T
+from ascend_ref import Code, Tensor as T, explain
 from ascend_ref.oracle import OracleError
 
 H = "half"
@@ -113,3 +113,26 @@ def test_explain_takes_a_code_its_name_or_an_integral_number():
             ar.explain(bad)
         assert e.value.code == Code.BAD_ARGUMENT and e.value.param == "code", repr(bad)
         assert f"[0, {int(max(Code))}]" in str(e.value)
+
+
+@pytest.mark.parametrize("chip, allowed", [
+    ("atlas_training", "['ORDER_VALUE_INDEX']"),
+    ("atlas_a2", "['ORDER_VALUE_INDEX', 'ORDER_INDEX_VALUE', 'ORDER_ONLY_VALUE', "
+                 "'ORDER_ONLY_INDEX']")])
+def test_an_order_of_no_name_names_the_product_and_its_orders(chip, allowed):
+    """order="foo": the message named no product and listed all four orders, three of which
+    atlas_training refuses; the public function, run_batch and make_case say the same."""
+    want = f"order = 'foo' is not allowed on {chip}; allowed: one of {allowed}"
+    calls = [lambda: wr(chip=chip, order="foo")(ar.ascendc),
+             lambda: ar.run_batch("whole_reduce_min", np.zeros((2, 8192), np.uint8), chip=chip,
+                                  dtype=H, mask=128, order="foo", repeat_time=1,
+                                  dst_rep_stride=1, src_blk_stride=1, src_rep_stride=8,
+                                  src=(0, 512), dst=(4096, 64)),
+             lambda: explain.make_case("whole_reduce_min", chip=chip, option="foo")]
+    for call in calls:
+        with pytest.raises(ar.ConstraintError) as e:
+            call()
+        assert e.value.code == Code.ORDER_UNSUPPORTED and want in str(e.value), str(e.value)
+    with pytest.raises(OracleError) as o:
+        wr(chip=chip, order="foo")(ar.oracle)
+    assert o.value.code == Code.ORDER_UNSUPPORTED
