@@ -218,6 +218,18 @@ MINMAX_NAN = ("payload", "default")
 ORDER_TABLES = ("whole_reduce",)
 
 
+#: the (src, dst) pairs of ``[dst_dtypes]`` the engine computes: integer sums whose 16-bit
+#: lanes widen to 32 bits (Ascend 950 ReduceRepeat<SUM>); another pair would put the
+#: source type's bits into a wider dst slot
+DST_PAIRS = {"int16": "int32", "uint16": "uint32"}
+
+
+def _is_nan(bits: int, width: int) -> bool:
+    man = 10 if width == 2 else 23
+    exp = (bits >> man) & ((1 << (8 * width - 1 - man)) - 1)
+    return exp == (1 << (8 * width - 1 - man)) - 1 and bits & ((1 << man) - 1) != 0
+
+
 def _value_bits(text: str, dtype: str) -> int:
     width = np.dtype(dtype).itemsize
     return int(np.array(float(text), dtype=dtype).view(f"uint{8 * width}"))
@@ -331,22 +343,36 @@ def _load(path: Path) -> ChipProfile:
         bad = [k for k in pairs if k not in apis.get(a, ())]
         if bad:
             raise r.fail(key, pairs, f"src dtypes [apis] {a} lists (not {bad})")
+        bad = [f"{k} = {v!r}" for k, v in pairs.items() if DST_PAIRS.get(k) != v]
+        if bad:
+            raise r.fail(key, pairs, f"pairs the engine computes, {DST_PAIRS} (not {bad[0]})")
         dst[a] = dict(pairs)
     block_fill = r.string("block_fill", FILL_RULES)
     if block_fill == "fill" and set(fills) != set(REDUCE_TYPES):
         raise r.fail("block_fill_values", sorted(fills),
                      "tables for SUM, MAX and MIN when block_fill = 'fill'")
+    nans = {}
+    for key, width in (("default_nan_f16", 2), ("default_nan_f32", 4)):
+        nans[key] = r.integer(key, 0, 2 ** (8 * width) - 1, bits=True)
+        if not _is_nan(nans[key], width):
+            raise ProfileError(path, key, nans[key], f"a NaN: exponent all ones, mantissa not "
+                               f"0 (such as {0x7E00 if width == 2 else 0x7FC00000:#x})",
+                               what=f"{key} = {nans[key]:#x} is no NaN")
+    saturate_default = r.boolean("saturate_default")
+    saturate_only = r.boolean("saturate_only", False)
+    if saturate_only and not saturate_default:
+        raise r.fail("saturate_default", saturate_default,
+                     "true where saturate_only = true (the product's only mode is its default)")
     return ChipProfile(
         id=pid, product=r.string("product"), ub_bytes=r.integer("ub_bytes", 1, 2 ** 31 - 1),
-        saturate_default=r.boolean("saturate_default"), fp32_ftz=r.boolean("fp32_ftz"),
-        default_nan_f16=r.integer("default_nan_f16", 0, 0xFFFF, bits=True),
-        default_nan_f32=r.integer("default_nan_f32", 0, 0xFFFFFFFF, bits=True),
+        saturate_default=saturate_default, fp32_ftz=r.boolean("fp32_ftz"),
+        default_nan_f16=nans["default_nan_f16"], default_nan_f32=nans["default_nan_f32"],
         zero_mask=r.string("zero_mask", ZERO_RULES),
         zero_repeat=r.string("zero_repeat", ZERO_RULES),
         dst_rep_stride_zero=r.boolean("dst_rep_stride_zero"), block_fill=block_fill,
         apis=apis, orders=orders, block_fill_values=fills,
         assumed=r.names("assumed", r.get("assumed", [])),
-        saturate_only=r.boolean("saturate_only", False),
+        saturate_only=saturate_only,
         add_order=r.string("add_order", ADD_ORDERS, "tree"),
         minmax_nan=r.string("minmax_nan", MINMAX_NAN, "payload"),
         facts={k: v for k, v in r.raw.items() if k not in SHARED_KEYS},
@@ -421,6 +447,13 @@ def chip(id_or_profile: Union[str, ChipProfile], *, api: str = "chip") -> ChipPr
         return id_or_profile
     files = _profiles()
     if not isinstance(id_or_profile, str) or id_or_profile not in files:
+        allowed = f"one of {sorted(files)}"
+        if not files:                   # a wrong $ASCEND_REF_CONFIGS, most likely
+            where = config_dir() / "chips"
+            allowed = (f"a product profile: {where} has no *.toml"
+                       + (" ($ASCEND_REF_CONFIGS names the folder that holds chips/, "
+                          "campaigns/ and kernels/)" if os.environ.get("ASCEND_REF_CONFIGS")
+                          else ""))
         raise ConstraintError(Code.CHIP_UNKNOWN, api=api, param="chip", value=id_or_profile,
-                              allowed=f"one of {sorted(files)}")
+                              allowed=allowed)
     return _checked(files[id_or_profile])

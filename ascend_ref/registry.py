@@ -866,6 +866,32 @@ def check_profile(prof: Any, instructions: Sequence[Instruction]) -> None:
             raise ProfileError(where, key, None, f"{key} = one of {list(f.choices)} "
                                f"({f.doc or 'a per-product rule'})",
                                what=f"lists {ins.name} but does not set {key!r}")
+    if prof.block_fill == "fill":       # every dtype an instruction that fills has, each type
+        for ins in instructions:
+            if "block_fill" not in ins.profile_rules:
+                continue
+            for rt, table in sorted(prof.block_fill_values.items()):
+                missing = [d for d in prof.dtypes(ins.name) if d not in table]
+                if missing:
+                    raise ProfileError(where, f"[block_fill_values] {rt}", dict(table),
+                                       f"a value for every dtype [apis] {ins.name} lists",
+                                       what=f"[block_fill_values] {rt} has no {missing[0]}, "
+                                       f"which [apis] {ins.name} lists")
+    known = set(SHARED_KEYS) | set(fields_) | _audited()
+    for ins in instructions:
+        known |= set(ins.assumptions) | set(ins.profile_rules)
+    unknown = [a for a in prof.assumed if a not in known]
+    if unknown:
+        raise ProfileError(where, "assumed", unknown[0], f"profile fields and named "
+                           f"assumptions {sorted(known)}", what=f"assumed lists "
+                           f"{unknown[0]!r}, which no field, instruction or audit check has")
+
+
+def _audited() -> set:
+    """The assumptions ``verify --audit`` checks by a name of its own (``minmax_rules``...)."""
+    from .verify.audit import DESCRIPTIONS as AUDITED      # (the audit imports this module)
+
+    return {name.split(" (")[0] for name in AUDITED}
 
 
 @functools.lru_cache(maxsize=None)
@@ -873,12 +899,8 @@ def _dst_dtypes(api: str) -> Dict[str, str]:
     from .chips import chip, chips
 
     out: Dict[str, str] = {}
-    for c in chips():
-        for src, dst in chip(c).dst_dtypes.get(api, {}).items():
-            if out.setdefault(src, dst) != dst:
-                where = chip(c).source or f"configs/chips/{c}.toml"
-                raise ValueError(f"{where}: [dst_dtypes] {api} pairs {src} with {dst}, "
-                                 f"another product with {out[src]} (the layouts need one)")
+    for c in chips():       # each pair is one of chips.DST_PAIRS: the products agree
+        out.update(chip(c).dst_dtypes.get(api, {}))
     return out
 
 
@@ -886,8 +908,9 @@ def dst_dtype(api: str, src_dtype: str) -> str:
     """The dst dtype of ``api`` for a ``src_dtype`` source: the products' documented (dst,
     src) pair tables (``[dst_dtypes]`` in ``configs/chips/*.toml``; Ascend 950
     ReduceRepeat<SUM>: int16 -> int32, uint16 -> uint32), the same dtype where none pairs
-    it. The products must agree (one result layout per dtype); which pairs a product
-    accepts is its own table (:meth:`ascend_ref.chips.ChipProfile.dst_dtype`)."""
+    it. The products agree (one result layout per dtype: every pair is one of
+    :data:`ascend_ref.chips.DST_PAIRS`); which pairs a product accepts is its own table
+    (:meth:`ascend_ref.chips.ChipProfile.dst_dtype`)."""
     return _dst_dtypes(api).get(str(src_dtype), str(src_dtype))
 
 
@@ -898,8 +921,6 @@ def _checked_profiles() -> None:
 
         for c in chips():          # loading a profile checks it (_check_loaded, on_load)
             chip(c)
-        for name in _BY_NAME:              # one dst type per (API, src type) across products
-            _dst_dtypes(name)
         _profiles_checked[0] = True
 
 

@@ -152,27 +152,81 @@ def test_the_cli_names_a_broken_profile_in_one_line(tmp_path, monkeypatch):
     assert got.stderr.count("\n") == 1 and str(path) in got.stderr and "ub_bytes" in got.stderr
 
 
-def test_products_that_disagree_on_a_dst_dtype_pair_name_the_real_file(tmp_path, monkeypatch):
-    """Two products pairing one source dtype with different dst dtypes (the result layouts
-    need one): the error names the loaded file's real path, not configs/chips/<id>.toml."""
-    from ascend_ref import registry
-
+def test_a_dst_dtype_pair_the_engine_does_not_compute_is_refused_where_it_loads(tmp_path,
+                                                                                 monkeypatch):
+    """[dst_dtypes] pairs other than the widening integer sums (int16 -> int32, uint16 ->
+    uint32): a float16 -> float32 pair loaded and the sum of 128 ones came back as
+    3.1568e-41 (the half bits of 128 in a float32 slot); int16 -> int16 was caught only
+    when two products disagreed. Now the file's load says so, naming the real path."""
     folder = tmp_path / "cfg" / "chips"
     folder.mkdir(parents=True)
     a950 = (SHIPPED / "ascend950.toml").read_text()
-    shutil.copy(SHIPPED / "ascend950.toml", folder / "ascend950.toml")
-    other = a950.replace('whole_reduce_sum = { int16 = "int32", uint16 = "uint32" }',
-                         'whole_reduce_sum = { int16 = "int16", uint16 = "uint32" }', 1)
-    other = other.replace('id = "ascend950"', 'id = "zz_other"', 1)
-    assert other.count("zz_other") == 1 and "int16 = \"int16\"" in other
-    (folder / "zz_other.toml").write_text(other)
+    pairs = 'whole_reduce_sum = { int16 = "int32", uint16 = "uint32" }'
+    assert pairs in a950
     monkeypatch.setenv("ASCEND_REF_CONFIGS", str(folder.parent))
-    registry._dst_dtypes.cache_clear()
-    try:
+    for bad, said in (('whole_reduce_sum = { int16 = "int16", uint16 = "uint32" }',
+                       "int16 = 'int16'"),
+                      ('whole_reduce_sum = { float16 = "float32" }', "float16 = 'float32'")):
+        (folder / "ascend950.toml").write_text(a950.replace(pairs, bad, 1))
+        chips_mod.clear_cache()
         with pytest.raises(ValueError) as e:
-            registry.dst_dtype("whole_reduce_sum", "int16")
-    finally:
-        registry._dst_dtypes.cache_clear()
+            ar.chip("ascend950")
+        msg = str(e.value)
+        assert type(e.value).__name__ == "ProfileError", msg
+        assert str(folder / "ascend950.toml") in msg and "[dst_dtypes] whole_reduce_sum" in msg
+        assert said in msg and "'int16': 'int32'" in msg, msg
+
+
+def _a2_with(tmp_path, monkeypatch, text):
+    folder = tmp_path / "cfg" / "chips"
+    folder.mkdir(parents=True)
+    path = folder / "atlas_a2.toml"
+    path.write_text(text)
+    monkeypatch.setenv("ASCEND_REF_CONFIGS", str(folder.parent))
+    return path
+
+
+def test_a_fill_table_without_a_listed_dtype_is_refused(tmp_path, monkeypatch):
+    """block_fill = "fill" with fill values for float16 only, while reduce_data_block lists
+    float32 too: a float32 block with no active lane was filled with 0 (fills.get(dtype, 0))."""
+    tables = ('\n[block_fill_values]\nSUM = { float16 = "0" }\nMAX = { float16 = "-inf" }\n'
+              'MIN = { float16 = "inf" }\n')
+    text = A2.replace('block_fill = "keep"', 'block_fill = "fill"', 1) + tables
+    msg = broken(_a2_with(tmp_path, monkeypatch, text), "[block_fill_values] MAX")
+    assert "has no float32, which [apis] reduce_data_block lists" in msg, msg
+    whole = tables.replace('float16 = "-inf"', 'float16 = "-inf", float32 = "-inf"')
+    whole = whole.replace('float16 = "inf"', 'float16 = "inf", float32 = "inf"')
+    whole = whole.replace('float16 = "0"', 'float16 = "0", float32 = "0"')
+    (tmp_path / "cfg" / "chips" / "atlas_a2.toml").write_text(
+        A2.replace('block_fill = "keep"', 'block_fill = "fill"', 1) + whole)
+    chips_mod.clear_cache()
+    assert ar.chip("atlas_a2").block_fill_values["MAX"]["float32"] == 0xFF800000
+
+
+@pytest.mark.parametrize("old, new, field, said", [
+    ('"minmax_rules", ', '"minmax_rulez", ', "assumed", "'minmax_rulez', which no field"),
+    ("default_nan_f16 = 0xFE00", "default_nan_f16 = 0x3C00", "default_nan_f16",
+     "0x3c00 is no NaN"),
+    ("default_nan_f16 = 0xFE00", "default_nan_f16 = 0x7C00", "default_nan_f16",
+     "0x7c00 is no NaN"),
+    ("default_nan_f32 = 0xFFC00000", "default_nan_f32 = 0x3F800000", "default_nan_f32",
+     "0x3f800000 is no NaN"),
+    ("saturate_default = false", "saturate_default = false\nsaturate_only = true",
+     "saturate_default", "true where saturate_only = true"),
+])
+def test_a_value_that_would_mislead_is_refused(tmp_path, monkeypatch, old, new, field, said):
+    """Values that loaded and then misled: a misspelt assumption dropped the audit's checks
+    of it (verify --audit showed 'minmax_rulez: not exercised' in their place); a default
+    NaN of 0x3C00 made inf - inf = 1; saturate_only with saturate_default false made every
+    half sum fail with 'saturate = False is not allowed' for a call that passed none."""
+    assert said in broken(configs(tmp_path, monkeypatch, old, new), field)
+
+
+def test_an_empty_configs_folder_is_named(tmp_path, monkeypatch):
+    """$ASCEND_REF_CONFIGS naming a folder without chips/*.toml: CHIP_UNKNOWN said only
+    "allowed: one of []"."""
+    monkeypatch.setenv("ASCEND_REF_CONFIGS", str(tmp_path / "nowhere"))
+    with pytest.raises(ar.ConstraintError) as e:
+        ar.chip("atlas_a2")
     msg = str(e.value)
-    assert any(str(folder / f) in msg for f in ("ascend950.toml", "zz_other.toml")), msg
-    assert "[dst_dtypes] whole_reduce_sum pairs int16" in msg, msg
+    assert str(tmp_path / "nowhere" / "chips") in msg and "$ASCEND_REF_CONFIGS" in msg, msg
