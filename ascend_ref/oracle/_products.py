@@ -201,7 +201,7 @@ _S002_T = "seed 002 (TIK vec_reduce_min) dst/src/work_tensor: float16 on"
 
 def _kirin(pid: str, name: str) -> Product:
     """Kirin X90 and Kirin 9030: the same documented facts and sources, one row each."""
-    return _row(pid, 262144, {**_ascendc((F16, F32)), **_l2((F16, F32))},
+    return _row(pid, 120832, {**_ascendc((F16, F32)), **_l2((F16, F32))},
          ("ORDER_VALUE_INDEX", "ORDER_INDEX_VALUE"), "undefined", "undefined", True, "fill",
          _FILL_950,
          {"apis": f"seed 001: {name} half/float (ReduceDataBlock); SPEC §2 table: half "
@@ -213,7 +213,7 @@ def _kirin(pid: str, name: str) -> Product:
           "dst_rep_stride_zero": "only Atlas training forbids 0",
           "block_fill": "dav_l300/l311 ReduceDataBlock = Reg::Reduce*WithDataBlock ZEROING, as 950: 950's fill values (assumed)",
           "minmax_nan": "same Reg implementation as 950 (assumed)",
-          "ub_bytes": "SPEC §2 product table: 262144 bytes (assumed there; ub_bytes is in the profile's assumed list)",
+          "ub_bytes": "asc-devkit impl/basic_api/utils/kernel_utils_constants.h: TOTAL_UB_SIZE = 118 * 1024 for __NPU_ARCH__ 3003 / 3113 (platform_ascendc.cpp: KirinX90 -> 3003, Kirin9030 -> 3113); SPEC §2's 262144 was assumed (still in the profile's assumed list)",
           "reduce_l2_counter_index": "not documented: dav_l300 / dav_l311 counter templates "
                                      "advance the index by L per repeat: r*L + lane (assumed)",
           "reduce_sum_tree_tail": "ReduceSum.md: 方式二, the tail's place not stated; "
