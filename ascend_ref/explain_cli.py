@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any, List, Optional, Tuple, Union
+from typing import Any, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 
@@ -36,17 +36,27 @@ def _parse_mask(text: str) -> Union[int, List[int], CounterMask]:
                          f"counter:N (decimal or 0x hex)") from None
 
 
-#: the option flags, by the option each sets (``Instruction.option.key``)
-_OPTION_FLAGS = {"order": "--order", "reduce_type": "--reduce-type", "cal_index": "--cal-index"}
+def _option_flags() -> Dict[str, Tuple[registry.Option, List[str]]]:
+    """One flag per option key the registered instructions declare (``Instruction.option``:
+    order, reduce_type, cal_index, index_low, ...): the option and the APIs that take it."""
+    out: Dict[str, Tuple[registry.Option, List[str]]] = {}
+    for ins in registry.all():
+        if ins.option is not None:
+            out.setdefault(ins.option.key, (ins.option, []))[1].append(ins.name)
+    return out
+
+
+def _flag(key: str) -> str:
+    return "--" + key.replace("_", "-")
 
 
 def _foreign_flags(ins: registry.Instruction, args: argparse.Namespace) -> List[str]:
     """The flags given that ``ins`` does not take (an option of another API, --saturate
     on one without a saturation mode, a tree flag without --tree / --tree-png)."""
     mine = ins.option.key if ins.option is not None else None
-    bad = [f"{flag}: {ins.name} takes " + (f"{_OPTION_FLAGS[mine]}, not {flag}" if mine
-                                           else f"no {flag}")
-           for key, flag in _OPTION_FLAGS.items()
+    bad = [f"{_flag(key)}: {ins.name} takes " + (f"{_flag(mine)}, not {_flag(key)}" if mine
+                                                 else f"no {_flag(key)}")
+           for key in _option_flags()
            if key != mine and getattr(args, key) not in (None, False)]
     if args.saturate is not None and not ins.saturating:
         bad.append(f"--saturate: {ins.name} has no saturation mode")
@@ -95,10 +105,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="srcRepStride, DataBlocks between repeats (default 8)")
     p.add_argument("--dst-rep-stride", type=int, default=1,
                    help="dstRepStride, in the API's unit (default 1)")
-    p.add_argument("--order", default=None, help="WholeReduceMin/Max order (default: the API's)")
-    p.add_argument("--reduce-type", default=None,
-                   help="ReduceDataBlock SUM / MAX / MIN (default SUM)")
-    p.add_argument("--cal-index", action="store_true", help="TIK vec_reduce_min/max")
+    for key, (opt, apis) in _option_flags().items():
+        takers = ", ".join(apis)
+        if isinstance(opt, registry.FlagOption):
+            p.add_argument(_flag(key), action="store_true", help=f"{key}=True ({takers})")
+        else:
+            p.add_argument(_flag(key), default=None,
+                           help=f"{' / '.join(map(str, opt.values()))} ({takers}; default "
+                                f"{opt.example()})")
     p.add_argument("--saturate", choices=["on", "off"], default=None,
                    help="half sums: saturation mode (default: the product's)")
     p.add_argument("--data", default=None,
@@ -137,9 +151,9 @@ def _main(args: argparse.Namespace) -> int:
     if foreign:
         print(f"ascend-ref explain: {foreign[0]}", file=sys.stderr)
         return 2
-    given = {"order": args.order, "reduce_type": args.reduce_type,
-             "cal_index": bool(args.cal_index)}
-    option = given.get(ins.option.key) if ins.option is not None else None
+    option = getattr(args, ins.option.key) if ins.option is not None else None
+    if isinstance(ins.option, registry.FlagOption):
+        option = bool(option)
     if args.rules:
         print(constraints(ins.name, option, dtype_name(args.dtype)))
         return 0

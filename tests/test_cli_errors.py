@@ -127,6 +127,10 @@ def test_explain_bad_input(capsys, argv, rc, text):
     ("whole_reduce_min", ["--reduce-type", "SUM"], "takes --order, not --reduce-type"),
     ("whole_reduce_min", ["--cal-index"], "takes --order, not --cal-index"),
     ("reduce_data_block", ["--order", "ORDER_ONLY_VALUE"], "takes --reduce-type, not --order"),
+    # vcmax / vcmin's option (index_low) had no flag: any option flag was a KeyError
+    ("vcmax", ["--order", "ORDER_INDEX_VALUE"], "vcmax takes --index-low, not --order"),
+    ("vcmin", ["--cal-index"], "vcmin takes --index-low, not --cal-index"),
+    ("whole_reduce_min", ["--index-low"], "takes --order, not --index-low"),
     ("whole_reduce_min", ["--saturate", "on"], "whole_reduce_min has no saturation mode"),
     # a tree flag without a tree: was silently ignored
     ("whole_reduce_sum", ["--block", "3"], "--block: only with --tree"),
@@ -221,3 +225,15 @@ def test_every_option_of_every_command_says_what_it_does():
                 assert action.help, (name, action.option_strings)
         text = sub.format_help()
         assert "(default: None)" not in text, (name, text)
+
+
+@pytest.mark.parametrize("index_low, first, second", [(False, "value", "index"),
+                                                      (True, "index", "value")])
+def test_explain_vcmin_index_low_shows_its_layout(capsys, index_low, first, second):
+    """Every registered option has its flag (explain could not show vcmax / vcmin with
+    index_low=True: --index-low was an unknown argument); the minimum of 5, 3, -2 is -2 at
+    lane 2, written [value, index] or, with --index-low, [index, value]."""
+    argv = ["--values", "5,3,-2", "--chip", "atlas_a2"] + (["--index-low"] if index_low else [])
+    got, out, err = _cli(capsys, "explain", "vcmin", *argv)
+    want = {"index": "index=2", "value": "value=-2.0"}
+    assert got == 0 and f"{want[first]}, {want[second]}" in out, out + err
