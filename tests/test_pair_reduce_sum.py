@@ -308,6 +308,20 @@ def test_alias_order_and_reduce_type(impl):
                 chip="atlas_a2") == Code.DTYPE_MISMATCH
 
 
+@pytest.mark.parametrize("reduce_type, code", [("MAX", Code.REDUCE_TYPE),
+                                               ("bogus", Code.REDUCE_TYPE),
+                                               (3, Code.BAD_ARGUMENT)])
+def test_reduce_pair_elem_other_reduce_types_say_sum_and_the_product(reduce_type, code):
+    """reduce_type=3 listed MAX and MIN as allowed, and "MAX" named no product."""
+    ub = make_ub(np.ones(128, np.float16), F16)
+    with pytest.raises(ar.ConstraintError) as e:
+        ar.ascendc.reduce_pair_elem(ub, T(1024, F16, 64), T(0, F16, 128), 128, 1, 1, 1, 8,
+                                    chip="atlas_a2", reduce_type=reduce_type)
+    msg = str(e.value)
+    assert e.value.code == code and f"reduce_type = {reduce_type!r} is not allowed on " \
+        "atlas_a2; allowed: SUM (" in msg and "MIN" not in msg, msg
+
+
 @pytest.mark.parametrize("impl", IMPLS)
 @pytest.mark.parametrize("chip, undefined", [("atlas_a2", False), ("ascend950", True),
                                              ("atlas_inference_aicore", False)])

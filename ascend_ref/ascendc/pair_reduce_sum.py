@@ -19,15 +19,19 @@ Masked lanes, per product (profile fields this instruction declares):
 The older name ``PairReduceSum(dst, src, repeatTime, mask, ...)`` puts the repeat count before
 the mask; ``ReducePairElem<SUM>(dst, src, mask, repeatTime, ...)`` after it.
 
-Example (ReducePairElem.md):
+Example (ReducePairElem.md), under both names: mask 128 and one repeat, in each one's order.
 
 >>> import numpy as np, ascend_ref as ar
 >>> x = np.zeros(128, np.float16); x[:16] = [1, 1, 1, -1, 2, 2, -1, 2, 3, 3, 3, -1, 4, 4, -2, 4]
->>> ub = ar.store(ar.new_ub("atlas_a2"), 0, x)
->>> ub = ar.ascendc.pair_reduce_sum(ub, ar.Tensor(256, "half", 64), ar.Tensor(0, "half", 128),
-...                                 1, 128, 1, 1, 8, chip="atlas_a2")
+>>> dst, src = ar.Tensor(256, "half", 64), ar.Tensor(0, "half", 128)
+>>> ub = ar.ascendc.reduce_pair_elem(ar.store(ar.new_ub("atlas_a2"), 0, x), dst, src,
+...                                  128, 1, 1, 1, 8, chip="atlas_a2")     # mask, repeat
 >>> ar.load(ub, 256, "float16", 8).tolist()
 [2.0, 0.0, 4.0, 1.0, 6.0, 2.0, 8.0, 2.0]
+>>> old = ar.ascendc.pair_reduce_sum(ar.store(ar.new_ub("atlas_a2"), 0, x), dst, src,
+...                                  1, 128, 1, 1, 8, chip="atlas_a2")     # repeat, mask
+>>> bool((np.asarray(old) == np.asarray(ub)).all())
+True
 """
 
 from __future__ import annotations
@@ -96,12 +100,17 @@ _KERNEL = Kernel(
     effects=_effects, saturating=True, mask_modes=("count", "bits", "counter"))
 
 def _sum_only(reduce_type: Any, chip: Any) -> None:
-    rt = parse_enum(ReduceType, reduce_type, api="reduce_pair_elem", param="reduce_type",
-                    code=Code.REDUCE_TYPE, chip=chip)
+    code, value = Code.REDUCE_TYPE, reduce_type
+    try:
+        rt: Any = parse_enum(ReduceType, reduce_type, api="reduce_pair_elem",
+                             param="reduce_type", code=Code.REDUCE_TYPE, chip=chip)
+        value = rt.value
+    except ConstraintError as e:         # no ReduceType (BAD_ARGUMENT for a non-string)
+        code, rt = e.code, None
     if rt is not ReduceType.SUM:
-        raise ConstraintError(Code.REDUCE_TYPE, api="reduce_pair_elem", param="reduce_type",
-                              value=rt.value, allowed="SUM (ReducePairElem supports only "
-                              "ReduceType::SUM)")
+        raise ConstraintError(code, api="reduce_pair_elem", param="reduce_type", value=value,
+                              allowed="SUM (ReducePairElem supports only ReduceType::SUM)",
+                              chip=getattr(chip, "id", chip))
 
 
 #: ReducePairElem<reduceType>: "当前仅支持求和操作" (the alias checks its own argument)
