@@ -236,6 +236,8 @@ def run_oracle(case: Case, chip: Optional[str] = None, spr: bool = False) -> Out
 
     _one_case(case, "run_oracle")
     c = case if chip is None else _on(case, chip)
+    if oracle_chip(c.chip) is not c.chip:
+        c = _on(c, oracle_chip(c.chip))
     try:                          # a case that names no instruction: the code run_jax gives
         ins = c.instruction       # it (a ConstraintError there too); one that lacks an
     except ConstraintError as e:  # argument fails in call_args (Instruction.check_case)
@@ -264,7 +266,26 @@ def run_oracle(case: Case, chip: Optional[str] = None, spr: bool = False) -> Out
     return Outcome(None, r.ub, r.written, r.undefined, state)
 
 
-def _on(case: Case, chip: str) -> Case:
+def oracle_chip(chip: Any) -> Any:
+    """The product argument the scalar oracle gets for a case's ``chip``: the id, where the
+    oracle has its own row of the product (its table, :mod:`ascend_ref.oracle._products`);
+    for a profile file of a product it has no row for (a user's
+    ``$ASCEND_REF_CONFIGS/chips/my_chip.toml``), that loaded profile, which the oracle takes
+    as a row. A campaign on such a product so compares the two implementations under the
+    user's facts (each case was CHIP_UNKNOWN on the oracle's side); an id no profile has
+    stays the oracle's CHIP_UNKNOWN."""
+    from .chips import chip as load
+    from .oracle._products import PRODUCTS
+
+    if not isinstance(chip, str) or chip in PRODUCTS:
+        return chip
+    try:
+        return load(chip)
+    except ConstraintError:
+        return chip
+
+
+def _on(case: Case, chip: Any) -> Case:
     import copy
 
     c = copy.copy(case)

@@ -230,3 +230,29 @@ def test_an_empty_configs_folder_is_named(tmp_path, monkeypatch):
         ar.chip("atlas_a2")
     msg = str(e.value)
     assert str(tmp_path / "nowhere" / "chips") in msg and "$ASCEND_REF_CONFIGS" in msg, msg
+
+
+def test_a_product_of_the_users_own_runs_on_the_oracle_under_its_profile(tmp_path, monkeypatch):
+    """A copy of atlas_a2.toml as my_chip.toml: the JAX path took it, the oracle (whose product
+    table has no my_chip) answered CHIP_UNKNOWN, so a campaign on it reported every case as a
+    mismatch (and every register reading, through the oracle's getters). Now the oracle takes
+    the loaded profile as its row: the outcome and readings equal atlas_a2's."""
+    from ascend_ref import case as case_mod, explain
+    from ascend_ref.fuzz.compare import readings
+
+    folder = tmp_path / "cfg" / "chips"
+    folder.mkdir(parents=True)
+    shutil.copy(SHIPPED / "atlas_a2.toml", folder / "atlas_a2.toml")
+    (folder / "my_chip.toml").write_text(A2.replace('id = "atlas_a2"', 'id = "my_chip"', 1))
+    monkeypatch.setenv("ASCEND_REF_CONFIGS", str(folder.parent))
+    assert case_mod.oracle_chip("atlas_a2") == "atlas_a2"
+    assert case_mod.oracle_chip("no_such_chip") == "no_such_chip"
+    assert case_mod.oracle_chip("my_chip") is ar.chip("my_chip")
+    mine = explain.make_case("whole_reduce_max", chip="my_chip", repeat=3, seed=4)
+    a2 = explain.make_case("whole_reduce_max", chip="atlas_a2", repeat=3, seed=4)
+    got, want = case_mod.run_oracle(mine, spr=True), case_mod.run_oracle(a2, spr=True)
+    assert got.code is None and want.code is None
+    assert (got.ub == want.ub).all() and (got.written == want.written).all()
+    assert readings(mine, got) == readings(a2, want)
+    assert readings(mine, got)["max_min.float16"] != "CHIP_UNKNOWN"
+    assert readings(mine, got) == readings(mine, case_mod.run_jax(mine, spr=True))

@@ -140,22 +140,24 @@ def _registers(case: Case) -> tuple:
 
 
 def _side_readings(case: Case, st: Any, sum_getter: Callable, max_min_getter: Callable,
-                   error: Type[Exception], bits: Callable[[Any, str], int]
-                   ) -> Dict[str, Any]:
+                   error: Type[Exception], bits: Callable[[Any, str], int],
+                   chip: Any = None) -> Dict[str, Any]:
     """One side's readings through that side's own getters (``error``: its constraint
-    exception, whose ``code`` names the getter's refusal; ``bits``: a value as its bits)."""
+    exception, whose ``code`` names the getter's refusal; ``bits``: a value as its bits;
+    ``chip``: the product argument that side takes, the case's by default)."""
+    chip = case.chip if chip is None else chip
 
     out: Dict[str, Any] = {}
     regs = _registers(case)
     for t in _TYPES:
         if "sum" in regs:
             try:
-                out[f"sum.{t}"] = bits(sum_getter(st, t, chip=case.chip), t)
+                out[f"sum.{t}"] = bits(sum_getter(st, t, chip=chip), t)
             except error as e:
                 out[f"sum.{t}"] = Code(getattr(e, "code")).name
         for with_index in ((True, False) if "max_min" in regs else ()):
             try:
-                got = max_min_getter(st, t, chip=case.chip, with_index=with_index)
+                got = max_min_getter(st, t, chip=chip, with_index=with_index)
             except error as e:
                 code = Code(getattr(e, "code"))
                 out[f"max_min.{t}"] = code.name
@@ -192,10 +194,11 @@ def readings(case: Case, o: Outcome) -> Optional[Dict[str, Any]]:
                                  _array_bits)
         else:
             from .. import oracle
+            from ..case import oracle_chip
 
             got = _side_readings(case, st, oracle.spr.get_reduce_repeat_sum_spr,
                                  oracle.spr.get_reduce_repeat_max_min_spr, oracle.OracleError,
-                                 lambda v, t: int(v))
+                                 lambda v, t: int(v), oracle_chip(case.chip))
         o._readings = got  # type: ignore[attr-defined]
     return got
 
