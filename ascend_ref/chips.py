@@ -330,10 +330,12 @@ def _load(path: Path) -> ChipProfile:
             try:
                 if dt not in DTYPES or isinstance(v, bool):
                     raise TypeError(dt)
-                fills[rt][dt] = _value_bits(v, dt)
-            except (TypeError, ValueError, OverflowError):
+                with np.errstate(over="raise"):
+                    fills[rt][dt] = _value_bits(v, dt)
+            except (TypeError, ValueError, OverflowError, FloatingPointError):
                 raise r.fail(f"{key}.{dt}", v, f"a dtype key from {list(DTYPES)} with a "
-                                               "number or a string like '-inf'") from None
+                                               "number the dtype holds (finite: no rounding "
+                                               "to inf) or a string like '-inf'") from None
     dst: dict = {}
     for a, pairs in r.table("dst_dtypes", {}).items():
         key = f"[dst_dtypes] {a}"
@@ -351,6 +353,9 @@ def _load(path: Path) -> ChipProfile:
     if block_fill == "fill" and set(fills) != set(REDUCE_TYPES):
         raise r.fail("block_fill_values", sorted(fills),
                      "tables for SUM, MAX and MIN when block_fill = 'fill'")
+    ub_bytes = r.integer("ub_bytes", 256, 2 ** 31 - 1)
+    if ub_bytes % 32:
+        raise r.fail("ub_bytes", ub_bytes, "a multiple of 32 (whole 32-byte DataBlocks)")
     nans = {}
     for key, width in (("default_nan_f16", 2), ("default_nan_f32", 4)):
         nans[key] = r.integer(key, 0, 2 ** (8 * width) - 1, bits=True)
@@ -364,7 +369,7 @@ def _load(path: Path) -> ChipProfile:
         raise r.fail("saturate_default", saturate_default,
                      "true where saturate_only = true (the product's only mode is its default)")
     return ChipProfile(
-        id=pid, product=r.string("product"), ub_bytes=r.integer("ub_bytes", 1, 2 ** 31 - 1),
+        id=pid, product=r.string("product"), ub_bytes=ub_bytes,
         saturate_default=saturate_default, fp32_ftz=r.boolean("fp32_ftz"),
         default_nan_f16=nans["default_nan_f16"], default_nan_f32=nans["default_nan_f32"],
         zero_mask=r.string("zero_mask", ZERO_RULES),

@@ -1241,8 +1241,9 @@ def prepare(ins: Instruction, ub: object, tensors: dict, mask: object, params: d
     for name, t in tensors.items():
         want = dst_dtype if name == "dst" else dtype
         if t.dtype != want:
+            article = "an" if dtype[0] in "aeiou" else "a"        # an int16, a float16
             why = "the dtype of src" if want == dtype else \
-                f"the dst type {api} pairs with a {dtype} src on this product"
+                f"the dst type {api} pairs with {article} {dtype} src on this product"
             raise ConstraintError(Code.DTYPE_MISMATCH, api=api, param=f"{name}.dtype",
                                   value=t.dtype, allowed=f"{want} ({why})", chip=prof.id)
     if ins.count_form:          # no mask parameter: every lane of the first count elements

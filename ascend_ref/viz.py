@@ -497,10 +497,19 @@ def save(fig: Any, path: Any, dpi: int = 130) -> Any:
     """Write ``fig`` (PNG / SVG / PDF by extension) and close it; returns where it went: a
     file name without an extension gets ``.png`` (``save(fig, "map")`` writes ``map.png``).
     ``path`` a str or ``os.PathLike`` (a file object is matplotlib's too); a ``fig`` that is
-    no figure, a ``path`` that is none or an existing folder is a ValueError naming it."""
+    no figure, a ``path`` that is none, an existing folder, in a folder that does not exist
+    or of an extension matplotlib cannot write is a ValueError naming it (the figure is closed
+    then too)."""
     if not callable(getattr(fig, "savefig", None)):
         raise ValueError(f"save: fig = {type(fig).__name__}: expected a matplotlib figure "
                          f"(viz.access_map(...), viz.rounding_tree(...))")
+    try:
+        return _save(fig, path, dpi)
+    finally:
+        close(fig)                       # closed whatever happened, as said above
+
+
+def _save(fig: Any, path: Any, dpi: int) -> Any:
     if isinstance(path, (str, os.PathLike)):
         name = os.fspath(path)
         if not isinstance(name, str) or not name:
@@ -508,12 +517,18 @@ def save(fig: Any, path: Any, dpi: int = 130) -> Any:
         if os.path.isdir(name):
             raise ValueError(f"save: path = {name!r} is a folder; give a file name in it "
                              f"(e.g. {os.path.join(name, 'map.png')!r})")
+        folder = os.path.dirname(name)
+        if folder and not os.path.isdir(folder):
+            raise ValueError(f"save: path = {name!r}: the folder {folder!r} does not exist "
+                             "(make it first)")
         if not os.path.splitext(name)[1]:      # matplotlib would add it: say so
             path = name + ".png"
     elif not callable(getattr(path, "write", None)):
         raise ValueError(f"save: path = {path!r}: expected a file name (str or os.PathLike)")
-    fig.savefig(path, dpi=dpi, bbox_inches="tight")
-    close(fig)
+    try:
+        fig.savefig(path, dpi=dpi, bbox_inches="tight")
+    except ValueError as e:              # matplotlib: an extension it has no writer for
+        raise ValueError(f"save: path = {path!r}: {e} (use .png, .svg or .pdf)") from None
     return path
 
 

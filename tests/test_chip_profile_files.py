@@ -201,6 +201,12 @@ def test_a_fill_table_without_a_listed_dtype_is_refused(tmp_path, monkeypatch):
         A2.replace('block_fill = "keep"', 'block_fill = "fill"', 1) + whole)
     chips_mod.clear_cache()
     assert ar.chip("atlas_a2").block_fill_values["MAX"]["float32"] == 0xFF800000
+    (tmp_path / "cfg" / "chips" / "atlas_a2.toml").write_text(       # rounds to -inf
+        A2.replace('block_fill = "keep"', 'block_fill = "fill"', 1)
+        + whole.replace('float16 = "-inf"', 'float16 = "-1e9"'))
+    chips_mod.clear_cache()
+    assert "finite: no rounding to inf" in broken(tmp_path / "cfg" / "chips" / "atlas_a2.toml",
+                                                 "[block_fill_values] MAX.float16")
 
 
 @pytest.mark.parametrize("old, new, field, said", [
@@ -213,6 +219,10 @@ def test_a_fill_table_without_a_listed_dtype_is_refused(tmp_path, monkeypatch):
      "0x3f800000 is no NaN"),
     ("saturate_default = false", "saturate_default = false\nsaturate_only = true",
      "saturate_default", "true where saturate_only = true"),
+    ("ub_bytes = 196608", "ub_bytes = 100", "ub_bytes", "integer in [256,"),
+    ("ub_bytes = 196608", "ub_bytes = 196600", "ub_bytes", "a multiple of 32"),
+    ('whole_reduce = ["ORDER_VALUE_INDEX", "ORDER_INDEX_VALUE", "ORDER_ONLY_VALUE", '
+     '"ORDER_ONLY_INDEX"]', "", "[orders]", "lists whole_reduce_min but no order"),
 ])
 def test_a_value_that_would_mislead_is_refused(tmp_path, monkeypatch, old, new, field, said):
     """Values that loaded and then misled: a misspelt assumption dropped the audit's checks

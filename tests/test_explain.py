@@ -8,6 +8,8 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import re  # noqa: E402
+
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 
@@ -330,6 +332,21 @@ def test_viz_save_names_what_it_cannot_use(tmp_path):
         viz.save(None, str(tmp_path / "x.png"))
     assert viz.save(fig, tmp_path / "x.png") == tmp_path / "x.png"
     assert (tmp_path / "x.png").stat().st_size > 0
+
+
+
+def test_viz_save_closes_the_figure_when_it_cannot_write(tmp_path):
+    """A folder that does not exist was matplotlib's FileNotFoundError, an extension it has
+    no writer for its bare ValueError, and both left the figure open (save closes it)."""
+    import matplotlib.pyplot as plt
+
+    for path, said in ((tmp_path / "no" / "x.png", "does not exist (make it first)"),
+                       (tmp_path / "x.xyz", "use .png, .svg or .pdf")):
+        plt.close("all")
+        fig = viz.access_map("whole_reduce_sum")
+        with pytest.raises(ValueError, match=re.escape(said)):
+            viz.save(fig, path)
+        assert plt.get_fignums() == [], path
 
 
 def test_reprs_are_one_line_and_name_the_call_not_the_ub_bytes():
