@@ -867,11 +867,12 @@ def check_profile(prof: Any, instructions: Sequence[Instruction]) -> None:
                                f"({f.doc or 'a per-product rule'})",
                                what=f"lists {ins.name} but does not set {key!r}")
     for ins in instructions:            # an option the product lists the values of
-        attr = getattr(ins.option, "product_attr", "")
-        if attr and prof.dtypes(ins.name) and not getattr(prof, attr):
-            raise ProfileError(where, f"[{attr}]", [], f"the {ins.option.key} values it has",
-                               what=f"lists {ins.name} but no {ins.option.key} ([{attr}] "
-                               "is missing or empty)")
+        opt = ins.option
+        attr = getattr(opt, "product_attr", "")
+        if opt is not None and attr and prof.dtypes(ins.name) and not getattr(prof, attr):
+            raise ProfileError(where, f"[{attr}]", [], f"the {opt.key} values it has",
+                               what=f"lists {ins.name} but no {opt.key} ([{attr}] is "
+                               "missing or empty)")
     if prof.block_fill == "fill":       # every dtype an instruction that fills has, each type
         for ins in instructions:
             if "block_fill" not in ins.profile_rules:

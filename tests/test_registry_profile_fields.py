@@ -30,8 +30,9 @@ block_fill = "keep"
 
 FIELD = registry.ProfileField("widget_rule", ("keep", "zero"), "what a widget does")
 WIDGET = types.SimpleNamespace(name="widget", profile_fields=(FIELD,), assumptions={},
-                               profile_rules=())
-OTHER = types.SimpleNamespace(name="other", profile_fields=(), assumptions={}, profile_rules=())
+                               profile_rules=(), option=None)
+OTHER = types.SimpleNamespace(name="other", profile_fields=(), assumptions={}, profile_rules=(),
+                              option=None)
 
 
 def profile(tmp_path, extra="", apis='widget = ["float16"]', pid="p1"):
