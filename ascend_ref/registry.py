@@ -896,7 +896,7 @@ def check_profile(prof: Any, instructions: Sequence[Instruction]) -> None:
 
 def _audited() -> set:
     """The assumptions ``verify --audit`` checks by a name of its own (``minmax_rules``...)."""
-    from .verify.audit import DESCRIPTIONS as AUDITED      # (the audit imports this module)
+    from .assumptions import AUDITED
 
     return {name.split(" (")[0] for name in AUDITED}
 
