@@ -212,3 +212,15 @@ def test_python_campaign_and_replay_references_are_checked(tmp_path):
     with pytest.raises(ValueError, match="replay: db = None"):
         replay("tie_rule:1", None)
     assert not (tmp_path / "r.sqlite").exists()
+
+
+def test_no_default_campaign_is_named_default(tmp_path, monkeypatch):
+    """$ASCEND_REF_CONFIGS with chips/ only: the default campaign's error said "no campaign
+    None"."""
+    from ascend_ref.fuzz.campaign import Campaign
+
+    (tmp_path / "chips").mkdir()
+    monkeypatch.setenv("ASCEND_REF_CONFIGS", str(tmp_path))
+    with pytest.raises(FileNotFoundError) as e:
+        Campaign.load()
+    assert str(e.value).startswith("no campaign default: ") and str(tmp_path) in str(e.value)

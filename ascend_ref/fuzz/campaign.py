@@ -119,8 +119,8 @@ class Campaign:
             p = campaigns_dir() / f"{p.name}.toml"
         if not p.exists():
             known = sorted(x.stem for x in campaigns_dir().glob("*.toml"))
-            raise FileNotFoundError(f"no campaign {name_or_path!s}: not a file, and not one of "
-                                    f"{known} in {campaigns_dir()}")
+            raise FileNotFoundError(f"no campaign {name_or_path or 'default'!s}: not a file, "
+                                    f"and not one of {known} in {campaigns_dir()}")
         try:
             text = p.read_text()
         except (OSError, UnicodeDecodeError) as e:       # a directory, unreadable, binary
