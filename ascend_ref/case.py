@@ -236,8 +236,9 @@ def run_oracle(case: Case, chip: Optional[str] = None, spr: bool = False) -> Out
 
     _one_case(case, "run_oracle")
     c = case if chip is None else _on(case, chip)
-    if oracle_chip(c.chip) is not c.chip:
-        c = _on(c, oracle_chip(c.chip))
+    product = oracle_chip(c.chip)
+    if product is not c.chip:
+        c = _on(c, product)
     try:                          # a case that names no instruction: the code run_jax gives
         ins = c.instruction       # it (a ConstraintError there too); one that lacks an
     except ConstraintError as e:  # argument fails in call_args (Instruction.check_case)

@@ -225,9 +225,7 @@ DST_PAIRS = {"int16": "int32", "uint16": "uint32"}
 
 
 def _is_nan(bits: int, width: int) -> bool:
-    man = 10 if width == 2 else 23
-    exp = (bits >> man) & ((1 << (8 * width - 1 - man)) - 1)
-    return exp == (1 << (8 * width - 1 - man)) - 1 and bits & ((1 << man) - 1) != 0
+    return bool(np.isnan(np.array(bits, f"uint{8 * width}").view(f"float{8 * width}")))
 
 
 def _value_bits(text: str, dtype: str) -> int:

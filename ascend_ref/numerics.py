@@ -906,5 +906,6 @@ def word_text(bits: int, dtype: str) -> str:
     return f"{int(bits):#0{2 + 2 * np.dtype(dtype).itemsize}x} ({value_text(bits, dtype)})"
 
 
-__all__ += ["value_text", "word_text", "select_extreme_tree", "half_extreme_value", "Summation", "guarded_sums",
-            "lane_tree", "row_tree", "extreme", "saturated", "Exact", "ExactProfile"]
+__all__ += ["value_text", "word_text", "select_extreme_tree", "half_extreme_value", "Summation",
+            "guarded_sums", "lane_tree", "row_tree", "extreme", "saturated", "Exact",
+            "ExactProfile"]

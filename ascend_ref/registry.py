@@ -48,7 +48,6 @@ from typing import (TYPE_CHECKING, Any, Callable, Dict, List, Mapping, Optional,
                     Union)
 
 from . import batch_args
-from .chips import ChipProfile
 from .chips import chip as get_chip
 from .chips import on_load as _on_profile_load
 from .constraints import DESCRIPTIONS, HOST, TRACED, Code, Constraint, ConstraintError, HostCheck
@@ -207,7 +206,7 @@ class EnumOption(Option):
             if e.code != self.code or chip is None or not self.product_attr:
                 raise
             try:                        # a name of no member: list the product's members
-                prof = chip if isinstance(chip, ChipProfile) else get_chip(chip, api=api)
+                prof = get_chip(chip, api=api)        # (a profile passes through)
             except (ConstraintError, ValueError):
                 raise e from None
             raise ConstraintError(self.code, api=api, param=self.key, value=value,
