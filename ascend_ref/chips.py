@@ -240,6 +240,14 @@ class _Reader:
         self.path, self.raw = path, raw
 
     def fail(self, key: str, value: Any, allowed: str) -> ProfileError:
+        if value is _MISSING:       # a key of no meaning that looks like it: say so
+            import difflib
+
+            near = difflib.get_close_matches(key, [k for k in self.raw if k not in SHARED_KEYS],
+                                             n=1)
+            if near:
+                return ProfileError(self.path, key, value, allowed, what=f"{key} is missing "
+                                    f"(the file sets {near[0]!r}: misspelt?)")
         return ProfileError(self.path, key, value, allowed)
 
     def get(self, key: str, default: Any = _MISSING) -> Any:

@@ -99,6 +99,7 @@ def test_instruction_facts_are_checked_when_the_profile_loads(tmp_path, monkeypa
 
 @pytest.mark.parametrize("old, new, field", [
     ("ub_bytes = 196608", "", "ub_bytes"),
+    ("ub_bytes = 196608", "ub_byte = 196608", "(the file sets 'ub_byte': misspelt?)"),
     ('product = "Atlas A2 training / inference series"', "", "product"),
     (A2, "", "id"),
     ('id = "atlas_a2"', 'id = "atlas_a2" =', "TOML"),
