@@ -9,6 +9,16 @@ Public API (SPEC §8): :func:`chips`, :func:`chip`, :func:`new_ub`, :func:`store
 :class:`ReduceType`, :class:`ConstraintError`; :class:`ReduceSpr`, the reduce special registers
 (every instruction's ``spr=`` / ``info.spr``, read by ``ascendc.get_reduce_repeat_sum_spr`` /
 ``get_reduce_repeat_max_min_spr``).
+
+Beyond it: :func:`run_batch` (many UBs, one call each, as arrays), :func:`run_cases` /
+:func:`run_columns` (many different calls), :class:`CounterMask` (counter mask mode,
+SetMaskCount), :class:`Code` and :func:`explain` (a constraint code, explained), :mod:`oracle`
+(the independent scalar twin, same signatures), :class:`CallInfo` (``return_info=True``).
+Imported on demand: :mod:`ascend_ref.viz` (access maps and rounding trees drawn),
+:mod:`ascend_ref.grad` (the differentiable path), :mod:`ascend_ref.verify`,
+:mod:`ascend_ref.golden` and :mod:`ascend_ref.fuzz` (the ``ascend-ref verify / golden / fuzz``
+commands' Python side), :mod:`ascend_ref.scale` (cases over devices and hosts). README.md and
+docs/ say more.
 """
 
 from . import ascendc, explain, oracle, provenance, tik
