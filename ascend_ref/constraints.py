@@ -121,23 +121,28 @@ class ConstraintError(ValueError):
             msg += f". {hint}"
         super().__init__(msg)
 
-    def renamed(self, names: Mapping[str, str]) -> "ConstraintError":
+    def renamed(self, names: Mapping[str, str], api: Optional[str] = None) -> "ConstraintError":
         """The same error with the operands named as the public function names them
         (``names``: operand key -> public parameter, ``Instruction.arg_names``): in ``param``
         (``work_tensor.size`` -> ``shared_tmp_buffer.size``, ``dst/work_tensor``) and in
-        the words of ``allowed`` and the hint.
+        the words of ``allowed`` and the hint; ``api``: the function the caller called, where
+        that is another name of the instruction (``block_reduce_max`` runs reduce_data_block).
 
         >>> e = ConstraintError(Code.WORK_SIZE, api="reduce_sum", param="work_tensor.size",
         ...                     value=1, allowed=">= 16 elements")
         >>> print(e.renamed({"work_tensor": "shared_tmp_buffer"}))
         [WORK_SIZE] reduce_sum: shared_tmp_buffer.size = 1 is not allowed; allowed: >= 16 elements
+        >>> e = ConstraintError(Code.MASK_RANGE, api="reduce_data_block", param="mask",
+        ...                     value=300, allowed="[1, 128]")
+        >>> print(e.renamed({}, api="block_reduce_max"))
+        [MASK_RANGE] block_reduce_max: mask = 300 is not allowed; allowed: [1, 128]
         """
         def words(text: str) -> str:
             for key, public in names.items():
                 text = re.sub(rf"\b{re.escape(key)}\b", public, text)
             return text
 
-        return ConstraintError(self.code, api=self.api, param=words(self.param),
+        return ConstraintError(self.code, api=api or self.api, param=words(self.param),
                                value=self.value, allowed=words(self.allowed), chip=self.chip,
                                hint=words(self.hint))
 

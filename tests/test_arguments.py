@@ -450,9 +450,26 @@ def test_block_reduce_aliases_take_the_documented_order():
                                             chip=A2)
         got = getattr(ar.ascendc, name)(ub, dst, src, 3, 100, 1, 1, 8, chip=A2)   # repeat, mask
         assert np.array_equal(np.asarray(got), np.asarray(want)), name
-        # the other order would be repeat 100 (> src), i.e. an error, not the same result
-        with pytest.raises(ar.ConstraintError):
+        # the other order would be repeat 100 (> src), i.e. an error, not the same result;
+        # the error names the function called, not the instruction it runs
+        with pytest.raises(ar.ConstraintError) as e:
             getattr(ar.ascendc, name)(ub, dst, src, 100, 3, 1, 1, 8, chip=A2)
+        assert e.value.api == name and str(e.value).startswith(f"[TENSOR_BOUNDS] {name}:"), \
+            str(e.value)
+        with pytest.raises(ar.ConstraintError) as e:          # a mask out of range
+            getattr(ar.ascendc, name)(ub, dst, src, 3, 300, 1, 1, 8, chip=A2)
+        assert (e.value.code, e.value.api, e.value.param) == (ar.Code.MASK_RANGE, name, "mask")
+
+
+def test_reduce_pair_elem_errors_name_reduce_pair_elem():
+    """ReducePairElem runs PairReduceSum; a bad argument is named as the caller called it."""
+    ub = np.zeros(8192, np.uint8)
+    with pytest.raises(ar.ConstraintError) as e:
+        ar.ascendc.reduce_pair_elem(ub, Tensor(4096, "half", 64), Tensor(0, "half", 128), 300,
+                                    1, 1, 1, 8, chip=A2)
+    assert (e.value.code, e.value.api, e.value.param) == \
+        (ar.Code.MASK_RANGE, "reduce_pair_elem", "mask")
+    assert str(e.value).startswith("[MASK_RANGE] reduce_pair_elem: mask = 300"), str(e.value)
 
 
 def test_a_case_missing_an_argument_is_bad_argument_on_every_path():

@@ -151,6 +151,9 @@ def reduce_pair_elem(ub: UBLike, dst: Tensor, src: Tensor, mask: MaskLike, repea
     """ReducePairElem<reduceType> (the newer name, CANN 9.1.0), in its documented order: mask
     before repeat. ``reduce_type``: only ``"SUM"`` / ``ReduceType.SUM`` ("当前仅支持求和操作")."""
     SUM_ONLY(reduce_type, chip)
-    return pair_reduce_sum(ub, dst, src, repeat_time, mask, dst_rep_stride, src_blk_stride,
-                           src_rep_stride, chip=chip, saturate=saturate,
-                           return_info=return_info, spr=spr)
+    try:
+        return pair_reduce_sum(ub, dst, src, repeat_time, mask, dst_rep_stride, src_blk_stride,
+                               src_rep_stride, chip=chip, saturate=saturate,
+                               return_info=return_info, spr=spr)
+    except ConstraintError as e:            # named as the caller called it
+        raise e.renamed({}, api="reduce_pair_elem") from None

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Optional, Union
 
 from .. import numerics, registry
 from ..argtypes import CallResult, ChipLike, IntLike, MaskLike, SaturateLike, UBLike
+from ..constraints import ConstraintError
 from ..engine import Effects, Product, UndefinedWords, gate
 from ..enums import ReduceType
 from ..spr import ReduceSpr
@@ -134,9 +135,13 @@ def block_reduce(reduce_type: str) -> BlockReduce:
            dst_rep_stride: IntLike, src_blk_stride: IntLike, src_rep_stride: IntLike, *,
            chip: ChipLike, saturate: SaturateLike = None, return_info: bool = False,
            spr: Optional[ReduceSpr] = None) -> CallResult:
-        return reduce_data_block(ub, dst, src, mask, repeat_time, dst_rep_stride,
-                                 src_blk_stride, src_rep_stride, reduce_type=reduce_type,
-                                 chip=chip, saturate=saturate, return_info=return_info, spr=spr)
+        try:
+            return reduce_data_block(ub, dst, src, mask, repeat_time, dst_rep_stride,
+                                     src_blk_stride, src_rep_stride, reduce_type=reduce_type,
+                                     chip=chip, saturate=saturate, return_info=return_info,
+                                     spr=spr)
+        except ConstraintError as e:        # named as the caller called it
+            raise e.renamed({}, api=fn.__name__) from None
 
     fn.__name__ = f"block_reduce_{reduce_type.lower()}"
     fn.__doc__ = (f"BlockReduce{reduce_type.title()}(ub, dst, src, repeat_time, mask, "
