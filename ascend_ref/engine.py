@@ -451,7 +451,8 @@ def rules(ins: Instruction, spec: Spec) -> list:
         return True if cap is None else p.repeat <= cap[0](spec, p)
 
     out = [] if ins.count_form else \
-        list(masks.rules(None, spec.dtype, lambda p: Product(p).zero_mask_is("error")))
+        list(masks.rules(None, spec.dtype, lambda p: Product(p).zero_mask_is("error"),
+                         ins.word_order))
     top = min(hi, spec.r_max)          # a batch may compile a shorter table than the range
     if "counter" in ins.mask_modes:
         lanes = spec.lanes

@@ -378,16 +378,19 @@ def to_words(mode: str, value: ArrayLike, lanes: int) -> jax.Array:
 
 
 def rules(mode: Optional[str], dtype: DTypeLike,
-          zero_rule: Union[str, Callable[[Any], Any]]) -> List[Rule]:
+          zero_rule: Union[str, Callable[[Any], Any]],
+          word_order: str = "ascendc") -> List[Rule]:
     """Mask rules over parameters ``p`` (:class:`~ascend_ref.params.Params`, or anything with
     its ``mask`` field: ``p.mask`` is the uint32[4] value).
 
     ``mode``: ``"count"`` / ``"bits"`` (the rules of that mode), or None: the mode is data,
     ``p.mask_count`` (maybe traced; True: continuous), and each mode's rules hold in the
     other. ``zero_rule``: ``"error"`` / ``"ok"``, or a function of ``p`` saying whether a
-    zero mask is an error (the product's rule, as data)."""
+    zero mask is an error (the product's rule, as data). ``word_order``: how an error
+    prints the bit words, as the caller wrote them (TIK: ``[mask_h, mask_l]``)."""
     if mode is not None:
         _mode(mode)
+    word_order = _order(word_order)
     lanes = lanes_per_repeat(dtype)
 
     def count(p: Any) -> Any:
@@ -405,13 +408,13 @@ def rules(mode: Optional[str], dtype: DTypeLike,
     if mode in (None, "bits") and lanes == 64:
         out.append(Rule(Code.MASK_BITS, "mask",
                         lambda p: count(p) | ((p.mask[2] | p.mask[3]) == 0),
-                        lambda p: _hex_words(p.mask),
+                        lambda p: _hex_words(p.mask, word_order),
                         lambda p: "lanes 0-63 only for a 32-bit type (high word 0)",
                         doc="bit mode, 32-bit type: lanes 0-63 only (mask[1] = 0)"))
     if zero_rule != "ok":
         out.append(Rule(Code.MASK_ZERO, "mask",
                         lambda p: ~(zero_error(p) & is_zero(count(p), p.mask)),
-                        lambda p: 0 if count(p) else _hex_words(p.mask),
+                        lambda p: 0 if count(p) else _hex_words(p.mask, word_order),
                         lambda p: f"a non-zero mask ([1, {lanes}] or a non-zero "
                                   f"bit pattern)",
                         doc="mask not 0 (continuous 0 / all-zero bits) where the product's "
@@ -419,6 +422,14 @@ def rules(mode: Optional[str], dtype: DTypeLike,
     return out
 
 
-def _hex_words(words: ArrayLike) -> str:
+def _hex_words(words: ArrayLike, word_order: str = "ascendc") -> str:
+    """Lane words ``uint32[4]`` as the caller wrote the 64-bit words (TIK: high word first).
+
+    >>> _hex_words([5, 0, 1, 0]), _hex_words([5, 0, 1, 0], "tik")
+    ('[0x5, 0x1] (lanes 0-63, 64-127)', '[0x1, 0x5] (mask_h: lanes 64-127, mask_l: lanes 0-63)')
+    """
     v = [int(x) for x in np.asarray(words)]
-    return f"[{hex(v[0] | v[1] << 32)}, {hex(v[2] | v[3] << 32)}] (lanes 0-63, 64-127)"
+    low, high = hex(v[0] | v[1] << 32), hex(v[2] | v[3] << 32)
+    if word_order == "tik":
+        return f"[{high}, {low}] (mask_h: lanes 64-127, mask_l: lanes 0-63)"
+    return f"[{low}, {high}] (lanes 0-63, 64-127)"

@@ -245,6 +245,24 @@ def test_error_message_names_api_param_value_range_product():
     assert e.value.code == Code.DTYPE_UNSUPPORTED and "vcadd" in str(e.value)
 
 
+@pytest.mark.parametrize("api", ["vcmax", "vec_reduce_add"])
+def test_mask_errors_print_the_words_as_tik_writes_them(api):
+    """A TIK bit mask in an error reads as the caller wrote it, [mask_h, mask_l]: the words
+    [1, 5] (mask_h = 1) of a float, whose mask_h must be 0, print as [0x1, 0x5], not
+    swapped into Ascend C's lanes-0-63-first order; likewise an all-zero mask's MASK_ZERO."""
+    ub = ub_with(np.ones(64, F32), F32)
+    dst, src = ar.Tensor(DST, F32, 64), ar.Tensor(0, F32, 512)
+    rest = (ar.Tensor(3072, F32, 64), 1, 8) if api == "vec_reduce_add" else (1, 1, 1, 8)
+    with pytest.raises(ar.ConstraintError) as e:
+        getattr(ar.tik, api)(ub, [1, 5], dst, src, *rest, chip="atlas_a2")
+    assert e.value.code == Code.MASK_BITS
+    assert e.value.value == "[0x1, 0x5] (mask_h: lanes 64-127, mask_l: lanes 0-63)", str(e.value)
+    with pytest.raises(ar.ConstraintError) as e:
+        getattr(ar.tik, api)(ub, [0, 0], dst, src, *rest, chip="atlas_training")
+    assert e.value.code == Code.MASK_ZERO and e.value.value.startswith("[0x0, 0x0] (mask_h"), \
+        str(e.value)
+
+
 def test_registry_declares_the_assumptions():
     for api in APIS:
         ins = ar.registry.lookup(api)
