@@ -98,10 +98,13 @@ def test_page_example_reduce_sum_count_then_getter():
                                          T(4096, "float", 64), 128, chip=chip, return_info=True)
         assert float(GET_SUM(info.spr, "float", chip=chip)) == float(x.sum())
         assert float(ar.ascendc.get_acc_val(info.spr, "float", chip=chip)) == float(x.sum())
-        # the high-dimensional form does not write it ("仅支持tensor前n个数据连续计算接口使用")
+        # the high-dimensional form does not write it ("仅支持tensor前n个数据连续计算接口使用"):
+        # a call over other lanes (mask 32: lanes 0-31 and 64-95), whose own sum differs
         ub, info = ar.ascendc.reduce_sum(ub, T(8192, "float", 8), T(0, "float", 128),
-                                         T(4096, "float", 64), 64, 2, 8, chip=chip,
+                                         T(4096, "float", 64), 32, 2, 8, chip=chip,
                                          return_info=True, spr=info.spr)
+        other = float(x[:32].sum() + x[64:96].sum())
+        assert float(ar.load(ub, 8192, "float32", 1)[0]) == other != float(x.sum())
         assert float(GET_SUM(info.spr, "float", chip=chip)) == float(x.sum())
 
 
