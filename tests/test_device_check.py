@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import ascend_ref as ar
 from ascend_ref.case import Outcome
 from ascend_ref.constraints import Code
 
@@ -40,6 +41,12 @@ def test_differ_counts_every_differing_byte_and_code():
 def test_corpus_covers_every_api_product_dtype_and_adversarial_data():
     dc = _module()
     cases, combos = dc.corpus(0, 0)
+    # "every": what the products declare, enumerated here apart from the corpus' campaign
+    from ascend_ref import registry
+
+    every = {(api, c, d) for api in registry.names() for c in ar.chips()
+             for d in ar.chip(c).dtypes(api)}
+    assert set(combos) == every and len(every) > 100, sorted(every ^ set(combos))[:5]
     assert set(combos) <= {(c.api, c.chip, c.dtype) for c in cases}  # (+ broken-dtype calls)
     kinds = {c.tags.get("data") for c in cases}
     assert {"specials", "subnormal", "ties", "saturating", "signed_zeros"} <= kinds, kinds
