@@ -79,7 +79,7 @@ def test_sigkill_mid_campaign_then_resume_equals_uninterrupted_run(tmp_path, cap
                              killed_db, "--quiet"], env=env, start_new_session=True,
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
     try:
-        deadline = time.time() + 90
+        deadline = time.time() + 900                 # a hang guard, not a speed check
         while _count(killed_db) < 30:
             assert proc.poll() is None, proc.stdout.read().decode()[-3000:]
             assert time.time() < deadline, "the campaign made no progress"
@@ -88,7 +88,7 @@ def test_sigkill_mid_campaign_then_resume_equals_uninterrupted_run(tmp_path, cap
         proc.wait(timeout=30)
         at_kill = _count(killed_db)
         assert 0 < at_kill < 500, f"not killed mid-run ({at_kill} cases)"
-        t = time.time() + 20                         # its oracle worker notices and exits
+        t = time.time() + 300                        # its oracle worker notices and exits
         while _group_alive(proc.pid) and time.time() < t:
             time.sleep(0.1)
         assert not _group_alive(proc.pid), "a worker outlived its campaign"
