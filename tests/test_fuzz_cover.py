@@ -234,8 +234,10 @@ def test_valid_draws_sit_exactly_at_the_limits(default, plan_cases):
     # and the oracle accepts a sample of them
     sample = [c for c in plan_cases if c.tags.get("validity") == "valid"
               and c.tags.get("src_size") == "exact" and c.params["repeat"] <= 16][:10]
+    checked = [c for c in sample if not _zero(c)]
+    assert len(checked) >= 5, len(checked)
     assert all(run_oracle(c).code is None or c.tags.get("mask", "").endswith(":zero")
-               for c in sample if not _zero(c))
+               for c in checked)
 
 
 def test_valid_count_form_draws_are_valid_up_to_the_top_that_fits(default):

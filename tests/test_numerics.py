@@ -428,13 +428,22 @@ def test_guarded_sums_fast_path_equals_the_reference_also_when_it_overflows():
     # one row that stays finite (the fast float32 tree is exact there) and one that overflows
     # (the guard fails and the exact adder gives the bits)
     rows = np.stack([_h(*np.linspace(-3, 5, 128)), _h(*([60000.0] * 4 + [1.0] * 124))])
-    for path in ("fast", "general"):
-        (sums,), ok = jax.jit(lambda x, path=path: numerics.guarded_sums(
+    want = [ref_tree([int(v) for v in r], "float16") for r in rows]
+
+    def run(path, x):
+        return jax.jit(lambda x: numerics.guarded_sums(
             lambda s: (numerics.tree_sum(s.enter(x), s.add),),
-            "float16", _profile(), False, path))(jnp.asarray(rows))
-        assert bool(ok)
-        assert np.asarray(sums).tolist() == [ref_tree([int(v) for v in r], "float16")
-                                             for r in rows]
+            "float16", _profile(), False, path))(jnp.asarray(x))
+
+    for path in ("fast", "general"):          # the fallback inside: always exact
+        (sums,), _ = run(path, rows)
+        assert np.asarray(sums).tolist() == want, path
+    # "batch" reports its guard: it holds for the finite row alone and fails with the
+    # overflowing one (the caller then reruns the batch exactly)
+    (sums,), ok = run("batch", rows[:1])
+    assert bool(ok) and np.asarray(sums).tolist() == want[:1]
+    (_,), ok = run("batch", rows)
+    assert not bool(ok)
 
 
 def test_value_text_reads_back_as_the_same_bits():
