@@ -80,8 +80,20 @@ def access_map(amap: Union[AccessMap, Case, str], *, max_repeats: int = 8, max_r
     max_rows = _count_arg("viz.access_map", "max_rows", max_rows)
     width = _width("viz.access_map", width)
     _title("viz.access_map", title)
-    if not isinstance(amap, AccessMap):        # a Case or a name; anything else: its error
+    if isinstance(amap, str):                  # a name: make_case's default call of it
+        try:
+            amap = explain.access_map(explain.make_case(amap))
+        except ConstraintError as e:           # named as the caller called it
+            if e.param != "api":
+                raise
+            raise e.renamed({"api": "amap"}, api="viz.access_map") from None
+    elif isinstance(amap, Case):
         amap = explain.access_map(amap)
+    elif not isinstance(amap, AccessMap):
+        raise ConstraintError(Code.BAD_ARGUMENT, api="viz.access_map", param="amap",
+                              value=type(amap).__name__, allowed="an AccessMap "
+                              "(explain.access_map(...)), a Case (explain.make_case(api, ...)) "
+                              "or an API name")
     L, epb, s = amap.lanes, amap.epb, amap.size
     nrep = max(amap.repeat, 0)
     reps = list(range(min(nrep, max_repeats)))

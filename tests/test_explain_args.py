@@ -194,6 +194,13 @@ def test_viz_and_text_arguments_are_checked():
     for kw in ({"max_repeats": None}, {"width": "x"}, {"width": 0}, {"max_rows": 1.5}):
         with pytest.raises(ar.ConstraintError, match=f"viz.access_map: {next(iter(kw))} = "):
             viz.access_map(m, **kw)
+    # what to draw: named as viz.access_map's own argument (it said access_map: case = /
+    # make_case: api =, functions the caller had not called)
+    for amap, value in ((42, "'int'"), ("nope", "'nope'"), (None, "'NoneType'")):
+        with pytest.raises(ar.ConstraintError, match=f"viz.access_map: amap = {value} ") as e:
+            viz.access_map(amap)
+        assert e.value.code == BAD
+    viz.close(viz.access_map("whole_reduce_sum"))
     with pytest.raises(ar.ConstraintError, match="AccessMap.text: max_repeats = None"):
         m.text(max_repeats=None)
     with pytest.raises(ar.ConstraintError, match="RoundingTree.text: depth = None"):
