@@ -258,9 +258,19 @@ class FlagOption(Option):
         """
         import numpy as np
 
+        import jax
+
         value = batch_args.held_int(value)     # a traced value stays one: refused below
         if isinstance(value, (bool, np.bool_)) or (batch_args.is_int(value) and value in (0, 1)):
             return bool(value)
+        if isinstance(value, jax.core.Tracer):
+            raise ConstraintError(
+                Code.BAD_ARGUMENT, api=api, param=self.key, value="a traced value",
+                allowed="True / False (or an int 0 / 1), known when the call is traced",
+                hint=f"{self.key} chooses the compiled kernel and the result's layout, so it "
+                     f"cannot be a traced value: pass a Python bool (mark it static: "
+                     f"jax.jit(f, static_argnames=...)), or make both calls and pick one "
+                     f"with jnp.where")
         raise ConstraintError(Code.BAD_ARGUMENT, api=api, param=self.key, value=value,
                               allowed="True / False (or an int 0 / 1)")
 

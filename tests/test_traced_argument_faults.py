@@ -239,3 +239,26 @@ def test_traced_stride_unit_is_judged_in_the_kernel():
     with pytest.raises(ConstraintError) as e:                  # a traced float: its form
         jax.jit(_vcadd)(ub, jnp.float32(0))
     assert e.value.code == Code.BAD_ARGUMENT
+
+
+@pytest.mark.parametrize("api, flag", [("vcmax", "index_low"), ("vec_reduce_min", "cal_index")])
+def test_a_traced_flag_option_says_it_must_be_known_when_traced(api, flag):
+    """cal_index / index_low choose the kernel (the result's layout): a traced one cannot be
+    judged in the kernel as saturate is; the error says so and how to pass it (it printed
+    'index_low = JitTracer(bool[]) is not allowed; allowed: True / False')."""
+    ub = ar.new_ub(A2, size=16384)
+    dst, src = Tensor(4096, "half", 64), Tensor(0, "half", 128)
+    if api == "vcmax":
+        call = lambda u, f: ar.tik.vcmax(u, 128, dst, src, 1, 1, 1, 8, 0, f, chip=A2)  # noqa: E731
+    else:
+        call = lambda u, f: ar.tik.vec_reduce_min(u, 128, dst, src, Tensor(6144, "half", 64),  # noqa: E731
+                                                  1, 8, f, chip=A2)
+    call(ub, True)                                  # concrete: fine
+    with pytest.raises(ConstraintError) as e:
+        jax.jit(call)(ub, True)
+    assert (e.value.code, e.value.api, e.value.param, e.value.value) == \
+        (Code.BAD_ARGUMENT, api, flag, "a traced value")
+    assert "static_argnames" in str(e.value) and "Tracer" not in str(e.value)
+    with pytest.raises(ConstraintError) as e:       # a concrete non-flag keeps its own text
+        call(ub, 2)
+    assert e.value.value == 2 and e.value.code == Code.BAD_ARGUMENT
