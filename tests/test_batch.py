@@ -127,6 +127,7 @@ def test_run_cases_matches_case_by_case(n):
 def test_sharding_over_four_cpu_devices_gives_the_same_bits(tmp_path):
     script = textwrap.dedent("""
         import numpy as np, jax, ascend_ref as ar
+        from ascend_ref import scale
         assert len(jax.devices()) == 4
         rng = np.random.default_rng(0)
         ubs = rng.standard_normal((10, 2048)).astype(np.float16).view(np.uint8)
@@ -134,7 +135,9 @@ def test_sharding_over_four_cpu_devices_gives_the_same_bits(tmp_path):
                   repeat=rng.integers(0, 8, 10), dst_rep_stride=1, src_blk_stride=1,
                   src_rep_stride=rng.integers(0, 9, 10), src=(0, 1024), dst=(3072, 512))
         a, sa = ar.run_batch("reduce_data_block", ubs.copy(), **kw)
+        assert scale.CALLS[4] > 0 and scale.CALLS[1] == 0, scale.CALLS   # 10 rows over 4
         b, sb = ar.run_batch("reduce_data_block", ubs.copy(), devices=jax.devices()[:1], **kw)
+        assert scale.CALLS[1] > 0, scale.CALLS
         assert (a == b).all() and (sa == sb).all(), "sharded and single-device results differ"
         print("SAME", int((sa == 0).sum()))
     """)

@@ -372,11 +372,17 @@ def test_count_zero_follows_the_products_zero_mask_rule(chip):
 def test_dst_rep_stride_zero():
     """All repeats into one slot: the last repeat wins (A2, assumed as in normal mode); on
     Ascend 950 the dst is undefined (its emulation moves src by the ignored repeatTime)."""
-    a2 = make_case("pair_reduce_sum", None, "atlas_a2", F16, 300, drs=0)
+    x = (np.arange((DST - SRC) // 2) % 7).astype(np.float16)     # small ints: exact sums
+    a2 = make_case("pair_reduce_sum", None, "atlas_a2", F16, 300, drs=0, data=x)
     c950 = make_case("pair_reduce_sum", None, "ascend950", F16, 300, drs=0)
     out, out950 = jax_all([a2, c950])
     same(out, run_oracle(a2))
     assert out.written.any() and not out.undefined.any()
+    # by hand: 300 = 128 + 128 + 44 lanes; the last repeat (lanes 256-299) sums 22 pairs
+    # into the slot's first 22 halves, over what repeats 0 and 1 wrote there
+    got = out.ub[DST:DST + 44].view(np.float16)
+    assert got.tolist() == (x[256:300:2] + x[257:300:2]).tolist()
+    assert got.tolist() != (x[128:172:2] + x[129:172:2]).tolist()  # not repeat 1's
     out = out950
     same(out, run_oracle(c950))
     dst = slice(DST, DST + c950.tensors["dst"][1] * 2)

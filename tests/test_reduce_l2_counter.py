@@ -92,11 +92,12 @@ ONES = ((300, 8, 1000), (500, 16, 0), (400, 8, 1))
                                          + ONES, marks=pytest.mark.slow) for c in SUPPORTED])
 def test_ones_sum_to_the_count(chip, calls):
     """n ones sum to n on every path (one repeat, 方式三's three ranges, 方式二 past 4L), at
-    srcRepStride 8 and 16 (the gaps are never read), whatever repeat_time says."""
-    x = np.ones(8192, np.float16)
-    ub = ub_of(chip, x)
+    srcRepStride 8 and 16 (the gaps hold 1000, never read), whatever repeat_time says."""
     dst, src, tmp = tensors(F16, 8192)
     for n, srs, rt in calls:
+        # a repeat reads 128 halves every srs blocks (16 halves a block): the rest is a gap
+        x = np.where(np.arange(8192) % (16 * srs) < 128, 1, 1000).astype(np.float16)
+        ub = ub_of(chip, x)
         out = ar.ascendc.reduce_sum(ub, dst, src, tmp, ar.CounterMask(n), rt, srs, chip=chip)
         assert float(ar.load(out, DST, "float16", 1)[0]) == n, (n, srs)
 
@@ -294,7 +295,8 @@ def test_count_range_is_the_repeat_range():
 
 
 def test_zero_count_follows_the_zero_mask_rule():
-    """CounterMask(0): A2 a NOP, 950 dst (and nothing else) undefined, 200I/500 A2 MASK_ZERO."""
+    """CounterMask(0): A2 a NOP, 950 dst undefined (and ReduceSum's sharedTmpBuffer, as after
+    any 方式二 call there; ReduceMax leaves it untouched), 200I/500 A2 MASK_ZERO."""
     cases = [make_case(api, chip, F16, 0, cal_index=True) for chip in
              ("atlas_a2", "ascend950", "atlas_200i_500_a2") for api in ("reduce_sum", "reduce_max")]
     got = run_cases(cases)
@@ -302,7 +304,9 @@ def test_zero_count_follows_the_zero_mask_rule():
         same(out, run_oracle(c))
     assert [o.code for o in got] == [None, None, None, None, Code.MASK_ZERO, Code.MASK_ZERO]
     assert not got[0].undefined.any() and (got[0].ub == cases[0].ub).all()
-    assert got[2].undefined[DST:DST + 32].all()
+    dst, work = list(range(DST, DST + 32)), list(range(TMP, UB))   # 32 bytes, the rest
+    assert np.flatnonzero(got[2].undefined).tolist() == dst + work      # 950 ReduceSum
+    assert np.flatnonzero(got[3].undefined).tolist() == dst             # 950 ReduceMax
 
 
 def test_tmp_size_counts_the_derived_repeats():

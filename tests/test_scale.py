@@ -29,13 +29,24 @@ def test_my_share_splits_without_loss_or_duplicate():
     assert max(map(len, shares)) - min(map(len, shares)) <= 1
 
 
-def test_run_rows_pads_and_trims_on_one_device():
+def test_run_rows_runs_a_row_function_on_one_device():
+    """One device: the rows as they are (no padding: that is the sharded path's, checked on
+    four devices in test_batch and below)."""
     import jax
 
     fn = jax.vmap(lambda x, y: (x * 2, y["a"] + 1))
     x = np.arange(7, dtype=np.int32)
     out = scale.run_rows(fn, x, {"a": x})
     assert out[0].tolist() == (x * 2).tolist() and out[1].tolist() == (x + 1).tolist()
+
+
+def test_pad_rows_pads_every_leaf_with_row_0_and_never_drops():
+    x = np.arange(3, 10, dtype=np.int32)             # row 0 holds 3, not the zero of a pad
+    got = scale.pad_rows((x, {"a": x[:, None] * 10}), 9)
+    assert got[0].tolist() == list(range(3, 10)) + [3, 3]
+    assert got[1]["a"][:, 0].tolist() == [30, 40, 50, 60, 70, 80, 90, 30, 30]
+    with pytest.raises(ValueError, match="never dropped"):
+        scale.pad_rows(x, 6)
 
 
 # ------------------------------------------------------------------ fuzz and verify --------

@@ -211,6 +211,19 @@ def test_float32_and_int16_index_width():
                              T(0, "int16", 512), T(1056, "int16", 64), 256, 0, True,
                              chip="atlas_inference_vector_core")
         assert e.value.code == ar.Code.REPEAT_RANGE
+    # float32 with cal_index: 4095 repeats run (every repeat reads the same 64 lanes: srs 0),
+    # 4096 are REPEAT_RANGE, on both implementations
+    ub = np.zeros(1 << 17, np.uint8)
+    ub[:256] = np.arange(64, 0, -1, dtype=np.float32).view(np.uint8)     # minimum 1 at lane 63
+    args = (64, T(1024, "float", 8), T(0, "float", 64), T(2048, "float", 30000))
+    for m in (ar.tik, ar.oracle):
+        got = m.vec_reduce_min(ub, *args, 4095, 0, True, chip="atlas_a2")
+        got = np.asarray(getattr(got, "ub", got))
+        assert got[1024:1028].view(np.float32)[0] == 1 and \
+            got[1028:1032].view(np.uint32)[0] == 63, m.__name__
+        with pytest.raises((ar.ConstraintError, ar.oracle.OracleError)) as e:
+            m.vec_reduce_min(ub, *args, 4096, 0, True, chip="atlas_a2")
+        assert e.value.code == ar.Code.REPEAT_RANGE, m.__name__
 
 
 def test_add_order_choose_computes_only_a_constant_products_order():
