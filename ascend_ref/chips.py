@@ -359,6 +359,10 @@ def _load(path: Path) -> ChipProfile:
     if block_fill == "fill" and set(fills) != set(REDUCE_TYPES):
         raise r.fail("block_fill_values", sorted(fills),
                      "tables for SUM, MAX and MIN when block_fill = 'fill'")
+    if block_fill != "fill" and fills:      # values no call would read: a profile that misleads
+        raise r.fail("block_fill_values", sorted(fills),
+                     f"no [block_fill_values] table where block_fill = {block_fill!r} (only "
+                     f"'fill' writes them: set block_fill = 'fill', or drop the table)")
     ub_bytes = r.integer("ub_bytes", 256, 2 ** 31 - 1)
     if ub_bytes % 32:
         raise r.fail("ub_bytes", ub_bytes, "a multiple of 32 (whole 32-byte DataBlocks)")

@@ -73,6 +73,9 @@ def test_a_boolean_given_as_a_string_is_an_error_not_true(tmp_path, monkeypatch,
     ("default_nan_f32 = 0xFFC00000", "default_nan_f32 = 0x1FFC00000", "default_nan_f32",
      "0xffffffff"),
     ('block_fill = "keep"', 'block_fill = "kept"', "block_fill", "fill"),
+    # fill values on a product that keeps empty blocks: nothing would read them
+    ("[orders]", "[block_fill_values]\nSUM = { float16 = 1 }\n\n[orders]", "block_fill_values",
+     "only 'fill' writes them"),
     ('add_order = "group255"', "add_order = 255", "add_order", "odd_even"),
 ])
 def test_a_bad_shared_value_is_an_error(tmp_path, monkeypatch, old, new, field, allowed):
