@@ -178,11 +178,14 @@ def test_store_never_duplicates_a_case_or_its_coverage(tmp_path):
     assert st.commit_chunk(camp.id, run, [_row(1), _row(2)], 0.2) == 1   # 1 is already there
     assert st.done_ids(camp.id) == {0, 1, 2}
     assert st.coverage(camp.id) == {"api": {"a": 3}, "data": {"ties": 3}}
-    # a failing chunk leaves nothing behind
-    with pytest.raises(Exception):
+    # a failing chunk (its second row has no fields) leaves nothing behind, not even its
+    # first, good row: which commits by itself afterwards
+    with pytest.raises(KeyError):
         st.commit_chunk(camp.id, run, [_row(3), {"case_id": 4}], 0.3)
     assert st.done_ids(camp.id) == {0, 1, 2}
     assert st.coverage(camp.id)["api"]["a"] == 3
+    assert st.commit_chunk(camp.id, run, [_row(3)], 0.4) == 1
+    assert st.done_ids(camp.id) == {0, 1, 2, 3} and st.coverage(camp.id)["api"]["a"] == 4
 
 
 # ---------------------------------------------------------------------- shrink ------------

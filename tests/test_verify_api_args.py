@@ -24,7 +24,7 @@ def dump(tmp_path_factory):
 def _bad(excinfo, param):
     e = excinfo.value
     assert isinstance(e, ConstraintError) and e.code == Code.BAD_ARGUMENT
-    assert param in str(e)
+    assert e.param == param and f": {param} = " in str(e), str(e)   # exactly that parameter
 
 
 @pytest.mark.parametrize("index", [1.5, True, False, None, "0", -1, np.float64(0.0)])
