@@ -104,9 +104,9 @@ def test_instruction_facts_are_checked_when_the_profile_loads(tmp_path, monkeypa
     ("ub_bytes = 196608", "", "ub_bytes"),
     ("ub_bytes = 196608", "ub_byte = 196608", "(the file sets 'ub_byte': misspelt?)"),
     ('product = "Atlas A2 training / inference series"', "", "product"),
-    (A2, "", "id"),
+    (A2, "", "id is missing"),
     ('id = "atlas_a2"', 'id = "atlas_a2" =', "TOML"),
-    ('id = "atlas_a2"', 'id = "atlas_a3"', "id"),
+    ('id = "atlas_a2"', 'id = "atlas_a3"', "id = 'atlas_a3'"),
 ])
 def test_a_missing_key_or_a_syntax_error_names_the_file(tmp_path, monkeypatch, old, new, field):
     broken(configs(tmp_path, monkeypatch, old, new), field)

@@ -60,8 +60,9 @@ def test_pytree_round_trip_keeps_structure_and_values():
     back = jax.tree_util.tree_unflatten(tree, leaves)
     assert isinstance(back, Params) and back.src == p.src and int(back.repeat) == 7
     assert jax.tree_util.tree_structure(back) == tree
-    # absent fields (None) are empty subtrees, not leaves
-    assert all(x is not None for x in leaves)
+    # absent fields (None) are empty subtrees, not leaves, and come back as None
+    assert p.work_tensor is None and back.work_tensor is None and back.option is None
+    assert len(leaves) == tree.num_leaves and jax.tree_util.tree_leaves(p.work_tensor) == []
     doubled = jax.tree_util.tree_map(lambda x: np.asarray(x).astype(np.int64) * 2, p)
     assert int(doubled.repeat) == 14 and int(doubled.tensor("dst").addr) == 2048
     # a call's structure does not depend on its values (one compiled kernel)
