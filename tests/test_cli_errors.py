@@ -237,3 +237,16 @@ def test_explain_vcmin_index_low_shows_its_layout(capsys, index_low, first, seco
     got, out, err = _cli(capsys, "explain", "vcmin", *argv)
     want = {"index": "index=2", "value": "value=-2.0"}
     assert got == 0 and f"{want[first]}, {want[second]}" in out, out + err
+
+
+def test_importing_the_main_module_runs_nothing(tmp_path):
+    """``import ascend_ref.__main__`` (a doctest collector, a documentation tool) ran the
+    default fuzz campaign, 5000 cases into ./ascend-ref-fuzz.sqlite; ``python -m ascend_ref``
+    still runs the command."""
+    r = subprocess.run([sys.executable, "-c", "import ascend_ref.__main__; print('imported')"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and r.stdout.strip() == "imported", r.stderr[-2000:]
+    assert list(tmp_path.iterdir()) == []
+    r = subprocess.run([sys.executable, "-m", "ascend_ref", "fuzz", "--cases", "x"],
+                       cwd=tmp_path, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 2 and "argument --cases:" in r.stderr, r.stderr[-2000:]
