@@ -640,6 +640,34 @@ def test_count_form_differential_seeded(chip, dtype):
             assert (o.ub[~o.undefined] == j.ub[~o.undefined]).all(), (name, n, chip)
 
 
+def test_the_repeat_top_says_it_is_the_references_own():
+    """The page lets repeatTime reach INT32_MAX; the reference stops at L*L/4 (assumed
+    reduce_l2_max_repeat), and its REPEAT_RANGE message says so (it read as the page's)."""
+    ub = make_ub(np.ones(128, np.float16), F16, nbytes=65536)
+    args = (T(32768, F16, 16), T(0, F16, 128), T(33792, F16, 8192))
+    for api in ("reduce_max", "reduce_sum"):
+        with pytest.raises(ar.ConstraintError) as e:
+            getattr(ar.ascendc, api)(ub, *args, 128, 4097, 0, chip="atlas_a2")
+        msg = str(e.value)
+        assert e.value.code == Code.REPEAT_RANGE and "allowed: [0, 4096] (" in msg, msg
+        assert "reduce_l2_max_repeat" in msg and "INT32_MAX" in msg, msg
+
+
+def test_index_overflow_says_where_the_winner_is_and_what_to_do():
+    """INDEX_OVERFLOW comes from the data (the first extreme past 65535), not a bad stride or
+    count: the message gives the winner's offset and the ways out (both forms, A2 half)."""
+    x = np.zeros(71040, np.float16)
+    x[70000] = 1
+    ub = make_ub(x, F16, nbytes=196608)
+    args = (T(150016, F16, 16), T(0, F16, 71040), T(151552, F16, 20000))
+    for call_args in ((128, 555, 8, True), (71040, True)):
+        with pytest.raises(ar.ConstraintError) as e:
+            ar.ascendc.reduce_max(ub, *args, *call_args, chip="atlas_a2")
+        msg = str(e.value)
+        assert e.value.code == Code.INDEX_OVERFLOW and "is 70000 > 65535" in msg, msg
+        assert "cal_index=False" in msg and "split the call" in msg, msg
+
+
 @pytest.mark.slow
 def test_count_form_index_overflow_and_ties():
     """A 2-byte result index above 65535 is INDEX_OVERFLOW (count 65537, the maximum last);

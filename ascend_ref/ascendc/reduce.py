@@ -193,6 +193,12 @@ def repeat_range(option: Any = None, dtype: str = "float16") -> tuple:
     return 0, lanes * lanes // 4
 
 
+#: the top of repeatTime is the reference's, not the page's: the REPEAT_RANGE message says so
+REPEAT_CAP = (lambda spec, p: repeat_range(None, spec.dtype)[1],
+              "the reference's top, L*L/4: assumed reduce_l2_max_repeat; the page allows "
+              "repeatTime up to INT32_MAX, '保证不超过int32_t的最大值即可'")
+
+
 def layout(dtype: Any, cal_index: Any) -> registry.Layout:
     """dst[0] = the value (dst[1] = the index bits with cal_index); the slot is dst's
     alignment."""
@@ -202,6 +208,11 @@ def layout(dtype: Any, cal_index: Any) -> registry.Layout:
     # 索引，这些中间结果暂存于sharedTmpBuffer") -- the roles of its words; their bytes are undefined
     return registry.Layout(registry.fields(*dst, nbytes=s), per_repeat=False,
                            work=registry.fields(("value", "value"), ("lane", "index"), nbytes=s))
+
+
+#: what an INDEX_OVERFLOW says to do (the data, not an argument, put the winner past 65535)
+INDEX_HINT = ("The data put the first extreme past index 65535: call with cal_index=False, on "
+              "a 32-bit type, or split the call so that each part's index stays <= 65535")
 
 
 def _rules(spec: Spec) -> List[Rule]:
@@ -218,7 +229,8 @@ def _rules(spec: Spec) -> List[Rule]:
                         lambda p: p.diagnostics.values["index"] <= INDEX_LIMIT,
                         lambda p: int(p.src_rep_stride),
                         lambda p: f"a call whose result index fits in 16 bits (the winning "
-                                  f"element's offset is {int(p.diagnostics.values['index'])} > {INDEX_LIMIT})"))
+                                  f"element's offset is {int(p.diagnostics.values['index'])} > {INDEX_LIMIT})",
+                        hint=INDEX_HINT))
     return out
 
 
@@ -343,7 +355,7 @@ def _kernel(name: str, kind: str) -> Kernel:
         word_order="ascendc", blk_stride=False, saturating=sums,
         mask_modes=("count", "bits", "counter"),
         extra_rules=_sum_rules if sums else _rules, sized_by_rule=("work_tensor",),
-        spr=None if sums else sprs.level2_sets(kind))
+        repeat_cap=REPEAT_CAP, spr=None if sums else sprs.level2_sets(kind))
 
 
 def _declare(name: str, kind: str, summary: str) -> registry.Instruction:

@@ -169,6 +169,7 @@ def _minmax_rules(spec: Spec) -> List[Rule]:
                         lambda p: f"a call whose result index fits in 16 bits (the winning "
                                   f"element's position is {int(p.diagnostics.values['index'])}"
                                   f" > {high.INDEX_LIMIT})",
+                        hint=high.INDEX_HINT,
                         doc="the result index of a 2-byte type <= 65535"))
     return out
 
