@@ -704,6 +704,29 @@ def test_count_form_dispatch_rule():
                 chip="atlas_a2") == Code.TENSOR_BOUNDS
 
 
+@pytest.mark.parametrize("dtype", [F16, F32])
+def test_950_sum_of_exactly_256_bytes_is_method_three(dtype):
+    """RSUM: "Counter模式且数据量在256~1024字节之间采用方式三" -- both ends in, as dav_3510
+    dispatches (count <= L: one ReduceSumCount into dst, no buffer): a count of exactly L
+    (256 bytes) takes any sharedTmpBuffer and leaves it untouched, in the count form and in
+    the high-dimensional form's counter mode (it asked for the 方式二 size, 16 / 8 elements);
+    one element less is 方式二 again (the page's "否则采用方式二"). The bits: one tree of the
+    L lanes either way, numpy's sum of small integers here."""
+    L = 256 // np.dtype(dtype).itemsize
+    x = np.arange(L + 1, dtype=dtype) % 7
+    ub = make_ub(x, dtype, nbytes=1 << 13)
+    tmp = T(4096, dtype, 1)
+    for impl in IMPLS:
+        for count_args in ((L,), (ar.CounterMask(L), 1, 8)):
+            out = call(impl, "reduce_sum", ub, T(2048, dtype, 16), T(0, dtype, L + 1), tmp,
+                       *count_args, chip="ascend950")
+            assert not isinstance(out, Code), (impl, count_args, out)
+            assert float(out.load(2048, dtype, 1)[0]) == float(x[:L].sum())
+            assert not out.undefined[4096:4096 + 32].any(), (impl, count_args)
+        assert call(impl, "reduce_sum", ub, T(2048, dtype, 16), T(0, dtype, L + 1), tmp, L - 1,
+                    chip="ascend950") == Code.WORK_SIZE
+
+
 def test_count_form_top_is_the_products_ub_in_one_rule():
     """The count's top is the product's UB / sizeof(T) (``engine.Instruction.repeat_cap``),
     checked by the instruction's one REPEAT_RANGE rule, per case under run_batch: 98305

@@ -37,7 +37,7 @@ the public functions ``reduce_max`` / ``reduce_min`` / ``reduce_sum`` (in
 
 Counter mask mode (``ar.CounterMask(n)`` as ``mask``; docs/SEMANTICS.md §R): ``ceil(n / L)``
 repeats at the caller's srcRepStride, the last one partial, repeatTime ignored; the buffer
-size counts those repeats; ReduceSum on 950 merges ``L < n <= 4L`` (方式三, no buffer); the
+size counts those repeats; ReduceSum on 950 merges ``L <= n <= 4L`` (方式三, no buffer); the
 max / min index is the offset or the position ``r*L + lane`` by product (profile fields
 ``reduce_l2_counter``, ``reduce_l2_counter_index``, ``reduce_sum_counter_mode``).
 
@@ -115,7 +115,7 @@ COUNTER_INDEX = registry.ProfileField(
 SUM_COUNTER = registry.ProfileField(
     "reduce_sum_counter_mode", ("tree", "merge"),
     "level-2 ReduceSum high-dimensional form in counter mode: 方式二 trees, or 950's 方式三 "
-    "vector merge for 256 < n*size <= 1024 bytes and 方式二 otherwise (ReduceSum.md)")
+    "vector merge for 256 <= n*size <= 1024 bytes and 方式二 otherwise (ReduceSum.md)")
 
 
 def _has(p: Params, field: registry.ProfileField, value: Any) -> Any:
@@ -133,9 +133,11 @@ def _counter_undefined(p: Params) -> Any:
 
 def merged(spec: Spec, p: Params, n: jax.Array, field: registry.ProfileField,
            value: Any) -> Any:
-    """方式三's range ``L < n <= 4L`` (256 < n*size <= 1024 bytes) on a product whose
+    """方式三's range ``L <= n <= 4L`` (256 <= n*size <= 1024 bytes: "256~1024字节之间",
+    both ends in, as dav_3510 takes them: n = L is one tree either way, with no buffer) on a
+    product whose
     ``field`` is ``value``."""
-    return _has(p, field, value) & (n > spec.lanes) & (n <= 4 * spec.lanes)
+    return _has(p, field, value) & (n >= spec.lanes) & (n <= 4 * spec.lanes)
 
 
 def merge_sum(x: jax.Array, n: jax.Array, lanes: int,
@@ -298,7 +300,7 @@ def _sum_effects(spec: Spec, p: Params, bits: jax.Array, active: jax.Array,
     (``arith.sums``: the fast tree with its guard, the exact adder where it fails)."""
     live = jnp.arange(spec.rows) < p.repeat
     # counter mode (the repeats and their lanes are the engine's: ceil(n / L), the last
-    # partial): 方式二 as above, but 方式三 on 950 for L < n <= 4L (no buffer used there)
+    # partial): 方式二 as above, but 方式三 on 950 for L <= n <= 4L (no buffer used there)
     counter = jnp.asarray(p.mask_counter, bool)
     n = jnp.sum(jnp.asarray(active, jnp.int32))
     merge = counter & merged(spec, p, n, SUM_COUNTER, "merge")

@@ -37,13 +37,14 @@ ReduceSum, per product (profile field ``reduce_sum_count_mode``, ReduceSum.md
   ``reduce_sum_tree_tail = "step"``, assumed; ``"leaf"``, dav_l300 / dav_l311's order: the
   tail repeat's sum one more leaf of the tree across the repeat sums).
 * ``"merge"`` (Ascend 950, "Counter模式且数据量在256~1024字节之间采用方式三；否则采用方式二"):
-  ``n = count``; ``n <= L`` one tree; ``L < n <= 2L`` ``v = x0 + x1`` on lanes ``< n - L``
-  (``x0`` elsewhere); ``2L < n <= 3L`` ``v = (x0 + x1) + x2`` on lanes ``< n - 2L``; ``3L < n
-  <= 4L`` ``v = (x2 + x3 on lanes < n - 3L, x2 elsewhere) + (x0 + x1)``; then one tree of
+  ``n = count``; ``n <= L`` one tree (at ``n = L`` already 方式三: no buffer); ``L < n <= 2L``
+  ``v = x0 + x1`` on lanes ``< n - L`` (``x0`` elsewhere); ``2L < n <= 3L`` ``v = (x0 + x1)
+  + x2`` on lanes ``< n - 2L``; ``3L < n <= 4L`` ``v = (x2 + x3 on lanes < n - 3L, x2
+  elsewhere) + (x0 + x1)``; then one tree of
   ``v`` (方式三, ``xk`` the k-th L elements); ``n > 4L`` the repeat sums (the last partial)
   tree-summed in chunks of L, the chunk sums tree-summed again past L² (方式二).
 
-sharedTmpBuffer on the 方式二 paths (``"tree"``; ``"merge"`` outside 256 < n·s <= 1024): the
+sharedTmpBuffer on the 方式二 paths (``"tree"``; ``"merge"`` outside 256 <= n·s <= 1024): the
 page's ``DivCeil(firstMaxRepeat, epb) * epb`` elements, ``firstMaxRepeat = count / L`` (1 if
 ``count < L``) — ``WORK_SIZE`` — undefined afterwards; on the 方式一 / 方式三 paths any size,
 not touched. The sum is also the declared effect value ``"sum"`` (``Effects.diag["sum"]``:
@@ -93,7 +94,7 @@ SUM_MODE = registry.ProfileField(
     "reduce_sum_count_mode", ("sequential", "tree", "merge"),
     "ReduceSum count form: 方式一 (tree per repeat, repeat sums added in order; A2/A3), "
     "方式二 (trees across repeats, body + tail) or 950's 方式三 vector merge for "
-    "256 < count*size <= 1024 bytes and 方式二 trees otherwise (ReduceSum.md)")
+    "256 <= count*size <= 1024 bytes and 方式二 trees otherwise (ReduceSum.md)")
 SEQ_SEED = registry.ProfileField(
     "reduce_sum_seq_seed", ("first", "zero"),
     "ReduceSum count form, 方式一: the sequential chain starts from the first repeat's sum, "
@@ -134,8 +135,8 @@ def sum_need(count: Any, option: Any = None, dtype: str = "float16") -> Any:
 
 
 def _merged(spec: Spec, p: Params) -> Any:
-    """950's 方式三 paths: ``L < count <= 4L`` (256 < count*size <= 1024 bytes)."""
-    return SUM_MODE.holds(p, "merge") & (p.repeat > spec.lanes) & (p.repeat <= 4 * spec.lanes)
+    """950's 方式三 paths: ``L <= count <= 4L`` (256 <= count*size <= 1024 bytes)."""
+    return SUM_MODE.holds(p, "merge") & (p.repeat >= spec.lanes) & (p.repeat <= 4 * spec.lanes)
 
 
 def _sum_uses_tmp(spec: Spec, p: Params) -> Any:
@@ -275,7 +276,7 @@ def _sum_total(spec: Spec, p: Params, x: jax.Array, s: Summation,
     leaf = jnp.where(n <= L, t[0], trees(t, r < nrep))
     tree = jnp.where(TREE_TAIL.holds(p, "leaf"), leaf, tree)
 
-    # Ascend 950: 方式三 for L < n <= 4L (the high-dimensional form's counter mode shares
+    # Ascend 950: 方式三 for L <= n <= 4L (the high-dimensional form's counter mode shares
     # it), its 方式二 (every repeat a row, the last partial)
     merge = jnp.where(_merged(spec, p), high.merge_sum(x, n, L, s),
                       jnp.where(n <= L, t[0], trees(t, r < nrep)))

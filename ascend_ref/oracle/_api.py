@@ -1158,7 +1158,7 @@ def _level2(api: str, kind: str, ub, dst, src, tmp, mask, repeat_time, src_rep_s
     # is used everywhere -- but on 950's 方式三 paths in counter mode ("Counter模式且数据量在
     # 256~1024字节之间采用方式三"); ReduceMax / ReduceMin: the products' list
     merge = (counter and kind == "SUM" and prof.reduce_sum_counter_mode == "merge"
-             and n is not None and L is not None and L < n <= 4 * L)
+             and n is not None and L is not None and L <= n <= 4 * L)
     used = (kind == "SUM" and not merge) or (kind != "SUM" and prof.reduce_tmp_buffer == "used")
 
     def lanes_of(r):                           # repeat r's lanes (counter: its own)
@@ -1219,8 +1219,9 @@ def _level2(api: str, kind: str, ub, dst, src, tmp, mask, repeat_time, src_rep_s
             out.undef(w.addr, w.nbytes)
         return out.result()
     if merge:
-        # Ascend 950 方式三 (counter mode, L < n <= 4L): the repeats merged lane by lane into
-        # one vector, then one tree; x_k = repeat k's L elements, +0 past the count
+        # Ascend 950 方式三 (counter mode, L <= n <= 4L, 256~1024 bytes both ends in): the
+        # repeats merged lane by lane into one vector, then one tree; x_k = repeat k's L
+        # elements, +0 past the count
         kw = dict(default_nan=prof.default_nan(fmt.name), ftz=prof.fp32_ftz, saturate=sat)
 
         def x(k):
@@ -1321,9 +1322,9 @@ def _level2_count(api: str, kind: str, ub, dst, src, tmp, count, cal_index, chip
         up = lambda a, b: (a + b - 1) // b      # noqa: E731 - the pages' RoundUp / DivCeil
         if kind == "SUM":
             mode = prof.reduce_sum_count_mode
-            # 方式二 paths need the buffer: "tree" always; 950 outside 256 < n*size <= 1024
+            # 方式二 paths need the buffer: "tree" always; 950 outside 256 <= n*size <= 1024
             # (int64 / uint64 on 950: "采用方式三" whatever the count)
-            used = mode == "tree" or (mode == "merge" and not (L < n <= 4 * L) and sz != 8)
+            used = mode == "tree" or (mode == "merge" and not (L <= n <= 4 * L) and sz != 8)
             first = max(n // L, 1)                # count / L, 1 if count < L
             need = up(first, epb) * epb
         else:
