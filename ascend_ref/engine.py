@@ -522,7 +522,8 @@ def rules(ins: Instruction, spec: Spec) -> list:
             lambda p, t=t, isz=isz: f"the declared extent of {t}: bytes "
                                     f"[{int(p.tensor(t).addr)}, "
                                     f"{int(p.tensor(t).addr) + int(p.tensor(t).size) * isz})",
-            hint="Enlarge the tensor or reduce repeat / strides / mask",
+            hint=f"Enlarge the tensor or reduce {ins.repeat_param}" if ins.count_form else
+                 "Enlarge the tensor or reduce repeat / strides / mask",
             doc=f"every access to {t} inside its declared extent"))
     if ins.overlap == "repeat":
         out.append(Rule(Code.OVERLAP, "dst", lambda p: ~p.diagnostics.raw_conflict,

@@ -414,3 +414,25 @@ def test_counter_matches_oracle_hypothesis():
         same(run_cases([c], heights=())[0], run_oracle(c))
 
     check()
+
+
+def test_messages_speak_of_the_counters_repeats_and_the_count():
+    """In counter mode the caller's repeatTime is ignored: a too-small buffer names the
+    repeats the count makes (it said 'for repeatTime 5' to a call that passed 99); the count
+    form's TENSOR_BOUNDS says to reduce the count (it said 'repeat / strides / mask')."""
+    ub = ar.new_ub("atlas_a2")
+    d, s, w = ar.Tensor(2048, F16, 16), ar.Tensor(0, F16, 1000), ar.Tensor(4096, F16, 1)
+    for api in ("reduce_max", "reduce_sum"):
+        with pytest.raises(ar.ConstraintError) as e:
+            getattr(ar.ascendc, api)(ub, d, s, w, ar.CounterMask(600), 99, 8, chip="atlas_a2")
+        msg = str(e.value)
+        assert e.value.code == Code.WORK_SIZE and "ceil(600 / 128) = 5 repeats" in msg, msg
+        assert "repeatTime 5" not in msg and "repeatTime is ignored" in msg, msg
+        with pytest.raises(ar.ConstraintError) as e:              # normal mode: as before
+            getattr(ar.ascendc, api)(ub, d, s, w, 128, 5, 8, chip="atlas_a2")
+        assert "for repeatTime 5 " in str(e.value), str(e.value)
+    with pytest.raises(ar.ConstraintError) as e:
+        ar.ascendc.reduce_sum(ub, d, ar.Tensor(0, F16, 199), ar.Tensor(4096, F16, 64), 200,
+                              chip="atlas_a2")
+    assert e.value.code == Code.TENSOR_BOUNDS and str(e.value).endswith(
+        "Enlarge the tensor or reduce count"), str(e.value)

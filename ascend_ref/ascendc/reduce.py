@@ -217,6 +217,16 @@ INDEX_HINT = ("The data put the first extreme past index 65535: call with cal_in
               "a 32-bit type, or split the call so that each part's index stays <= 65535")
 
 
+def _repeats_text(spec: Spec, p: Params) -> str:
+    """The repeats a size message counts: ``repeatTime R``, or in counter mode the repeats the
+    count makes (the caller's repeatTime is ignored there, and may be any int)."""
+    if bool(p.mask_counter):
+        count = int(p.mask[0]) | int(p.mask[1]) << 32
+        return (f"ceil({count} / {spec.lanes}) = {int(p.repeat)} repeats (counter mode: "
+                f"repeatTime is ignored)")
+    return f"repeatTime {int(p.repeat)}"
+
+
 def _rules(spec: Spec) -> List[Rule]:
     index = spec.option == "index"
     out = [Rule(Code.WORK_SIZE, "work_tensor.size",
@@ -224,7 +234,7 @@ def _rules(spec: Spec) -> List[Rule]:
                 | TMP.holds(p, "unused"),
                 lambda p: int(p.tensor("work_tensor").size),
                 lambda p: f">= {int(tmp_need(p.repeat, index, spec.dtype))} elements for "
-                          f"repeatTime {int(p.repeat)}" + (" (calIndex)" if index else "")
+                          f"{_repeats_text(spec, p)}" + (" (calIndex)" if index else "")
                           + " (sharedTmpBuffer, the page's formula)")]
     if index and spec.size == 2:
         out.append(Rule(Code.INDEX_OVERFLOW, "src_rep_stride",
@@ -289,7 +299,7 @@ def _sum_rules(spec: Spec) -> List[Rule]:
                             >= sum_tmp_need(p.repeat, None, spec.dtype)) | _merge_call(spec, p),
                  lambda p: int(p.tensor("work_tensor").size),
                  lambda p: f">= {int(sum_tmp_need(p.repeat, None, spec.dtype))} elements for "
-                           f"repeatTime {int(p.repeat)} (sharedTmpBuffer, 方式二)")]
+                           f"{_repeats_text(spec, p)} (sharedTmpBuffer, 方式二)")]
 
 
 def _sum_effects(spec: Spec, p: Params, bits: jax.Array, active: jax.Array,
