@@ -902,3 +902,21 @@ def test_count_form_differential_hypothesis(chip, dtype, n, seed, api, flag):
         return
     assert (o.undefined == j.undefined).all() and (o.written == j.written).all()
     assert (o.ub[~o.undefined] == j.ub[~o.undefined]).all()
+
+
+def test_a_mask_without_its_repeat_arguments_is_named_as_such():
+    """A bit-mask list (or a CounterMask) with no repeat_time / src_rep_stride is the
+    high-dimensional form missing its repeats: BAD_ARGUMENT naming repeat_time (it was taken
+    as the count form's count: 'reduce_max_count: count = [...]')."""
+    ub = make_ub(np.ones(512, np.float16), F16, nbytes=1 << 13)
+    args = (T(2048, F16, 16), T(0, F16, 512), T(4096, F16, 64))
+    m = 2**64 - 1
+    for api, rest in (("reduce_max", ([m, m], True)), ("reduce_sum", ([m, m],)),
+                      ("reduce_min", (ar.CounterMask(300),))):
+        with pytest.raises(ar.ConstraintError) as e:
+            getattr(ar.ascendc, api)(ub, *args, *rest, chip="atlas_a2")
+        assert (e.value.code, e.value.api, e.value.param) == \
+            (Code.BAD_ARGUMENT, api, "repeat_time"), str(e.value)
+        assert "is a mask; the count form takes one int count" in str(e.value)
+    assert call("jax", "reduce_max", ub, *args, 300, True, chip="atlas_a2").load(
+        2048, F16, 1)[0] == 1                                   # a count and calIndex: fine

@@ -381,6 +381,16 @@ def _form(ins: registry.Instruction, mask: Optional[MaskLike], repeat_time: Opti
                         + ("[, cal_index]" if bool_second else "") + ")",
                 hint="give either count= or mask, repeat_time, src_rep_stride, not both")
         return "count", count, cal_index
+    if repeat_time is None or (bool_second and isinstance(repeat_time, (bool, np.bool_))):
+        if isinstance(mask, (list, tuple)) or np.ndim(mask) > 0 or \
+                type(mask).__name__ == "CounterMask":   # a mask, not a count: no repeats
+            raise ConstraintError(
+                Code.BAD_ARGUMENT, api=ins.name, param="repeat_time", value=None,
+                allowed="a repeat count with src_rep_stride after a mask (the "
+                        "high-dimensional form: mask, repeat_time, src_rep_stride"
+                        + ("[, cal_index]" if bool_second else "") + ")",
+                hint=f"{type(mask).__name__} {mask!r} is a mask; the count form takes one int "
+                     f"count")
     if bool_second and isinstance(repeat_time, (bool, np.bool_)) and src_rep_stride is None:
         return "count", mask, bool(repeat_time)           # reduce_max(..., count, True)
     if repeat_time is None and src_rep_stride is None:
