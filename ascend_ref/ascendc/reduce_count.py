@@ -382,7 +382,7 @@ def _form(ins: registry.Instruction, mask: Optional[MaskLike], repeat_time: Opti
                 hint="give either count= or mask, repeat_time, src_rep_stride, not both")
         return "count", count, cal_index
     if repeat_time is None or (bool_second and isinstance(repeat_time, (bool, np.bool_))):
-        if isinstance(mask, (list, tuple)) or np.ndim(mask) > 0 or \
+        if isinstance(mask, (list, tuple)) or getattr(mask, "ndim", 0) > 0 or \
                 type(mask).__name__ == "CounterMask":   # a mask, not a count: no repeats
             raise ConstraintError(
                 Code.BAD_ARGUMENT, api=ins.name, param="repeat_time", value=None,
