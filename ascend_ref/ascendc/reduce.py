@@ -133,10 +133,9 @@ def _counter_undefined(p: Params) -> Any:
 
 def merged(spec: Spec, p: Params, n: jax.Array, field: registry.ProfileField,
            value: Any) -> Any:
-    """方式三's range ``L <= n <= 4L`` (256 <= n*size <= 1024 bytes: "256~1024字节之间",
-    both ends in, as dav_3510 takes them: n = L is one tree either way, with no buffer) on a
-    product whose
-    ``field`` is ``value``."""
+    """方式三's range ``L <= n <= 4L`` (256 <= n*size <= 1024 bytes: "256~1024字节之间", both
+    ends in, as dav_3510 takes them: n = L is one tree either way, with no buffer) on a
+    product whose ``field`` is ``value``."""
     return _has(p, field, value) & (n >= spec.lanes) & (n <= 4 * spec.lanes)
 
 

@@ -72,6 +72,7 @@ from .. import numerics, registry
 from ..argtypes import CallResult, ChipLike, FlagLike, IntLike, MaskLike, SaturateLike, UBLike
 from ..constraints import Code, ConstraintError, Rule
 from ..engine import Instruction as Kernel
+from ..mask import CounterMask
 from ..spr import ReduceSpr
 from ..ub import Tensor, itemsize
 from . import _b64, _spr_hooks as sprs, reduce as high
@@ -382,8 +383,8 @@ def _form(ins: registry.Instruction, mask: Optional[MaskLike], repeat_time: Opti
                 hint="give either count= or mask, repeat_time, src_rep_stride, not both")
         return "count", count, cal_index
     if repeat_time is None or (bool_second and isinstance(repeat_time, (bool, np.bool_))):
-        if isinstance(mask, (list, tuple)) or getattr(mask, "ndim", 0) > 0 or \
-                type(mask).__name__ == "CounterMask":   # a mask, not a count: no repeats
+        if isinstance(mask, (list, tuple, CounterMask)) or getattr(mask, "ndim", 0) > 0:
+            # a mask, not a count: the high-dimensional form without its repeats
             raise ConstraintError(
                 Code.BAD_ARGUMENT, api=ins.name, param="repeat_time", value=None,
                 allowed="a repeat count with src_rep_stride after a mask (the "
