@@ -920,3 +920,21 @@ def test_a_mask_without_its_repeat_arguments_is_named_as_such():
         assert "is a mask; the count form takes one int count" in str(e.value)
     assert call("jax", "reduce_max", ub, *args, 300, True, chip="atlas_a2").load(
         2048, F16, 1)[0] == 1                                   # a count and calIndex: fine
+
+
+def test_a_type_only_the_count_form_has_points_to_it():
+    """950 int64 / uint64 are on the count form only ("仅支持tensor前n个数据计算"): the
+    high-dimensional call's DTYPE_UNSUPPORTED says so and shows the count-form call; a product
+    without them in either form gets the plain error."""
+    ub = ar.new_ub("ascend950")
+    args = (T(2048, "int64", 16), T(0, "int64", 128), T(4096, "int64", 64))
+    for api in ("reduce_max", "reduce_sum"):
+        with pytest.raises(ar.ConstraintError) as e:
+            getattr(ar.ascendc, api)(ub, *args, 32, 1, 8, chip="ascend950")
+        assert e.value.code == Code.DTYPE_UNSUPPORTED, str(e.value)
+        assert "count form only on ascend950" in str(e.value)
+        assert f"{api}(ub, dst, src, tmp, count" in str(e.value)
+        getattr(ar.ascendc, api)(ub, *args, 32, chip="ascend950")          # the count form
+    with pytest.raises(ar.ConstraintError) as e:
+        ar.ascendc.reduce_max(ar.new_ub("atlas_a2"), *args, 32, 1, 8, chip="atlas_a2")
+    assert e.value.code == Code.DTYPE_UNSUPPORTED and "count form" not in str(e.value)

@@ -425,8 +425,27 @@ def _run(ins: registry.Instruction, count_ins: registry.Instruction, ub: UBLike,
         return count_ins.run(ub, tensors, None, {"repeat": first}, chip=chip,
                              option=ci if count_ins.option is not None else None,
                              saturate=saturate, return_info=return_info, spr=spr)
-    return ins.run(ub, tensors, first, {"repeat": repeat_time, "src_rep_stride": src_rep_stride},
-                   chip=chip, option=ci, saturate=saturate, return_info=return_info, spr=spr)
+    try:
+        return ins.run(ub, tensors, first, {"repeat": repeat_time, "src_rep_stride": src_rep_stride},
+                       chip=chip, option=ci, saturate=saturate, return_info=return_info, spr=spr)
+    except ConstraintError as e:
+        # a type only the count form has here (950 int64 / uint64: "仅支持tensor前n个数据计算")
+        if e.code is Code.DTYPE_UNSUPPORTED and e.value in _count_dtypes(count_ins, chip):
+            raise ConstraintError(
+                e.code, api=e.api, param=e.param, value=e.value, allowed=e.allowed, chip=e.chip,
+                hint=f"{e.value} is in the count form only on {e.chip} "
+                     f"('仅支持tensor前n个数据计算'): {ins.name}(ub, dst, src, tmp, count"
+                     + ("[, cal_index])" if ins.option is not None else ")")) from None
+        raise
+
+
+def _count_dtypes(count_ins: registry.Instruction, chip: ChipLike) -> Tuple[str, ...]:
+    """The count form's dtypes on ``chip`` (none where the product does not load: the
+    caller's error stands as it is)."""
+    try:
+        return tuple(registry.get_chip(chip).dtypes(count_ins.name))
+    except Exception:                                        # noqa: BLE001
+        return ()
 
 
 def reduce_sum(ub: UBLike, dst: Tensor, src: Tensor, shared_tmp_buffer: Tensor,
